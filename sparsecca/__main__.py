@@ -1,0 +1,3 @@
+from sparsecca.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,17 @@
+"""Corpus readers and writers, the columnar TaggedCorpus, and the synthetic corpus."""
+
+from ._conllu import CorpusFormatError, read_conllu, read_tokenized, write_conllu
+from ._corpus import TaggedCorpus, Vocabulary, kfold_indices, train_test_split
+from ._synthetic import synthetic_corpus
+
+__all__ = [
+    "CorpusFormatError",
+    "TaggedCorpus",
+    "Vocabulary",
+    "kfold_indices",
+    "read_conllu",
+    "read_tokenized",
+    "synthetic_corpus",
+    "train_test_split",
+    "write_conllu",
+]

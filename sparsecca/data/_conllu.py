@@ -1,0 +1,222 @@
+"""CoNLL-U / CoNLL-X reading and writing."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ._corpus import TaggedCorpus, Vocabulary
+
+__all__ = ["CorpusFormatError", "read_conllu", "write_conllu", "read_tokenized"]
+
+# column holding each tag kind (0-based); CoNLL-X names them CPOSTAG / POSTAG
+_TAG_COLUMNS = {"upos": 3, "xpos": 4}
+
+
+class CorpusFormatError(ValueError):
+    """A corpus file is malformed.  ``path`` and ``line`` (1-based, 0 = whole file) say where."""
+
+    def __init__(self, path, line: int, message: str):
+        self.path = str(path)
+        self.line = int(line)
+        self.reason = message
+        where = f"{self.path}:{self.line}" if self.line > 0 else self.path
+        super().__init__(f"{where}: {message}")
+
+
+def _read_bytes(path) -> tuple[str, bytes]:
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as fh:
+            raw = fh.read()
+    except IsADirectoryError:
+        raise CorpusFormatError(name, 0, "is a directory, expected a CoNLL-U file") from None
+    if raw[:2] == b"\x1f\x8b":  # gzip magic, whatever the suffix says
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise CorpusFormatError(name, 0, f"corrupt or truncated gzip data ({exc})") from None
+    elif name.endswith(".gz"):
+        raise CorpusFormatError(name, 0, "has a .gz suffix but is not gzip data")
+    return name, raw
+
+
+def _decode(name: str, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise CorpusFormatError(
+            name, line, f"is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
+
+
+def _check_tags_arg(tags):
+    if tags is not None and tags not in _TAG_COLUMNS:
+        raise ValueError(f"tags must be 'upos', 'xpos' or None, got {tags!r}")
+
+
+def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
+    """Read a CoNLL-U or CoNLL-X file (plain or gzip-compressed) into a TaggedCorpus.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.  Gzip data is detected by its magic bytes, so ``.conllu.gz`` works.
+    tags : {'upos', 'xpos'} or None
+        Which tag column to read: 'upos' is column 4 (CoNLL-X CPOSTAG), 'xpos' column 5
+        (CoNLL-X POSTAG).  None reads words only (an untagged corpus).
+
+    Returns
+    -------
+    TaggedCorpus
+        Comment lines (``#``), multi-word ranges (ids ``a-b``) and empty nodes (ids ``a.b``)
+        are skipped.  Word and tag ids follow first appearance in the file.
+
+    Raises
+    ------
+    CorpusFormatError
+        With file and line, for: a token line without exactly 10 tab-separated columns, an
+        empty form, bytes that are not UTF-8, a sentence with no tokens, a bad or out-of-order
+        token id, or a ``_`` in the requested tag column.
+    """
+    _check_tags_arg(tags)
+    name, raw = _read_bytes(path)
+    text = _decode(name, raw)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    tcol = _TAG_COLUMNS[tags] if tags is not None else None
+    wdict: dict[str, int] = {}
+    tdict: dict[str, int] = {}
+    wids: list[int] = []
+    tids: list[int] = []
+    offsets = [0]
+    expect = 1            # next token id expected in the current sentence
+    in_sentence = False   # a comment or token line has been seen since the last blank line
+    start_line = 0
+    wset = wdict.setdefault
+    tset = tdict.setdefault
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line:
+            if in_sentence:
+                if expect == 1:
+                    raise CorpusFormatError(name, start_line,
+                                            "sentence has no tokens (only comments or ranges)")
+                offsets.append(len(wids))
+                in_sentence = False
+                expect = 1
+            continue
+        if not in_sentence:
+            in_sentence = True
+            start_line = lineno
+        if line[0] == "#":
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise CorpusFormatError(
+                name, lineno, f"expected 10 tab-separated columns, found {len(cols)}"
+            )
+        tid = cols[0]
+        if not tid.isdigit():
+            if "-" in tid or "." in tid:
+                continue  # multi-word token range or empty node
+            raise CorpusFormatError(name, lineno, f"token id {tid!r} is not an integer")
+        if int(tid) != expect:
+            raise CorpusFormatError(
+                name, lineno,
+                f"token id {tid} out of sequence (expected {expect}; missing blank line "
+                f"between sentences?)",
+            )
+        expect += 1
+        form = cols[1]
+        if not form or form.isspace():
+            raise CorpusFormatError(name, lineno, "empty word form in column 2")
+        wids.append(wset(form, len(wdict)))
+        if tcol is not None:
+            tag = cols[tcol]
+            if tag == "_" or not tag:
+                raise CorpusFormatError(
+                    name, lineno,
+                    f"tag column {tcol + 1} ({tags}) is {tag!r}; this file has no {tags} tags "
+                    f"(try tags={'xpos' if tags == 'upos' else 'upos'!r})",
+                )
+            tids.append(tset(tag, len(tdict)))
+    if in_sentence:  # no trailing blank line
+        if expect == 1:
+            raise CorpusFormatError(name, start_line,
+                                    "sentence has no tokens (only comments or ranges)")
+        offsets.append(len(wids))
+    if tcol is None:
+        return TaggedCorpus(np.array(wids, dtype=np.int32), None,
+                            np.array(offsets, dtype=np.int64), Vocabulary(wdict), None)
+    return TaggedCorpus(np.array(wids, dtype=np.int32), np.array(tids, dtype=np.int32),
+                        np.array(offsets, dtype=np.int64), Vocabulary(wdict), Vocabulary(tdict))
+
+
+def read_tokenized(path) -> TaggedCorpus:
+    """Read one-sentence-per-line, whitespace-tokenised text (plain or gzip) as an untagged corpus.
+
+    Blank lines are skipped.
+    """
+    name, raw = _read_bytes(path)
+    text = _decode(name, raw)
+    return TaggedCorpus.from_words(line.split() for line in text.splitlines() if line.strip())
+
+
+def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: bool = False,
+                 comments=None) -> None:
+    """Write a TaggedCorpus as 10-column CoNLL-U.
+
+    Parameters
+    ----------
+    corpus : TaggedCorpus
+    path : str, path-like or text file object
+        A ``.gz`` path is gzip-compressed.
+    tags : {'upos', 'xpos'}
+        Column that receives the tags; the other tag column gets ``_``.
+    overwrite : bool
+        An existing file is refused (FileExistsError) unless this is True.
+    comments : sequence of str or None
+        Optional per-sentence comment text (without the leading ``# ``).
+    """
+    _check_tags_arg(tags)
+    if tags is None:
+        raise ValueError("write_conllu needs tags='upos' or 'xpos'")
+    if not isinstance(corpus, TaggedCorpus):
+        raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
+    for w in corpus.words:
+        if "\t" in w or "\n" in w or not w:
+            raise ValueError(f"word {w!r} cannot be written to CoNLL-U (empty, tab or newline)")
+    if comments is not None and len(comments) != corpus.n_sentences:
+        raise ValueError(
+            f"comments has {len(comments)} entries, corpus has {corpus.n_sentences} sentences"
+        )
+    wl = corpus.words.items
+    tl = corpus.tags.items if corpus.has_tags else None
+    out = []
+    for i in range(corpus.n_sentences):
+        if comments is not None and comments[i]:
+            out.extend(f"# {c}" for c in str(comments[i]).split("\n"))
+        a, b = corpus.offsets[i], corpus.offsets[i + 1]
+        for k in range(a, b):
+            tag = "_" if tl is None else tl[corpus.tag_ids[k]]
+            upos, xpos = (tag, "_") if tags == "upos" else ("_", tag)
+            out.append(f"{k - a + 1}\t{wl[corpus.word_ids[k]]}\t_\t{upos}\t{xpos}\t_\t_\t_\t_\t_")
+        out.append("")
+    data = ("\n".join(out) + ("\n" if out else "")).encode("utf-8")
+    if isinstance(path, io.TextIOBase):
+        path.write(data.decode("utf-8"))
+        return
+    p = Path(path)
+    if p.exists() and not overwrite:
+        raise FileExistsError(f"{p} exists; pass overwrite=True to replace it")
+    if p.name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, p)

@@ -1,0 +1,123 @@
+import numpy as np
+import pytest
+
+from sparsecca.data import (
+    TaggedCorpus,
+    Vocabulary,
+    kfold_indices,
+    synthetic_corpus,
+    train_test_split,
+)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return synthetic_corpus(400, random_state=1)
+
+
+def test_slicing_matches_python_lists(corpus):
+    sents = corpus.to_sentences()
+    idx = np.array([5, 3, 3, 399, 0])
+    assert corpus[idx].to_sentences() == [sents[i] for i in idx]
+    assert corpus[10:20].to_sentences() == sents[10:20]
+    assert corpus[::7].to_sentences() == sents[::7]
+    mask = np.zeros(len(corpus), bool)
+    mask[[1, 2, 50]] = True
+    assert corpus[mask].to_sentences() == [sents[1], sents[2], sents[50]]
+    words, tags = corpus[-1]
+    assert list(zip(words, tags)) == sents[-1]
+    assert corpus[5:5].n_sentences == 0
+
+
+def test_slice_shares_vocabulary_and_memory(corpus):
+    part = corpus[10:20]
+    assert part.words is corpus.words
+    assert np.shares_memory(part.word_ids, corpus.word_ids)
+
+
+def test_iteration(corpus):
+    for (w, t), s in zip(corpus, corpus.to_sentences()):
+        assert list(zip(w, t)) == s
+
+
+def test_recode_and_unknowns():
+    a = TaggedCorpus.from_sentences([[("x", "A"), ("y", "B")]])
+    b = TaggedCorpus.from_sentences([[("y", "B"), ("z", "C")]])
+    wid, tid = b.recode(words=a.words, tags=a.tags)
+    np.testing.assert_array_equal(wid, [1, -1])
+    np.testing.assert_array_equal(tid, [1, -1])
+
+
+def test_kfold_partition():
+    folds = kfold_indices(103, folds=10, random_state=0)
+    held = np.concatenate([h for _, h in folds])
+    assert sorted(held.tolist()) == list(range(103))
+    for tr, h in folds:
+        assert np.intersect1d(tr, h).size == 0 and tr.size + h.size == 103
+        assert 10 <= h.size <= 11
+
+
+def test_train_test_split(corpus):
+    tr, te = train_test_split(corpus, test_size=0.25, random_state=0)
+    assert tr.n_sentences + te.n_sentences == corpus.n_sentences
+    assert te.n_sentences == 100
+    assert tr.n_tokens + te.n_tokens == corpus.n_tokens
+
+
+@pytest.mark.parametrize(("kwargs", "exc", "pattern"), [
+    (dict(test_size=1.5), ValueError, r"test_size as a fraction must be in \(0, 1\), got 1.5"),
+    (dict(test_size=0), ValueError, r"must be in \[1, 399\]"),
+    (dict(test_size="a"), TypeError, "test_size must be a float or an int"),
+])
+def test_split_bad_args(corpus, kwargs, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        train_test_split(corpus, **kwargs)
+
+
+@pytest.mark.parametrize(("n", "folds", "pattern"), [
+    (10, 1, r"folds must be in \[2, n_sentences=10\], got 1"),
+    (3, 5, r"folds must be in \[2, n_sentences=3\], got 5"),
+])
+def test_kfold_bad_args(n, folds, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        kfold_indices(n, folds)
+
+
+def test_constructor_validation():
+    with pytest.raises(ValueError, match="offsets must be non-decreasing and end at n_tokens=2"):
+        TaggedCorpus([0, 1], [0, 0], [0, 1], ["a", "b"], ["T"])
+    with pytest.raises(ValueError, match=r"word_ids must lie in \[0, 1\)"):
+        TaggedCorpus([0, 1], [0, 0], [0, 2], ["a"], ["T"])
+    with pytest.raises(ValueError, match="distinct"):
+        Vocabulary(["a", "a"])
+    with pytest.raises(ValueError, match=r"sentence 0: each token must be a \(word, tag\) pair"):
+        TaggedCorpus.from_sentences([["a"]])
+
+
+def test_synthetic_is_deterministic_and_realistic():
+    a = synthetic_corpus(2000, random_state=7)
+    b = synthetic_corpus(2000, random_state=7)
+    c = synthetic_corpus(2000, random_state=8)
+    assert a == b and not a == c
+    counts = np.bincount(a.word_ids)
+    assert (counts == 1).sum() > 0.25 * counts.size      # many rare types (Zipf tail)
+    # ambiguous types exist and cover a real share of tokens
+    pairs = np.unique(a.word_ids.astype(np.int64) * 100 + a.tag_ids)
+    n_tags_per_word = np.bincount(pairs // 100)
+    assert 0.03 < (n_tags_per_word[a.word_ids] > 1).mean() < 0.5
+    # a suffix predicts its tag: "-ly" words are mostly ADV
+    words = np.array(a.words.items, dtype=object)[a.word_ids]
+    tags = np.array(a.tags.items, dtype=object)[a.tag_ids]
+    ly = np.array([w.endswith("ly") for w in words])
+    assert (tags[ly] == "ADV").mean() > 0.8
+    assert 15 < a.lengths.mean() < 21
+
+
+@pytest.mark.parametrize(("kwargs", "pattern"), [
+    (dict(n_sentences=0), "n_sentences must be an int >= 1, got 0"),
+    (dict(n_sentences=10, mean_length=1.0), r"mean_length must be in \[2, 200\], got 1.0"),
+    (dict(n_sentences=10, ambiguity=2.0), r"ambiguity must be in \[0, 1\], got 2.0"),
+])
+def test_synthetic_bad_args(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        synthetic_corpus(**kwargs)
