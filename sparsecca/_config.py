@@ -12,9 +12,9 @@ __all__ = ["JIT_SERIAL", "JIT_PARALLEL", "JIT_DISABLED"]
 
 JIT_DISABLED = os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
 
-#: serial kernels: cached on disk, no fastmath (results must match the references bit-for-bit
-#: up to summation order)
-JIT_SERIAL = dict(nopython=True, nogil=True, cache=True, fastmath=False)
+#: ``numba.njit`` flags for serial kernels: cached on disk; no fastmath, so results match the
+#: slow references up to summation order
+JIT_SERIAL = dict(nogil=True, cache=True, fastmath=False)
 
 #: parallel kernels: numba cannot cache prange kernels reliably across processes
-JIT_PARALLEL = dict(nopython=True, nogil=True, parallel=True, cache=False, fastmath=False)
+JIT_PARALLEL = dict(nogil=True, parallel=True, cache=False, fastmath=False)
