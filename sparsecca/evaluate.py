@@ -1,0 +1,140 @@
+"""Accuracy, oracle accuracy and paired significance tests for taggers and rerankers.
+
+All functions work on flat per-token arrays plus sentence offsets (the columnar layout of
+:class:`sparsecca.data.TaggedCorpus`), so they cost O(tokens) in NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["token_accuracy", "accuracy_report", "paired_bootstrap", "mcnemar"]
+
+
+def _flat(name, a, dtype=None):
+    a = np.asarray(a) if dtype is None else np.asarray(a, dtype=dtype)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-d, got shape {a.shape}")
+    return a
+
+
+def token_accuracy(pred, gold, mask=None) -> float:
+    """Fraction of tokens with ``pred == gold`` (restricted to ``mask`` when given).
+
+    Parameters
+    ----------
+    pred, gold : int arrays, shape (n_tokens,)
+        Tag ids in the same vocabulary.
+    mask : bool array, shape (n_tokens,), optional
+
+    Returns
+    -------
+    float
+        NaN when no token is selected (e.g. no unknown words).
+    """
+    pred = _flat("pred", pred)
+    gold = _flat("gold", gold)
+    if pred.shape != gold.shape:
+        raise ValueError(f"pred has {pred.size} tokens, gold has {gold.size}")
+    ok = pred == gold
+    if mask is not None:
+        mask = _flat("mask", mask, bool)
+        if mask.shape != ok.shape:
+            raise ValueError(f"mask has {mask.size} entries, expected {ok.size}")
+        ok = ok[mask]
+    return float(ok.mean()) if ok.size else float("nan")
+
+
+def accuracy_report(pred, gold, unknown=None) -> dict:
+    """Token accuracy overall and, when ``unknown`` is given, on known and unknown words.
+
+    Returns
+    -------
+    dict with keys ``accuracy``, ``n_tokens`` and, with ``unknown``, ``known_accuracy``,
+    ``unknown_accuracy``, ``n_unknown``.
+    """
+    out = {"accuracy": token_accuracy(pred, gold), "n_tokens": int(np.size(gold))}
+    if unknown is not None:
+        unknown = _flat("unknown", unknown, bool)
+        out["known_accuracy"] = token_accuracy(pred, gold, ~unknown)
+        out["unknown_accuracy"] = token_accuracy(pred, gold, unknown)
+        out["n_unknown"] = int(unknown.sum())
+    return out
+
+
+def _per_sentence(correct, offsets):
+    offsets = _flat("offsets", offsets, np.int64)
+    if offsets.size < 1 or offsets[0] != 0 or offsets[-1] != correct.size \
+            or np.any(np.diff(offsets) < 0):
+        raise ValueError(
+            f"offsets must start at 0, be non-decreasing and end at n_tokens={correct.size}"
+        )
+    csum = np.concatenate([[0], np.cumsum(correct, dtype=np.int64)])
+    return csum[offsets[1:]] - csum[offsets[:-1]]
+
+
+def paired_bootstrap(correct_a, correct_b, offsets, n_resamples: int = 10_000,
+                     random_state=0) -> dict:
+    """Paired bootstrap over sentences: is system B more accurate than system A?
+
+    Sentences are resampled with replacement ``n_resamples`` times; the one-sided p-value is the
+    fraction of resamples in which B's accuracy gain over A is <= 0 (Koehn 2004; Berg-Kirkpatrick
+    et al. 2012 use the equivalent shifted form).
+
+    Parameters
+    ----------
+    correct_a, correct_b : bool arrays, shape (n_tokens,)
+        Per-token correctness of the two systems on the same tokens.
+    offsets : int array, shape (n_sentences + 1,)
+    n_resamples : int >= 100
+    random_state : int or numpy Generator
+
+    Returns
+    -------
+    dict with ``gain`` (B minus A accuracy, in points of 1), ``p_value``, ``n_resamples``.
+    """
+    ca = _flat("correct_a", correct_a, bool)
+    cb = _flat("correct_b", correct_b, bool)
+    if ca.shape != cb.shape:
+        raise ValueError(f"correct_a has {ca.size} tokens, correct_b has {cb.size}")
+    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 100:
+        raise ValueError(f"n_resamples must be an int >= 100, got {n_resamples!r}")
+    diff = (_per_sentence(cb, offsets) - _per_sentence(ca, offsets)).astype(np.float64)
+    lengths = np.diff(np.asarray(offsets, dtype=np.int64)).astype(np.float64)
+    n = diff.size
+    if n == 0 or lengths.sum() == 0:
+        raise ValueError("paired_bootstrap needs at least one non-empty sentence")
+    rng = np.random.default_rng(random_state)
+    worse = 0
+    # resample in chunks to bound memory at ~ chunk * n indices
+    chunk = max(1, min(n_resamples, 2_000_000 // max(n, 1)))
+    done = 0
+    while done < n_resamples:
+        b = min(chunk, n_resamples - done)
+        idx = rng.integers(0, n, size=(b, n))
+        gains = diff[idx].sum(axis=1) / lengths[idx].sum(axis=1)
+        worse += int(np.count_nonzero(gains <= 0))
+        done += b
+    return {"gain": float(diff.sum() / lengths.sum()),
+            "p_value": (worse + 1) / (n_resamples + 1), "n_resamples": int(n_resamples)}
+
+
+def mcnemar(correct_a, correct_b) -> dict:
+    """McNemar's exact test on tokens (two-sided): do A and B differ in error rate?
+
+    Only discordant tokens count: ``n01`` (A wrong, B right) and ``n10`` (A right, B wrong).
+    Under H0 n01 ~ Binomial(n01 + n10, 1/2).
+
+    Returns
+    -------
+    dict with ``n01``, ``n10``, ``p_value``.
+    """
+    ca = _flat("correct_a", correct_a, bool)
+    cb = _flat("correct_b", correct_b, bool)
+    if ca.shape != cb.shape:
+        raise ValueError(f"correct_a has {ca.size} tokens, correct_b has {cb.size}")
+    n01 = int(np.count_nonzero(~ca & cb))
+    n10 = int(np.count_nonzero(ca & ~cb))
+    p = 1.0 if n01 + n10 == 0 else float(stats.binomtest(n01, n01 + n10, 0.5).pvalue)
+    return {"n01": n01, "n10": n10, "p_value": p}
