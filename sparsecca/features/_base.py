@@ -1,0 +1,318 @@
+"""Shared machinery of the feature views: validation, CSR assembly, the estimator base class."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data import TaggedCorpus, Vocabulary
+
+__all__ = ["NotFittedError"]
+
+#: chunk size (tokens) for the views that expand several features per token, bounding the
+#: temporaries when candidate sets with tens of millions of tokens are transformed
+CHUNK_TOKENS = 1 << 21
+
+
+class NotFittedError(ValueError, AttributeError):
+    """A view was used before ``fit`` (a ValueError and an AttributeError, as in scikit-learn)."""
+
+
+# -- parameter validation -------------------------------------------------------------------
+
+def check_int_tuple(name: str, value) -> tuple[int, ...]:
+    """An int or a non-empty sequence of distinct ints >= 1, returned sorted."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int or a sequence of ints >= 1, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        vals = (int(value),)
+    else:
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"{name} must be an int or a sequence of ints >= 1, got {value!r}")
+        try:
+            vals = tuple(value)
+        except TypeError:
+            raise TypeError(
+                f"{name} must be an int or a sequence of ints >= 1, got {type(value).__name__}"
+            ) from None
+        for v in vals:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name} must contain only ints, got {v!r} in {value!r}")
+        vals = tuple(int(v) for v in vals)
+    if not vals:
+        raise ValueError(f"{name} must be a non-empty sequence of ints >= 1, got {value!r}")
+    if min(vals) < 1:
+        raise ValueError(f"{name} must contain ints >= 1, got {value!r}")
+    if len(set(vals)) != len(vals):
+        raise ValueError(f"{name} must not repeat a value, got {value!r}")
+    return tuple(sorted(vals))
+
+
+def check_min_count(value) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"min_count must be an int >= 1, got {value!r}")
+    if value < 1:
+        raise ValueError(f"min_count must be an int >= 1, got {value}")
+    return int(value)
+
+
+def check_bool(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_dtype(value) -> np.dtype:
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {value!r}") from None
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dt}")
+    return dt
+
+
+def check_corpus(corpus, name: str = "corpus", *, tagged: bool = False) -> TaggedCorpus:
+    if not isinstance(corpus, TaggedCorpus):
+        raise TypeError(
+            f"{name} must be a sparsecca.data.TaggedCorpus, got {type(corpus).__name__}"
+        )
+    if tagged and not corpus.has_tags:
+        raise ValueError(
+            f"{name} has no tags: this view featurises tag sequences and needs a tagged corpus"
+        )
+    return corpus
+
+
+def check_vocabulary(name: str, vocab) -> Vocabulary:
+    if isinstance(vocab, Vocabulary):
+        return vocab
+    if isinstance(vocab, (str, bytes)) or vocab is None:
+        raise TypeError(f"{name} must be a Vocabulary or a sequence of str, got {vocab!r}")
+    try:
+        items = list(vocab)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a Vocabulary or a sequence of str, got {type(vocab).__name__}"
+        ) from None
+    if not all(isinstance(s, str) for s in items):
+        raise TypeError(f"{name} must contain only str")
+    return Vocabulary(items)
+
+
+def check_id_array(name: str, ids, vocab_size: int, vocab_name: str) -> np.ndarray:
+    """A 1-d integer id array with values in [0, vocab_size), as int64."""
+    arr = np.asarray(ids)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array, got shape {arr.shape}")
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must be an integer array, got dtype {arr.dtype}")
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < 0 or hi >= vocab_size:
+        bad = lo if lo < 0 else hi
+        raise ValueError(
+            f"{name} must lie in [0, {vocab_size}) (the size of {vocab_name}), got {bad}"
+        )
+    return arr.astype(np.int64, copy=False)
+
+
+def check_offsets(offsets, n_tokens: int) -> np.ndarray:
+    off = np.asarray(offsets)
+    if off.ndim != 1 or off.size < 1:
+        raise ValueError(f"offsets must be a 1-d array of size >= 1, got shape {off.shape}")
+    if not np.issubdtype(off.dtype, np.integer):
+        raise TypeError(f"offsets must be an integer array, got dtype {off.dtype}")
+    off = off.astype(np.int64, copy=False)
+    if off[0] != 0 or off[-1] != n_tokens:
+        raise ValueError(
+            f"offsets must start at 0 and end at n_tokens={n_tokens}, "
+            f"got first {off[0]} and last {off[-1]}"
+        )
+    if off.size > 1 and np.any(off[1:] < off[:-1]):
+        raise ValueError("offsets must be non-decreasing")
+    return off
+
+
+# -- vectorised helpers ---------------------------------------------------------------------
+
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + c)`` over pairs (s, c), without a Python loop."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(counts)
+    # position within the output minus the start of its block, plus the block's source start
+    shift = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - counts), counts)
+    return np.arange(total, dtype=np.int64) + shift
+
+
+def sequence_chunks(offsets: np.ndarray, budget: int | None = None):
+    """Consecutive sequence ranges [s0, s1) of at most ``budget`` tokens (at least one each).
+
+    ``budget`` defaults to the module-level :data:`CHUNK_TOKENS`, read at call time.
+    """
+    budget = CHUNK_TOKENS if budget is None else budget
+    n = offsets.size - 1
+    s0 = 0
+    while s0 < n:
+        s1 = int(np.searchsorted(offsets, offsets[s0] + budget, side="right")) - 1
+        s1 = min(max(s1, s0 + 1), n)
+        yield s0, s1
+        s0 = s1
+
+
+def csr_from_sorted_rows(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int],
+                         dtype: np.dtype, weights: np.ndarray | None = None) -> sp.csr_matrix:
+    """Count matrix from (row, col) occurrences whose rows are non-decreasing.
+
+    Built directly in CSR (indptr from a bincount of rows), duplicates summed; no COO detour.
+    """
+    n_rows = shape[0]
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    if rows.size:
+        np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
+    data = np.ones(cols.size, dtype=dtype) if weights is None else weights.astype(dtype)
+    X = sp.csr_matrix((data, cols, indptr), shape=shape)
+    X.sum_duplicates()
+    return X
+
+
+def searchsorted_lookup(keys: np.ndarray):
+    """``code -> position in the sorted array keys`` (-1 when absent), vectorised."""
+    def lookup(code: np.ndarray) -> np.ndarray:
+        if not keys.size:
+            return np.full(code.size, -1, dtype=np.int64)
+        col = np.searchsorted(keys, code)
+        np.minimum(col, keys.size - 1, out=col)
+        col[keys[col] != code] = -1
+        return col
+    return lookup
+
+
+def count_block(groups, lookup, shape: tuple[int, int],
+                dtype: np.dtype) -> tuple[sp.csr_matrix, int]:
+    """Count matrix of feature codes mapped to columns by ``lookup``.
+
+    ``groups`` yields (rows, codes) pairs, rows non-decreasing within each pair;
+    ``lookup(codes)`` gives each code's column, -1 for a code absent from the vocabulary.
+    Returns the CSR block and the number of occurrences absent from the vocabulary (dropped).
+    """
+    rows_l, cols_l, dropped = [], [], 0
+    col_dtype = np.int32 if shape[1] < 2**31 else np.int64
+    for rows, code in groups:
+        col = lookup(code)
+        found = col >= 0
+        dropped += int(code.size - np.count_nonzero(found))
+        rows_l.append(rows[found])
+        cols_l.append(col[found].astype(col_dtype))
+        del col, found
+    n_groups = len(rows_l)
+    rows = np.concatenate(rows_l) if rows_l else np.zeros(0, np.int64)
+    cols = np.concatenate(cols_l) if cols_l else np.zeros(0, col_dtype)
+    del rows_l, cols_l
+    if n_groups > 1:
+        # a stable sort of a few concatenated sorted runs is a linear merge (timsort)
+        order = np.argsort(rows, kind="stable")
+        rows, cols = rows[order], cols[order]
+    return csr_from_sorted_rows(rows, cols, shape, dtype), dropped
+
+
+def stack_rows(blocks: list, n_cols: int, dtype: np.dtype) -> sp.csr_matrix:
+    """Vertical stack of CSR blocks, releasing each block once copied (``blocks`` is emptied).
+
+    Unlike ``scipy.sparse.vstack`` the peak is the result plus one block, not twice the result.
+    """
+    if len(blocks) == 1:
+        return blocks.pop()
+    nnz = sum(b.nnz for b in blocks)
+    n_rows = sum(b.shape[0] for b in blocks)
+    idx = np.int32 if max(nnz, n_cols) < 2**31 else np.int64
+    indptr = np.zeros(n_rows + 1, dtype=idx)
+    indices = np.empty(nnz, dtype=idx)
+    data = np.empty(nnz, dtype=dtype)
+    r = p = 0
+    blocks.reverse()
+    while blocks:
+        b = blocks.pop()
+        m, k = b.shape[0], b.nnz
+        indptr[r + 1:r + 1 + m] = b.indptr[1:] + p
+        indices[p:p + k] = b.indices
+        data[p:p + k] = b.data
+        r, p = r + m, p + k
+        del b
+    return sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_cols))
+
+
+def present_types(word_ids: np.ndarray, n_types: int):
+    """Types occurring in ``word_ids``: (type ids, their token counts, type -> row lookup)."""
+    counts = np.bincount(word_ids, minlength=n_types)
+    present = np.flatnonzero(counts)
+    lookup = np.full(n_types, -1, dtype=np.int64)
+    lookup[present] = np.arange(present.size, dtype=np.int64)
+    return present, counts[present], lookup
+
+
+def type_features(strings: list[str], featurize) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Features of each type string: a CSR pattern (indptr, local ids) and the local names.
+
+    ``featurize(s)`` returns a list of feature strings, repeats meaning multiplicity.  The loop
+    is over word *types*, so its cost is independent of the number of tokens.
+    """
+    index: dict[str, int] = {}
+    setdefault = index.setdefault
+    ids: list[int] = []
+    indptr = np.zeros(len(strings) + 1, dtype=np.int64)
+    for i, s in enumerate(strings):
+        for f in featurize(s):
+            ids.append(setdefault(f, len(index)))
+        indptr[i + 1] = len(ids)
+    return indptr, np.asarray(ids, dtype=np.int64), list(index)
+
+
+# -- base class -----------------------------------------------------------------------------
+
+class BaseView:
+    """Common estimator protocol: parameters, ``get_params``/``set_params``, fitted checks."""
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters (scikit-learn protocol)."""
+        return {p: getattr(self, p) for p in self._param_names()}
+
+    def set_params(self, **params) -> "BaseView":
+        """Set constructor parameters (scikit-learn protocol); takes effect at the next fit."""
+        valid = self._param_names()
+        for k, v in params.items():
+            if k not in valid:
+                raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}; "
+                                 f"valid parameters are {valid}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def _check_fitted(self) -> None:
+        if "n_features_" not in self.__dict__:
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet; call fit(corpus) first"
+            )
+
+    def fit_transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
+        """``fit(corpus)`` then ``transform(corpus)``."""
+        return self.fit(corpus).transform(corpus)
+
+    def feature_names_out(self) -> np.ndarray:
+        """Feature names in column order, an object array of str, shape (n_features_,)."""
+        self._check_fitted()
+        return np.array(self.vocabulary_.items, dtype=object)

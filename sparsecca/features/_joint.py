@@ -1,0 +1,329 @@
+"""Joint (word-side, tag-side) features of the baseline rerankers (paper section 4.1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data import TaggedCorpus, Vocabulary
+from ._base import (
+    BaseView,
+    NotFittedError,
+    check_bool,
+    check_corpus,
+    check_dtype,
+    check_id_array,
+    check_int_tuple,
+    check_min_count,
+    check_offsets,
+    check_vocabulary,
+    count_block,
+    expand_ranges,
+    present_types,
+    sequence_chunks,
+    stack_rows,
+    type_features,
+)
+from ._kernels import grouped_lookup
+from ._lexical import suffixes
+from ._tags import BOS, recode_tags
+
+__all__ = ["JointView"]
+
+_KINDS = ("suffix", "ngram")
+_KEY_LIMIT = 1 << 62
+
+
+class JointView(BaseView):
+    """Candidate tag sequence (with its sentence) -> bag of joint word-side x tag-side features.
+
+    These are the features of the boosting baseline rerankers (Collins & Koo 2005; Huang et
+    al. 2007) in the paper's section 4.1.  For each token i with tag t_i (previous tags
+    t_{i-1}, t_{i-2}; ``<s>`` before the sentence start):
+
+    ``kind="suffix"``
+        every suffix s of the word (the :class:`SuffixView` rule for ``lengths``, including the
+        ``^word`` mark for words shorter than the longest length) paired with the tag unigram
+        and with the tag bigram ending at i: (s, t_i) and (s, t_{i-1} t_i).  For "the/DT
+        selling/NN pressure/NN" and lengths (2, 3, 4), "selling" gives (ng, NN), (ng, DT NN),
+        (ing, NN), (ing, DT NN), (ling, NN), (ling, DT NN).
+    ``kind="ngram"``
+        the word-tag pair (w_i, t_i), the word with the tag bigram (w_i, t_{i-1} t_i), the tag
+        bigram (t_{i-1} t_i) and the tag trigram (t_{i-2} t_{i-1} t_i).  ``lengths`` is ignored.
+
+    No end-of-sentence features are generated (every feature is anchored at a token).
+
+    Parameters
+    ----------
+    kind : {"suffix", "ngram"}, default "suffix"
+    lengths : int or sequence of int >= 1, default (2, 3, 4)
+        Suffix lengths (``kind="suffix"`` only).
+    min_count : int >= 1, default 1
+        Keep joint features occurring at least this often in the fitting corpus.
+    lowercase : bool, default False
+        Lowercase words before taking suffixes / words.
+    dtype : numpy.float32 or numpy.float64, default numpy.float64
+
+    Attributes
+    ----------
+    tags_ : Vocabulary
+        Tagset of the fitting corpus.
+    lexical_vocabulary_ : Vocabulary
+        Suffixes (``kind="suffix"``) or words (``kind="ngram"``) of the fitting corpus, sorted.
+    keys_ : ndarray of int64, shape (n_features_,)
+        Sorted integer codes of the features (column j has code ``keys_[j]``); columns are
+        therefore ordered by lexical unit (tag-only n-grams first), then by tag feature.
+    vocabulary_ : Vocabulary
+        Feature names, built on first access (there can be millions): ``"<unit>\\t<tags>"`` with
+        the tag n-gram's symbols joined by a space (``"ing\\tDT NN"``), or ``"<tags>"`` for the
+        tag-only n-grams of ``kind="ngram"``.  A tab separates the parts because CoNLL files
+        cannot contain one inside a word or a tag.
+    n_features_ : int
+    n_dropped_ : int
+        Joint feature occurrences absent from the vocabulary at the last transform; after
+        ``fit``, the occurrences removed by ``min_count``.
+    """
+
+    def __init__(self, kind="suffix", lengths=(2, 3, 4), min_count=1, lowercase=False,
+                 dtype=np.float64):
+        self.kind = kind
+        self.lengths = lengths
+        self.min_count = min_count
+        self.lowercase = lowercase
+        self.dtype = dtype
+
+    # -- encoding -------------------------------------------------------------------------
+    # tag symbols: tags 0..T-1, BOS = T, UNK = T + 1 (tag unseen at fit); base B = T + 2.
+    # tag feature codes: unigram t in [0, B); bigram B + p*B + t; trigram B + B^2 + (q*B+p)*B + t.
+    # feature code = unit * NT + tag feature code, NT the size of the tag-feature space; for
+    # kind "ngram" unit 0 means "no lexical part" and word w is unit 1 + w.
+
+    def _validated(self) -> dict:
+        if not isinstance(self.kind, str) or self.kind not in _KINDS:
+            raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
+        p = dict(kind=self.kind, lowercase=check_bool("lowercase", self.lowercase),
+                 dtype=check_dtype(self.dtype))
+        if self.kind == "suffix":
+            p["lengths"] = check_int_tuple("lengths", self.lengths)
+        return p
+
+    def _featurizer(self):
+        if self._params["kind"] == "suffix":
+            lengths = self._params["lengths"]
+            return lambda w: suffixes(w, lengths)
+        return lambda w: [w]
+
+    def _type_units(self, words: Vocabulary, present: np.ndarray):
+        """Per present type, its lexical units: (indptr, local unit ids, local unit names)."""
+        items = words.items
+        if self._params["lowercase"]:
+            strings = [items[i].lower() for i in present]
+        else:
+            strings = [items[i] for i in present]
+        return type_features(strings, self._featurizer())
+
+    def _codes(self, word_ids, t, offsets, type_lookup, unit_indptr, unit_ids):
+        """Feature codes of a block of sequences.
+
+        Yields (rows, codes) groups, rows non-decreasing within a group; returns via
+        ``self._unseen_units`` the occurrences lost to lexical units unseen at fit.
+        """
+        T = self._n_tags
+        B = T + 2
+        NT = self._nt
+        lengths = np.diff(offsets)
+        n_tok = t.size
+        seq = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+        first = np.zeros(n_tok, dtype=bool)
+        first[offsets[:-1][lengths > 0]] = True
+        prev = np.empty(n_tok, dtype=np.int64)
+        prev[1:] = t[:-1]
+        prev[first] = T
+        bigram = B + prev * B + t
+        p = type_lookup[word_ids]
+        if self._params["kind"] == "suffix":
+            cnt = np.diff(unit_indptr)[p]
+            unit = unit_ids[expand_ranges(unit_indptr[p], cnt)]
+            tok = np.repeat(np.arange(n_tok, dtype=np.int64), cnt)
+            ok = unit >= 0
+            self._unseen_units += 2 * int(ok.size - np.count_nonzero(ok))
+            unit, tok = unit[ok], tok[ok]
+            base = unit * NT
+            rows = seq[tok]
+            yield rows, base + t[tok]
+            yield rows, base + bigram[tok]
+        else:
+            unit = unit_ids[unit_indptr[p]]  # exactly one unit (the word) per type
+            ok = unit >= 0
+            self._unseen_units += 2 * int(ok.size - np.count_nonzero(ok))
+            base = unit[ok] * NT
+            rows = seq[ok]
+            yield rows, base + t[ok]
+            yield rows, base + bigram[ok]
+            pp = np.empty(n_tok, dtype=np.int64)
+            pp[1:] = prev[:-1]
+            pp[first] = T
+            yield seq, bigram  # unit 0: the tag bigram alone
+            yield seq, B + B * B + (pp * B + prev) * B + t
+
+    # -- estimator API -------------------------------------------------------------------
+    def fit(self, corpus: TaggedCorpus) -> "JointView":
+        """Collect the joint features of a tagged corpus.
+
+        Returns
+        -------
+        self
+        """
+        params = self._validated()
+        min_count = check_min_count(self.min_count)
+        corpus = check_corpus(corpus, tagged=True)
+        self._params = params
+        T = len(corpus.tags)
+        B = T + 2
+        nt = B + B * B + (B ** 3 if params["kind"] == "ngram" else 0)
+        present, _, lookup = present_types(corpus.word_ids, len(corpus.words))
+        indptr, local, names = self._type_units(corpus.words, present)
+        # units sorted by name so that columns are ordered by (unit, tag feature)
+        order = np.argsort(np.array(names, dtype=object), kind="stable") if names else \
+            np.zeros(0, dtype=np.int64)
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[order] = np.arange(len(names), dtype=np.int64)
+        shift = 1 if params["kind"] == "ngram" else 0
+        n_units = len(names) + shift
+        if n_units * nt >= _KEY_LIMIT:
+            raise ValueError(f"{n_units} lexical units x {nt} tag features exceed 2**62 codes")
+        self._n_tags, self._nt = T, nt
+        unit_ids = rank[local] + shift if local.size else local
+        uniq_parts, occ_parts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        self._unseen_units = 0
+        t_all = corpus.tag_ids.astype(np.int64)
+        for s0, s1 in sequence_chunks(corpus.offsets):
+            a, b = corpus.offsets[s0], corpus.offsets[s1]
+            off = corpus.offsets[s0:s1 + 1] - a
+            codes = [c for _, c in self._codes(corpus.word_ids[a:b], t_all[a:b], off, lookup,
+                                               indptr, unit_ids)]
+            u, c = np.unique(np.concatenate(codes), return_counts=True)
+            uniq_parts.append(u)
+            occ_parts.append(c)
+        uniq, inv = np.unique(np.concatenate(uniq_parts), return_inverse=True)
+        occ = np.bincount(inv, weights=np.concatenate(occ_parts),
+                          minlength=uniq.size).astype(np.int64)
+        keep = occ >= min_count
+        self.tags_ = corpus.tags
+        self.lexical_vocabulary_ = Vocabulary([names[i] for i in order])
+        self.keys_ = uniq[keep]
+        self._vocabulary = None
+        # keys_ grouped by lexical unit, for the lookups in transform
+        self._unit_start = np.searchsorted(self.keys_ // nt, np.arange(n_units + 1))
+        self._keys_tf = self.keys_ % nt
+        self.n_features_ = int(self.keys_.size)
+        self.n_dropped_ = int(occ[~keep].sum())
+        return self
+
+    @property
+    def vocabulary_(self) -> Vocabulary:
+        """Feature names (built lazily; see the class docstring)."""
+        if "n_features_" not in self.__dict__:
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet; call fit(corpus) first"
+            )
+        if self._vocabulary is None:
+            self._vocabulary = Vocabulary(self._names(self.keys_))
+        return self._vocabulary
+
+    def _names(self, keys: np.ndarray) -> list[str]:
+        T = self._n_tags
+        B = T + 2
+        sym = self.tags_.items + [BOS, "<unk>"]
+        units = self.lexical_vocabulary_.items
+        ngram = self._params["kind"] == "ngram"
+        out = []
+        for key in keys.tolist():
+            unit, tf = divmod(key, self._nt)
+            if tf < B:
+                tagpart = sym[tf]
+            elif tf < B + B * B:
+                p, t = divmod(tf - B, B)
+                tagpart = f"{sym[p]} {sym[t]}"
+            else:
+                qp, t = divmod(tf - B - B * B, B)
+                q, p = divmod(qp, B)
+                tagpart = f"{sym[q]} {sym[p]} {sym[t]}"
+            if ngram:
+                out.append(tagpart if unit == 0 else f"{units[unit - 1]}\t{tagpart}")
+            else:
+                out.append(f"{units[unit]}\t{tagpart}")
+        return out
+
+    def transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
+        """Joint feature count matrix of each sentence of a tagged corpus.
+
+        Returns
+        -------
+        Z : scipy.sparse.csr_matrix, shape (n_sentences, n_features_), dtype ``self.dtype``
+        """
+        self._check_fitted()
+        corpus = check_corpus(corpus, tagged=True)
+        return self._transform(corpus.word_ids, corpus.tag_ids, corpus.offsets, corpus.words,
+                               corpus.tags)
+
+    def transform_sequences(self, word_ids, tag_ids, offsets, words, tags) -> sp.csr_matrix:
+        """Joint feature count matrix of raw (word, tag) sequences, e.g. n-best candidates.
+
+        Parameters
+        ----------
+        word_ids : array of int, shape (n_tokens,)
+            Word ids in ``words``, aligned with ``tag_ids`` (for an n-best list, each
+            sentence's words repeated once per candidate).
+        tag_ids : array of int, shape (n_tokens,)
+            Tag ids in ``tags``.
+        offsets : array of int, shape (n_sequences + 1,)
+        words, tags : Vocabulary or sequence of str
+            Re-coded into the fitted vocabularies; words and tags unseen at fit make their
+            features unseen.  A tagset sharing no tag with ``tags_`` is a ValueError.
+
+        Returns
+        -------
+        Z : scipy.sparse.csr_matrix, shape (n_sequences, n_features_), dtype ``self.dtype``
+        """
+        self._check_fitted()
+        words = check_vocabulary("words", words)
+        tags = check_vocabulary("tags", tags)
+        word_ids = check_id_array("word_ids", word_ids, len(words), "words")
+        tag_ids = check_id_array("tag_ids", tag_ids, len(tags), "tags")
+        if word_ids.shape != tag_ids.shape:
+            raise ValueError(f"word_ids and tag_ids must have the same shape, got "
+                             f"{word_ids.shape} and {tag_ids.shape}")
+        offsets = check_offsets(offsets, tag_ids.size)
+        return self._transform(word_ids, tag_ids, offsets, words, tags)
+
+    def _transform(self, word_ids, tag_ids, offsets, words, tags) -> sp.csr_matrix:
+        t_all = recode_tags(np.asarray(tag_ids), tags, self.tags_, unknown=self._n_tags + 1)
+        present, _, lookup = present_types(word_ids, len(words))
+        indptr, local, names = self._type_units(words, present)
+        shift = 1 if self._params["kind"] == "ngram" else 0
+        fitted = self.lexical_vocabulary_.ids(names)
+        fitted = np.where(fitted >= 0, fitted + shift, -1)
+        unit_ids = fitted[local] if local.size else local
+        dtype = self._params["dtype"]
+        n_feat = self.n_features_
+        nt, unit_start, keys_tf = self._nt, self._unit_start, self._keys_tf
+
+        def find(code):
+            # codes are unit * nt + tag feature: search only the unit's slice of keys_
+            return grouped_lookup(code // nt, code % nt, unit_start, keys_tf)
+
+        self._unseen_units = 0
+        dropped = 0
+        blocks = []
+        for s0, s1 in sequence_chunks(offsets):
+            a, b = offsets[s0], offsets[s1]
+            groups = self._codes(word_ids[a:b], t_all[a:b], offsets[s0:s1 + 1] - a, lookup,
+                                 indptr, unit_ids)
+            Z, lost = count_block(groups, find, (s1 - s0, n_feat), dtype)
+            blocks.append(Z)
+            dropped += lost
+        self.n_dropped_ = dropped + self._unseen_units
+        if not blocks:
+            return sp.csr_matrix((offsets.size - 1, n_feat), dtype=dtype)
+        return stack_rows(blocks, n_feat, dtype)

@@ -1,0 +1,259 @@
+"""Input views over words: bags of suffixes, of character n-grams, of words."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data import TaggedCorpus, Vocabulary
+from ._base import (
+    BaseView,
+    check_bool,
+    check_corpus,
+    check_dtype,
+    check_id_array,
+    check_int_tuple,
+    check_min_count,
+    check_offsets,
+    check_vocabulary,
+    csr_from_sorted_rows,
+    present_types,
+    type_features,
+)
+
+__all__ = ["SuffixView", "CharNgramView", "WordView", "SHORT_WORD_MARK", "suffixes"]
+
+#: prefix marking a whole word shorter than a requested suffix length ("^a" = the word "a")
+SHORT_WORD_MARK = "^"
+
+
+def suffixes(word: str, lengths: tuple[int, ...]) -> list[str]:
+    """Suffix features of one word (``lengths`` sorted ascending).
+
+    For each ``k`` in ``lengths`` with ``k <= len(word)`` the suffix ``word[-k:]``; if some
+    ``k`` exceeds ``len(word)``, the whole word marked with :data:`SHORT_WORD_MARK`, *once*
+    (not once per such ``k``), so short words such as "a", "I" or "," still contribute a feature
+    without being counted several times.
+    """
+    n = len(word)
+    out = [word[-k:] for k in lengths if k <= n]
+    if lengths[-1] > n:
+        out.append(SHORT_WORD_MARK + word)
+    return out
+
+
+class _LexicalView(BaseView):
+    """Bag of per-word features; features are computed once per word type.
+
+    X = S @ W with S the (n_sentences x n_types) count matrix of the corpus and W the
+    (n_types x n_features) feature-count matrix of the types that occur.
+    """
+
+    def _validated(self) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _featurizer(self, params: dict):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _word_strings(self, words: Vocabulary, present: np.ndarray, lowercase: bool) -> list:
+        items = words.items
+        if lowercase:
+            return [items[i].lower() for i in present]
+        return [items[i] for i in present]
+
+    def fit(self, corpus: TaggedCorpus) -> "_LexicalView":
+        """Build the feature vocabulary from ``corpus`` (features with count >= min_count).
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+            Tags are not used (an untagged corpus is fine).
+
+        Returns
+        -------
+        self
+        """
+        params = self._validated()
+        min_count = check_min_count(self.min_count)
+        corpus = check_corpus(corpus)
+        present, tcounts, _ = present_types(corpus.word_ids, len(corpus.words))
+        strings = self._word_strings(corpus.words, present, params["lowercase"])
+        indptr, local, names = type_features(strings, self._featurizer(params))
+        # occurrences of each feature = sum over types of (token count x multiplicity)
+        occ = np.bincount(local, weights=np.repeat(tcounts, np.diff(indptr)),
+                          minlength=len(names)).astype(np.int64)
+        keep = occ >= min_count
+        kept = sorted(names[i] for i in np.flatnonzero(keep))
+        self._params = params
+        self.vocabulary_ = Vocabulary(kept)
+        self.n_features_ = len(kept)
+        self.n_dropped_ = int(occ[~keep].sum())
+        return self
+
+    def transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
+        """Bag-of-features count matrix of each sentence.
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+
+        Returns
+        -------
+        X : scipy.sparse.csr_matrix, shape (n_sentences, n_features_), dtype ``self.dtype``
+            Canonical CSR (sorted indices, no duplicates).  Feature occurrences absent from the
+            vocabulary are dropped and counted in ``n_dropped_``.
+        """
+        self._check_fitted()
+        corpus = check_corpus(corpus)
+        return self._transform(corpus.word_ids, corpus.offsets, corpus.words)
+
+    def transform_sequences(self, word_ids, offsets, words) -> sp.csr_matrix:
+        """Like :meth:`transform`, on raw arrays instead of a TaggedCorpus.
+
+        Parameters
+        ----------
+        word_ids : array of int, shape (n_tokens,)
+            Ids in ``words``.
+        offsets : array of int, shape (n_sequences + 1,)
+            Sequence ``i`` spans ``word_ids[offsets[i]:offsets[i + 1]]``.
+        words : Vocabulary or sequence of str
+
+        Returns
+        -------
+        X : scipy.sparse.csr_matrix, shape (n_sequences, n_features_)
+        """
+        self._check_fitted()
+        words = check_vocabulary("words", words)
+        word_ids = check_id_array("word_ids", word_ids, len(words), "words")
+        offsets = check_offsets(offsets, word_ids.size)
+        return self._transform(word_ids, offsets, words)
+
+    def _transform(self, word_ids, offsets, words) -> sp.csr_matrix:
+        params = self._params
+        dtype = params["dtype"]
+        present, tcounts, lookup = present_types(word_ids, len(words))
+        strings = self._word_strings(words, present, params["lowercase"])
+        indptr, local, names = type_features(strings, self._featurizer(params))
+        col_of_local = self.vocabulary_.ids(names)
+        cols = col_of_local[local] if local.size else local
+        per_type = np.diff(indptr)
+        known = cols >= 0
+        self.n_dropped_ = int(np.repeat(tcounts, per_type)[~known].sum())
+        type_row = np.repeat(np.arange(present.size, dtype=np.int64), per_type)
+        W = csr_from_sorted_rows(type_row[known], cols[known],
+                                 (present.size, self.n_features_), dtype)
+        n_seq = offsets.size - 1
+        # S needs no duplicate summing: the sparse product accumulates repeated entries
+        S = sp.csr_matrix((np.ones(word_ids.size, dtype=dtype), lookup[word_ids], offsets),
+                          shape=(n_seq, present.size))
+        X = (S @ W).tocsr()
+        X.sort_indices()
+        return X.astype(dtype, copy=False)
+
+
+class SuffixView(_LexicalView):
+    """Sentence -> bag of word suffixes (the paper's input view, section 4.1).
+
+    Each token contributes ``word[-k:]`` for every ``k`` in ``lengths`` with ``k <= len(word)``;
+    a word shorter than the longest length also contributes itself once, marked with
+    :data:`SHORT_WORD_MARK` (``"^a"`` for the word "a"), so one-character tokens such as
+    punctuation are not invisible.  Example, ``lengths=(2, 3, 4)``: "selling" -> ng, ing, ling;
+    "an" -> an, ^an; "," -> ^,.
+
+    Parameters
+    ----------
+    lengths : int or sequence of int >= 1, default (2, 3, 4)
+    min_count : int >= 1, default 1
+        Keep features occurring at least this often in the fitting corpus.
+    lowercase : bool, default False
+        Lowercase words before taking suffixes.
+    dtype : numpy.float32 or numpy.float64, default numpy.float64
+
+    Attributes
+    ----------
+    vocabulary_ : Vocabulary
+        Feature strings, sorted; column ``j`` is ``vocabulary_[j]``.
+    n_features_ : int
+    n_dropped_ : int
+        Feature occurrences absent from the vocabulary at the last ``transform`` (after ``fit``:
+        the occurrences in the fitting corpus removed by ``min_count``).
+    """
+
+    def __init__(self, lengths=(2, 3, 4), min_count=1, lowercase=False, dtype=np.float64):
+        self.lengths = lengths
+        self.min_count = min_count
+        self.lowercase = lowercase
+        self.dtype = dtype
+
+    def _validated(self) -> dict:
+        return dict(lengths=check_int_tuple("lengths", self.lengths),
+                    lowercase=check_bool("lowercase", self.lowercase),
+                    dtype=check_dtype(self.dtype))
+
+    def _featurizer(self, params):
+        lengths = params["lengths"]
+        return lambda w: suffixes(w, lengths)
+
+
+class CharNgramView(_LexicalView):
+    """Sentence -> bag of character n-grams inside each word (the paper's Chinese input view).
+
+    Each token contributes every contiguous ``word[i:i + k]`` for each ``k`` in ``n`` (with
+    multiplicity: "哈哈" gives the unigram 哈 twice); n-grams never cross word boundaries and a
+    word shorter than ``k`` contributes no ``k``-gram.
+
+    Parameters
+    ----------
+    n : int or sequence of int >= 1, default (1, 2)
+    min_count : int >= 1, default 1
+    lowercase : bool, default False
+    dtype : numpy.float32 or numpy.float64, default numpy.float64
+
+    Attributes
+    ----------
+    vocabulary_, n_features_, n_dropped_
+        As in :class:`SuffixView`.
+    """
+
+    def __init__(self, n=(1, 2), min_count=1, lowercase=False, dtype=np.float64):
+        self.n = n
+        self.min_count = min_count
+        self.lowercase = lowercase
+        self.dtype = dtype
+
+    def _validated(self) -> dict:
+        return dict(n=check_int_tuple("n", self.n),
+                    lowercase=check_bool("lowercase", self.lowercase),
+                    dtype=check_dtype(self.dtype))
+
+    def _featurizer(self, params):
+        ns = params["n"]
+        return lambda w: [w[i:i + k] for k in ns for i in range(len(w) - k + 1)]
+
+
+class WordView(_LexicalView):
+    """Sentence -> bag of words.
+
+    Parameters
+    ----------
+    min_count : int >= 1, default 1
+    lowercase : bool, default False
+    dtype : numpy.float32 or numpy.float64, default numpy.float64
+
+    Attributes
+    ----------
+    vocabulary_, n_features_, n_dropped_
+        As in :class:`SuffixView`.
+    """
+
+    def __init__(self, min_count=1, lowercase=False, dtype=np.float64):
+        self.min_count = min_count
+        self.lowercase = lowercase
+        self.dtype = dtype
+
+    def _validated(self) -> dict:
+        return dict(lowercase=check_bool("lowercase", self.lowercase),
+                    dtype=check_dtype(self.dtype))
+
+    def _featurizer(self, params):
+        return lambda w: [w]

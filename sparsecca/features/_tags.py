@@ -1,0 +1,244 @@
+"""Output view over tag sequences: bags of tag n-grams."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data import TaggedCorpus, Vocabulary
+from ._base import (
+    BaseView,
+    check_bool,
+    check_corpus,
+    check_dtype,
+    check_id_array,
+    check_int_tuple,
+    check_min_count,
+    check_offsets,
+    check_vocabulary,
+    count_block,
+    expand_ranges,
+    searchsorted_lookup,
+    sequence_chunks,
+    stack_rows,
+)
+
+__all__ = ["TagNgramView", "BOS", "EOS", "recode_tags"]
+
+#: sentence-boundary symbols in feature names
+BOS = "<s>"
+EOS = "</s>"
+
+_KEY_LIMIT = 1 << 62
+
+
+def recode_tags(tag_ids: np.ndarray, tags: Vocabulary, fitted: Vocabulary,
+                unknown: int) -> np.ndarray:
+    """Tag ids re-coded from ``tags`` into the ``fitted`` vocabulary, ``unknown`` when absent.
+
+    Raises a ValueError when the two tagsets share no tag at all: the view was fitted on a
+    different tagset (say UPOS against XPOS), and every feature would be dropped silently.
+    """
+    if tags is fitted or tags == fitted:
+        return tag_ids.astype(np.int64, copy=False)
+    mapping = tags.mapping_to(fitted)
+    if len(tags) and not np.any(mapping >= 0):
+        raise ValueError(
+            f"tags share no tag with the tagset this view was fitted on "
+            f"(fitted: {fitted!r}; given: {tags!r}); was the view fitted on another tagset?"
+        )
+    mapping = np.where(mapping >= 0, mapping, unknown).astype(np.int64)
+    return mapping[tag_ids] if tag_ids.size else tag_ids.astype(np.int64)
+
+
+def ngram_occurrences(t: np.ndarray, offsets: np.ndarray, n: int, boundaries: bool,
+                      base: int, bos: int, eos: int) -> tuple[np.ndarray, np.ndarray]:
+    """All tag n-grams of order ``n``: (sequence index, integer code), rows non-decreasing.
+
+    The code of (s_1, ..., s_n) is sum_j s_j * base**(n - j) over symbol ids (tags, then the
+    boundary symbols).  With ``boundaries`` each non-empty sequence is padded with n-1 BOS at
+    the start and one EOS at the end (so it has len + 1 n-grams for n >= 2); otherwise only
+    the len - n + 1 n-grams inside the sequence are taken.  Empty sequences have no n-grams.
+    """
+    lengths = np.diff(offsets)
+    n_seq = lengths.size
+    if n == 1:
+        return np.repeat(np.arange(n_seq, dtype=np.int64), lengths), t.astype(np.int64)
+    if boundaries:
+        padded = np.where(lengths > 0, lengths + n, 0)
+        new_off = np.zeros(n_seq + 1, dtype=np.int64)
+        np.cumsum(padded, out=new_off[1:])
+        P = np.full(int(new_off[-1]), bos, dtype=np.int64)
+        shift = np.repeat(new_off[:-1] + (n - 1) - offsets[:-1], lengths)
+        P[np.arange(t.size, dtype=np.int64) + shift] = t
+        nz = np.flatnonzero(lengths)
+        P[new_off[nz] + (n - 1) + lengths[nz]] = eos
+        counts = np.where(lengths > 0, lengths + 1, 0)
+        starts = expand_ranges(new_off[:-1], counts)
+        src = P
+    else:
+        counts = np.maximum(lengths - n + 1, 0)
+        starts = expand_ranges(offsets[:-1], counts)
+        src = t.astype(np.int64)
+    code = src[starts]
+    for j in range(1, n):
+        code = code * base + src[starts + j]
+    return np.repeat(np.arange(n_seq, dtype=np.int64), counts), code
+
+
+class TagNgramView(BaseView):
+    """Tag sequence -> bag of tag n-grams (the paper's output view: unigrams and bigrams).
+
+    Parameters
+    ----------
+    orders : int or sequence of int >= 1, default (1, 2)
+        N-gram orders.
+    boundaries : bool, default True
+        Pad each non-empty sequence with n-1 ``<s>`` symbols before and one ``</s>`` after for
+        orders n >= 2, so "DT NN" yields the bigrams ``<s> DT``, ``DT NN``, ``NN </s>``.
+        Unigrams never include boundary symbols.
+    min_count : int >= 1, default 1
+    dtype : numpy.float32 or numpy.float64, default numpy.float64
+
+    Attributes
+    ----------
+    tags_ : Vocabulary
+        The tagset of the fitting corpus; ``transform_sequences`` re-codes other tagsets into it.
+    vocabulary_ : Vocabulary
+        Feature names: the n-gram's symbols joined by a space ("DT", "DT NN", "<s> DT").
+        Columns are ordered by n-gram order, then by the fitted tag ids of the symbols
+        (``<s>`` and ``</s>`` after every tag).
+    n_features_ : int
+    n_dropped_ : int
+        N-gram occurrences absent from the vocabulary at the last transform (unseen n-grams,
+        including those with a tag outside ``tags_``); after ``fit``, the occurrences removed
+        by ``min_count``.
+    """
+
+    def __init__(self, orders=(1, 2), boundaries=True, min_count=1, dtype=np.float64):
+        self.orders = orders
+        self.boundaries = boundaries
+        self.min_count = min_count
+        self.dtype = dtype
+
+    # symbol ids: tags 0..T-1, BOS = T, EOS = T + 1, UNK = T + 2 (a tag unseen at fit)
+    def _codes(self, t: np.ndarray, offsets: np.ndarray):
+        p = self._params
+        T = self._n_tags
+        base = T + 3
+        for n in p["orders"]:
+            rows, code = ngram_occurrences(t, offsets, n, p["boundaries"], base, T, T + 1)
+            yield n, rows, code + self._order_base[n]
+
+    def fit(self, corpus: TaggedCorpus) -> "TagNgramView":
+        """Collect the tag n-grams of ``corpus`` (which must be tagged).
+
+        Returns
+        -------
+        self
+        """
+        orders = check_int_tuple("orders", self.orders)
+        params = dict(orders=orders, boundaries=check_bool("boundaries", self.boundaries),
+                      dtype=check_dtype(self.dtype))
+        min_count = check_min_count(self.min_count)
+        corpus = check_corpus(corpus, tagged=True)
+        T = len(corpus.tags)
+        base = T + 3
+        order_base, acc = {}, 0
+        for n in orders:
+            order_base[n] = acc
+            acc += base ** n
+        if acc >= _KEY_LIMIT:
+            raise ValueError(
+                f"orders={self.orders!r} with {T} tags gives more than 2**62 possible n-grams; "
+                f"use lower orders"
+            )
+        self._params, self._n_tags, self._order_base = params, T, order_base
+        t_all, offsets = corpus.tag_ids.astype(np.int64), corpus.offsets
+        uniq_parts, occ_parts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for s0, s1 in sequence_chunks(offsets):
+            a, b = offsets[s0], offsets[s1]
+            codes = [c for _, _, c in self._codes(t_all[a:b], offsets[s0:s1 + 1] - a)]
+            u, c = np.unique(np.concatenate(codes), return_counts=True)
+            uniq_parts.append(u)
+            occ_parts.append(c)
+        uniq, inv = np.unique(np.concatenate(uniq_parts), return_inverse=True)
+        occ = np.bincount(inv, weights=np.concatenate(occ_parts),
+                          minlength=uniq.size).astype(np.int64)
+        keep = occ >= min_count
+        self.tags_ = corpus.tags
+        self.keys_ = uniq[keep]
+        self.vocabulary_ = Vocabulary(self._names(self.keys_))
+        self.n_features_ = int(self.keys_.size)
+        self.n_dropped_ = int(occ[~keep].sum())
+        return self
+
+    def _names(self, keys: np.ndarray) -> list[str]:
+        T = self._n_tags
+        base = T + 3
+        symbols = self.tags_.items + [BOS, EOS, "<unk>"]
+        orders = self._params["orders"]
+        starts = np.array([self._order_base[n] for n in orders], dtype=np.int64)
+        names = []
+        for key in keys.tolist():
+            n = orders[int(np.searchsorted(starts, key, side="right")) - 1]
+            code = key - self._order_base[n]
+            digits = []
+            for _ in range(n):
+                code, d = divmod(code, base)
+                digits.append(symbols[d])
+            names.append(" ".join(reversed(digits)))
+        return names
+
+    def transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
+        """Tag n-gram count matrix of each sentence of a tagged corpus.
+
+        Returns
+        -------
+        Y : scipy.sparse.csr_matrix, shape (n_sentences, n_features_), dtype ``self.dtype``
+        """
+        self._check_fitted()
+        corpus = check_corpus(corpus, tagged=True)
+        return self._transform(corpus.tag_ids, corpus.offsets, corpus.tags)
+
+    def transform_sequences(self, tag_ids, offsets, tags) -> sp.csr_matrix:
+        """Tag n-gram count matrix of raw tag sequences (e.g. n-best candidates).
+
+        Parameters
+        ----------
+        tag_ids : array of int, shape (n_tokens,)
+            Flat tag ids in ``tags``, sequence after sequence.
+        offsets : array of int, shape (n_sequences + 1,)
+            Sequence ``i`` is ``tag_ids[offsets[i]:offsets[i + 1]]``.
+        tags : Vocabulary or sequence of str
+            The tagset of ``tag_ids``; re-coded into ``tags_`` (tags absent from it make their
+            n-grams unseen).  A tagset sharing no tag with ``tags_`` is a ValueError.
+
+        Returns
+        -------
+        Y : scipy.sparse.csr_matrix, shape (n_sequences, n_features_), dtype ``self.dtype``
+        """
+        self._check_fitted()
+        tags = check_vocabulary("tags", tags)
+        tag_ids = check_id_array("tag_ids", tag_ids, len(tags), "tags")
+        offsets = check_offsets(offsets, tag_ids.size)
+        return self._transform(tag_ids, offsets, tags)
+
+    def _transform(self, tag_ids, offsets, tags) -> sp.csr_matrix:
+        t_all = recode_tags(np.asarray(tag_ids), tags, self.tags_, unknown=self._n_tags + 2)
+        dtype = self._params["dtype"]
+        n_feat = self.n_features_
+        lookup = searchsorted_lookup(self.keys_)
+        dropped = 0
+        blocks = []
+        for s0, s1 in sequence_chunks(offsets):
+            a, b = offsets[s0], offsets[s1]
+            groups = ((rows, code) for _, rows, code in
+                      self._codes(t_all[a:b], offsets[s0:s1 + 1] - a))
+            Y, lost = count_block(groups, lookup, (s1 - s0, n_feat), dtype)
+            blocks.append(Y)
+            dropped += lost
+        self.n_dropped_ = dropped
+        if not blocks:
+            return sp.csr_matrix((offsets.size - 1, n_feat), dtype=dtype)
+        return stack_rows(blocks, n_feat, dtype)

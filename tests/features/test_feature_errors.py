@@ -1,0 +1,159 @@
+"""Bad input to the feature views: clear ValueError / TypeError naming the argument."""
+
+import numpy as np
+import pytest
+
+from sparsecca.data import TaggedCorpus, Vocabulary
+from sparsecca.features import (
+    CharNgramView,
+    JointView,
+    NotFittedError,
+    SuffixView,
+    TagNgramView,
+    WordView,
+)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return TaggedCorpus.from_sentences([[("the", "DT"), ("dog", "NN")], [("runs", "VBZ")]])
+
+
+@pytest.fixture(scope="module")
+def untagged():
+    return TaggedCorpus.from_words([["the", "dog"], ["runs"]])
+
+
+BAD_PARAMS = [
+    (SuffixView(lengths=()), ValueError, r"lengths must be a non-empty sequence of ints >= 1, "
+                                         r"got \(\)"),
+    (SuffixView(lengths=(0, 2)), ValueError, r"lengths must contain ints >= 1, got \(0, 2\)"),
+    (SuffixView(lengths=(2, 2)), ValueError, r"lengths must not repeat a value, got \(2, 2\)"),
+    (SuffixView(lengths="ab"), TypeError, r"lengths must be an int or a sequence of ints"),
+    (SuffixView(lengths=(2.0, 3)), TypeError, r"lengths must contain only ints, got 2.0"),
+    (SuffixView(lengths=None), TypeError, r"lengths must be an int or a sequence of ints >= 1, "
+                                          r"got NoneType"),
+    (SuffixView(lengths=True), TypeError, r"lengths must be an int or a sequence"),
+    (SuffixView(min_count=0), ValueError, r"min_count must be an int >= 1, got 0"),
+    (SuffixView(min_count=-3), ValueError, r"min_count must be an int >= 1, got -3"),
+    (SuffixView(min_count=1.5), TypeError, r"min_count must be an int >= 1, got 1.5"),
+    (SuffixView(lowercase="yes"), TypeError, r"lowercase must be True or False, got 'yes'"),
+    (SuffixView(dtype=np.int64), ValueError, r"dtype must be numpy.float32 or numpy.float64, "
+                                             r"got int64"),
+    (CharNgramView(n=()), ValueError, r"n must be a non-empty sequence of ints >= 1"),
+    (CharNgramView(n=-1), ValueError, r"n must contain ints >= 1, got -1"),
+    (WordView(min_count=0), ValueError, r"min_count must be an int >= 1, got 0"),
+    (TagNgramView(orders=()), ValueError, r"orders must be a non-empty sequence"),
+    (TagNgramView(orders=(1, 0)), ValueError, r"orders must contain ints >= 1"),
+    (TagNgramView(boundaries=1), TypeError, r"boundaries must be True or False, got 1"),
+    (TagNgramView(orders=(1, 40)), ValueError, r"orders=\(1, 40\) with 3 tags gives more than "
+                                               r"2\*\*62"),
+    (TagNgramView(dtype=np.complex128), ValueError, r"dtype must be numpy.float32"),
+    (JointView(kind="bigram"), ValueError, r"kind must be one of \('suffix', 'ngram'\), "
+                                           r"got 'bigram'"),
+    (JointView(lengths=()), ValueError, r"lengths must be a non-empty sequence"),
+    (JointView(min_count=0), ValueError, r"min_count must be an int >= 1, got 0"),
+]
+
+
+@pytest.mark.parametrize("view,exc,match", BAD_PARAMS, ids=[repr(v) for v, _, _ in BAD_PARAMS])
+def test_bad_parameters(corpus, view, exc, match):
+    with pytest.raises(exc, match=match):
+        view.fit(corpus)
+
+
+def test_dtype_unknown_string_is_value_error(corpus):
+    # np.dtype raises TypeError for unknown names; the view turns it into its own ValueError
+    with pytest.raises(ValueError, match=r"dtype must be numpy.float32 or numpy.float64, "
+                                         r"got 'nonsense'"):
+        SuffixView(dtype="nonsense").fit(corpus)
+
+
+ALL = [SuffixView, CharNgramView, WordView, TagNgramView, JointView]
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_unfitted(cls, corpus):
+    view = cls()
+    for call in (lambda: view.transform(corpus), view.feature_names_out):
+        with pytest.raises(NotFittedError, match=f"this {cls.__name__} is not fitted yet"):
+            call()
+    with pytest.raises(ValueError, match="not fitted yet"):  # also a ValueError
+        view.transform(corpus)
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("bad", [[["the", "dog"]], "the dog", None])
+def test_not_a_corpus(cls, bad, corpus):
+    with pytest.raises(TypeError, match="corpus must be a sparsecca.data.TaggedCorpus, got"):
+        cls().fit(bad)
+    with pytest.raises(TypeError, match="corpus must be a sparsecca.data.TaggedCorpus, got"):
+        cls().fit(corpus).transform(bad)
+
+
+@pytest.mark.parametrize("cls", [TagNgramView, JointView])
+def test_untagged_corpus_to_tag_view(cls, corpus, untagged):
+    with pytest.raises(ValueError, match="corpus has no tags: this view featurises tag "
+                                         "sequences and needs a tagged corpus"):
+        cls().fit(untagged)
+    with pytest.raises(ValueError, match="corpus has no tags"):
+        cls().fit(corpus).transform(untagged)
+
+
+def test_disjoint_tagsets(corpus):
+    upos = Vocabulary(["DET", "NOUN", "VERB"])
+    ids, off = np.array([0, 1, 2]), np.array([0, 2, 3])
+    with pytest.raises(ValueError, match="tags share no tag with the tagset this view was "
+                                         "fitted on"):
+        TagNgramView().fit(corpus).transform_sequences(ids, off, upos)
+    with pytest.raises(ValueError, match="share no tag"):
+        JointView().fit(corpus).transform_sequences(np.array([0, 1, 2]), ids, off,
+                                                    corpus.words, upos)
+    other = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN")]])
+    with pytest.raises(ValueError, match="share no tag"):
+        TagNgramView().fit(corpus).transform(other)
+
+
+def test_transform_sequences_bad_arrays(corpus):
+    tv = TagNgramView().fit(corpus)
+    jv = JointView().fit(corpus)
+    sv = SuffixView().fit(corpus)
+    tags, words = corpus.tags, corpus.words
+    ok_ids, ok_off = np.array([0, 1, 2]), np.array([0, 2, 3])
+    cases = [
+        (lambda: tv.transform_sequences(np.array([0.0, 1.0, 2.0]), ok_off, tags), TypeError,
+         r"tag_ids must be an integer array, got dtype float64"),
+        (lambda: tv.transform_sequences(np.array([0, 1, 7]), ok_off, tags), ValueError,
+         r"tag_ids must lie in \[0, 3\) \(the size of tags\), got 7"),
+        (lambda: tv.transform_sequences(np.array([0, -1, 2]), ok_off, tags), ValueError,
+         r"tag_ids must lie in \[0, 3\) \(the size of tags\), got -1"),
+        (lambda: tv.transform_sequences(np.array([[0, 1, 2]]), ok_off, tags), ValueError,
+         r"tag_ids must be a 1-d array, got shape \(1, 3\)"),
+        (lambda: tv.transform_sequences(ok_ids, np.array([0, 2, 4]), tags), ValueError,
+         r"offsets must start at 0 and end at n_tokens=3, got first 0 and last 4"),
+        (lambda: tv.transform_sequences(ok_ids, np.array([1, 3]), tags), ValueError,
+         r"offsets must start at 0"),
+        (lambda: tv.transform_sequences(ok_ids, np.array([0, 3, 2, 3]), tags), ValueError,
+         r"offsets must be non-decreasing"),
+        (lambda: tv.transform_sequences(ok_ids, np.array([0.0, 3.0]), tags), TypeError,
+         r"offsets must be an integer array"),
+        (lambda: tv.transform_sequences(ok_ids, np.array([], dtype=int), tags), ValueError,
+         r"offsets must be a 1-d array of size >= 1"),
+        (lambda: tv.transform_sequences(ok_ids, ok_off, None), TypeError,
+         r"tags must be a Vocabulary or a sequence of str, got None"),
+        (lambda: tv.transform_sequences(ok_ids, ok_off, [1, 2, 3]), TypeError,
+         r"tags must contain only str"),
+        (lambda: jv.transform_sequences(np.array([0, 1]), ok_ids, ok_off, words, tags),
+         ValueError, r"word_ids and tag_ids must have the same shape, got \(2,\) and \(3,\)"),
+        (lambda: jv.transform_sequences(np.array([0, 1, 9]), ok_ids, ok_off, words, tags),
+         ValueError, r"word_ids must lie in \[0, 3\) \(the size of words\), got 9"),
+        (lambda: sv.transform_sequences(np.array([0, 1, 2]), ok_off, 5), TypeError,
+         r"words must be a Vocabulary or a sequence of str, got int"),
+    ]
+    for call, exc, match in cases:
+        with pytest.raises(exc, match=match):
+            call()
+    # a plain list of str is accepted as a vocabulary
+    np.testing.assert_array_equal(
+        tv.transform_sequences(ok_ids, ok_off, tags.items).toarray(),
+        tv.transform_sequences(ok_ids, ok_off, tags).toarray())
