@@ -1,0 +1,154 @@
+"""Speed of the TrigramHMM tagger (fit, 1-best, 10-best, jackknife) next to NLTK's TnT.
+
+Throughputs are end-to-end ``model.tag(test)`` / ``model.nbest(test, k)`` calls (lattice
+building in NumPy, the numba kernel, the output containers), best of ``--repeat`` runs after
+a warm-up, so numba compile time is excluded from them; the compile time is reported on its
+own.  By default numba's on-disk cache points at a fresh temporary directory, so the
+compile time shown is a real compilation (``--warm-cache`` keeps the normal cache and then
+shows the cache-load time instead).  NLTK's TnT (optional) is timed in the same process on
+the same sentences.
+
+Targets on the 2-core reference machine:
+10-best en-wsj test >= 50,000 tok/s; 1-best >= 2x NLTK TnT; en-brown XPOS (452 tags) 10-best
+>= 20,000 tok/s; fit on en-brown train <= 20 s; 10-fold jackknife of en-wsj train at k=10
+<= 60 s.
+
+Usage::
+
+    python benchmarks/bench_tagger.py [--repeat 3] [--no-nltk] [--warm-cache]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def best_of(fn, repeat):
+    times = []
+    out = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-nltk", action="store_true")
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="use numba's normal on-disk cache (compile time = cache load)")
+    args = ap.parse_args(argv)
+    if not args.warm_cache:
+        # must happen before numba is imported
+        os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-cold-")
+    import numba
+    import numpy as np
+
+    from sparsecca.data import read_conllu
+    from sparsecca.kernels import kbest_viterbi
+    from sparsecca.tagging import TrigramHMM, jackknife_nbest
+
+    if not SHARED_DATA.is_dir():
+        raise SystemExit(f"{SHARED_DATA} not found")
+    rows = []  # (what, value, unit, target, ok)
+
+    def row(what, value, unit, target="", ok=None):
+        rows.append((what, value, unit, target, ok))
+        mark = "" if ok is None else ("  ok" if ok else "  NOT MET")
+        print(f"  {what:<52} {value:>12,.2f} {unit:<8} {target}{mark}", flush=True)
+
+    print(f"numba {numba.__version__}, {numba.config.NUMBA_NUM_THREADS} threads, "
+          f"{'warm' if args.warm_cache else 'cold (fresh cache dir)'} numba cache")
+    # -- compile time: first calls on a tiny lattice ------------------------------------
+    tiny = dict(sent_offsets=np.array([0, 2]), cand_offsets=np.array([0, 1, 2]),
+                cand_tags=np.array([0, 1]), cand_logp=np.zeros(2), n_states=4,
+                bigram_logp=np.zeros((4, 4)), context_adj=np.zeros((4, 4)),
+                tri_indptr=np.zeros(17, dtype=np.int64), tri_tags=np.zeros(0, np.int32),
+                tri_logp=np.zeros(0), bos=2, eos=3, k=2)
+    for parallel in (False, True):
+        t = time.perf_counter()
+        kbest_viterbi(**tiny, parallel=parallel)
+        row(f"compile kbest_viterbi ({'parallel' if parallel else 'serial'})",
+            time.perf_counter() - t, "s")
+
+    wsj_train = read_conllu(SHARED_DATA / "en-wsj" / "train.conllu", tags="xpos")
+    wsj_test = read_conllu(SHARED_DATA / "en-wsj" / "test.conllu", tags="xpos")
+    br_train = read_conllu(SHARED_DATA / "en-brown" / "train.conllu.gz", tags="xpos")
+    br_test = read_conllu(SHARED_DATA / "en-brown" / "test.conllu.gz", tags="xpos")
+    br_train_u = read_conllu(SHARED_DATA / "en-brown" / "train.conllu.gz", tags="upos")
+
+    # -- fit ------------------------------------------------------------------------------
+    print("fit")
+    dt, wsj = best_of(lambda: TrigramHMM().fit(wsj_train), args.repeat)
+    row(f"fit en-wsj train ({wsj_train.n_tokens:,} tokens)", dt, "s")
+    dt, brown = best_of(lambda: TrigramHMM().fit(br_train), args.repeat)
+    row(f"fit en-brown train XPOS ({br_train.n_tokens:,} tokens)", dt, "s", "<= 20 s", dt <= 20)
+    dt, _ = best_of(lambda: TrigramHMM().fit(br_train_u), args.repeat)
+    row("fit en-brown train UPOS", dt, "s", "<= 20 s", dt <= 20)
+
+    # -- decoding -------------------------------------------------------------------------
+    results = {}
+    for label, model, test in (("en-wsj test, 45 tags", wsj, wsj_test),
+                               ("en-brown test XPOS, 452 tags", brown, br_test)):
+        print(f"decode {label} ({test.n_tokens:,} tokens)")
+        for parallel in (False, True):
+            model.set_params(parallel=parallel)
+            model.nbest(test[:20], k=10)  # warm-up (compilation excluded)
+            model.tag(test[:20])
+            mode = "2 threads" if parallel else "serial"
+            dt, _ = best_of(lambda m=model, t=test: m.tag(t), args.repeat)
+            results[label, "tag", parallel] = test.n_tokens / dt
+            row(f"1-best tag() [{mode}]", test.n_tokens / dt, "tok/s")
+            dt, nb = best_of(lambda m=model, t=test: m.nbest(t, k=10), args.repeat)
+            results[label, 10, parallel] = test.n_tokens / dt
+            target = 50_000 if label.startswith("en-wsj") else 20_000
+            row(f"10-best nbest() [{mode}] (mean {nb.n_candidates.mean():.2f} cands)",
+                test.n_tokens / dt, "tok/s", f">= {target:,}", test.n_tokens / dt >= target)
+        model.set_params(parallel=True)
+
+    # -- NLTK TnT, same run -----------------------------------------------------------------
+    if not args.no_nltk:
+        try:
+            from nltk.tag.tnt import TnT
+        except ImportError:
+            print("NLTK TnT: skipped (nltk not installed)")
+        else:
+            print("NLTK TnT (en-wsj)")
+            tnt = TnT()
+            t = time.perf_counter()
+            tnt.train(wsj_train.to_sentences())
+            row("NLTK TnT fit en-wsj train", time.perf_counter() - t, "s")
+            sents = [w for w, _ in wsj_test]
+            dt, _ = best_of(lambda: tnt.tagdata(sents), args.repeat)
+            nltk_tps = wsj_test.n_tokens / dt
+            row("NLTK TnT 1-best tagdata()", nltk_tps, "tok/s")
+            for parallel in (False, True):
+                ratio = results["en-wsj test, 45 tags", "tag", parallel] / nltk_tps
+                mode = "2 threads" if parallel else "serial"
+                row(f"ratio ours 1-best [{mode}] / NLTK TnT", ratio, "x", ">= 2x", ratio >= 2)
+
+    # -- jackknife ---------------------------------------------------------------------------
+    print("jackknife")
+    t = time.perf_counter()
+    jk = jackknife_nbest(TrigramHMM(), wsj_train, k=10, folds=10, random_state=0)
+    dt = time.perf_counter() - t
+    row(f"10-fold jackknife en-wsj train, k=10 ({jk.n_total:,} cands)", dt, "s", "<= 60 s",
+        dt <= 60)
+    print(f"  jackknifed 1-best {100 * jk.top1_accuracy():.2f}%, oracle "
+          f"{100 * jk.oracle_accuracy():.2f}%")
+    missed = [r for r in rows if r[4] is False]
+    print("\nall targets met" if not missed else f"\n{len(missed)} target(s) NOT MET")
+    return 0 if not missed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,411 @@
+"""k-best list Viterbi for a second-order (trigram) HMM over pruned candidate lattices.
+
+The decoder works on pair states ``(t_{i-1}, t_i)``, so a second-order chain becomes a
+first-order one and every path through the pair lattice is a distinct tag sequence: the
+k-best paths are the k-best sequences, without duplicates.  Each state keeps a sorted list of
+its up to ``k`` best partial paths; a state's list is the k-way merge of its predecessors'
+lists (each shifted by one transition + emission score), which is exact (Huang & Chiang 2005,
+"algorithm 1" style list Viterbi).
+
+Everything is in natural-log space, so 1,000-token sentences do not underflow.
+
+Transition model (``S`` = number of transition states = tags + BOS + EOS):
+
+* ``bigram_logp[t1 * S + t]`` is the log of the back-off mixture used when the trigram
+  ``(t2, t1, t)`` was never observed (e.g. ``l1 P(t) + l2 P(t | t1)``);
+* ``context_adj[t2 * S + t1]`` is added to it (e.g. a renormalisation when the context
+  ``(t2, t1)`` was never observed, 0 otherwise);
+* observed trigrams are stored CSR-like: for context ``c = t2 * S + t1`` the sorted tags
+  ``tri_tags[tri_indptr[c]:tri_indptr[c + 1]]`` and their full log-probabilities
+  ``tri_logp[...]``, found by binary search.
+
+Per-token candidates (the lattice after tag-dictionary pruning) are CSR-like too: token ``j``
+may take the tags ``cand_tags[cand_offsets[j]:cand_offsets[j + 1]]`` with emission
+log-probabilities ``cand_logp[...]``.  Candidate tags of one token must be distinct.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .._config import JIT_PARALLEL, JIT_SERIAL
+
+__all__ = ["kbest_viterbi", "sequence_logprob"]
+
+
+@numba.njit(**JIT_SERIAL)
+def _log_trans(t2, t1, t, n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp):
+    c = t2 * n_states + t1
+    lo = tri_indptr[c]
+    end = tri_indptr[c + 1]
+    hi = end
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if tri_tags[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < end and tri_tags[lo] == t:
+        return tri_logp[lo]
+    return bigram_logp[t1 * n_states + t] + context_adj[c]
+
+
+@numba.njit(**JIT_SERIAL)
+def _decode_sentence(a, b, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
+                     context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, k,
+                     out_tags, out_base, out_scores):
+    """k-best decode of the sentence made of tokens ``a:b``.
+
+    Writes candidate ``r`` (r < count) to ``out_tags[out_base + r * n : out_base + (r+1) * n]``
+    and its score to ``out_scores[r]``; returns ``count`` (<= k).
+    """
+    n = b - a
+    # lattice layers m = 0..n: layer m holds the states (t_{m-1}, t_m); layer n is the EOS
+    # step.  Positions -1 and -2 have the single candidate BOS, position n the single EOS.
+    n_c = np.ones(n + 3, dtype=np.int64)  # n_c[m + 2] = number of candidates at position m
+    for m in range(n):
+        n_c[m + 2] = cand_offsets[a + m + 1] - cand_offsets[a + m]
+    layer_off = np.zeros(n + 2, dtype=np.int64)
+    max_c = 1
+    for m in range(n + 1):
+        layer_off[m + 1] = layer_off[m] + n_c[m + 1] * n_c[m + 2]
+        if n_c[m + 2] > max_c:
+            max_c = n_c[m + 2]
+    n_total = layer_off[n + 1]
+    score = np.empty(n_total * k, dtype=np.float64)
+    back_o = np.empty(n_total * k, dtype=np.int32)
+    back_r = np.empty(n_total * k, dtype=np.int32)
+    count = np.zeros(n_total, dtype=np.int32)
+    ptr = np.empty(max_c, dtype=np.int64)
+    add = np.empty(max_c, dtype=np.float64)
+    for m in range(n + 1):
+        n_o = n_c[m]
+        n_p = n_c[m + 1]
+        n_q = n_c[m + 2]
+        for q in range(n_q):
+            if m < n:
+                j = cand_offsets[a + m] + q
+                t = cand_tags[j]
+                e = cand_logp[j]
+            else:
+                t = eos
+                e = 0.0
+            for p in range(n_p):
+                t1 = bos if m == 0 else cand_tags[cand_offsets[a + m - 1] + p]
+                s = layer_off[m] + p * n_q + q
+                if m == 0:
+                    # the only predecessor is the start state (BOS, BOS) with score 0
+                    score[s * k] = (_log_trans(bos, bos, t, n_states, bigram_logp, context_adj,
+                                               tri_indptr, tri_tags, tri_logp) + e)
+                    back_o[s * k] = 0
+                    back_r[s * k] = 0
+                    count[s] = 1
+                    continue
+                for o in range(n_o):
+                    t2 = bos if m == 1 else cand_tags[cand_offsets[a + m - 2] + o]
+                    add[o] = _log_trans(t2, t1, t, n_states, bigram_logp, context_adj,
+                                        tri_indptr, tri_tags, tri_logp) + e
+                    ptr[o] = 0
+                prev0 = layer_off[m - 1] + p  # predecessor (o, p) is prev0 + o * n_p
+                c = 0
+                while c < k:
+                    best = -np.inf
+                    bo = -1
+                    for o in range(n_o):
+                        ps = prev0 + o * n_p
+                        if ptr[o] < count[ps]:
+                            v = score[ps * k + ptr[o]] + add[o]
+                            if bo < 0 or v > best:
+                                best = v
+                                bo = o
+                    if bo < 0:
+                        break
+                    score[s * k + c] = best
+                    back_o[s * k + c] = bo
+                    back_r[s * k + c] = ptr[bo]
+                    ptr[bo] += 1
+                    c += 1
+                count[s] = c
+    # final merge over the EOS layer's states (p, EOS)
+    n_p = n_c[n + 1]
+    for p in range(n_p):
+        ptr[p] = 0
+    n_out = 0
+    while n_out < k:
+        best = -np.inf
+        bp = -1
+        for p in range(n_p):
+            s = layer_off[n] + p
+            if ptr[p] < count[s]:
+                v = score[s * k + ptr[p]]
+                if bp < 0 or v > best:
+                    best = v
+                    bp = p
+        if bp < 0:
+            break
+        out_scores[n_out] = best
+        # backtrack: the state at layer m is (cur_p, cur_q), entry cur_r
+        cur_p = bp
+        cur_q = 0
+        cur_r = ptr[bp]
+        ptr[bp] += 1
+        base = out_base + n_out * n
+        for m in range(n, -1, -1):
+            s = layer_off[m] + cur_p * n_c[m + 2] + cur_q
+            if m < n:
+                out_tags[base + m] = cand_tags[cand_offsets[a + m] + cur_q]
+            o = back_o[s * k + cur_r]
+            cur_r = back_r[s * k + cur_r]
+            cur_q = cur_p
+            cur_p = o
+        n_out += 1
+    return n_out
+
+
+@numba.njit(**JIT_SERIAL)
+def _kbest_serial(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
+                  context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, k,
+                  out_tags, out_scores, out_counts):
+    for i in range(sent_offsets.size - 1):
+        a = sent_offsets[i]
+        b = sent_offsets[i + 1]
+        out_counts[i] = _decode_sentence(a, b, cand_offsets, cand_tags, cand_logp, n_states,
+                                         bigram_logp, context_adj, tri_indptr, tri_tags,
+                                         tri_logp, bos, eos, k, out_tags, a * k,
+                                         out_scores[i])
+
+
+@numba.njit(**JIT_PARALLEL)
+def _kbest_parallel(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
+                    context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, k,
+                    out_tags, out_scores, out_counts):
+    for i in numba.prange(sent_offsets.size - 1):
+        a = sent_offsets[i]
+        b = sent_offsets[i + 1]
+        out_counts[i] = _decode_sentence(a, b, cand_offsets, cand_tags, cand_logp, n_states,
+                                         bigram_logp, context_adj, tri_indptr, tri_tags,
+                                         tri_logp, bos, eos, k, out_tags, a * k,
+                                         out_scores[i])
+
+
+@numba.njit(**JIT_SERIAL)
+def _sequence_logprob(sent_offsets, seq_offsets, seq_sent, seq_tags, cand_offsets, cand_tags,
+                      cand_logp, n_states, bigram_logp, context_adj, tri_indptr, tri_tags,
+                      tri_logp, bos, eos, out):
+    for r in range(seq_sent.size):
+        i = seq_sent[r]
+        a = sent_offsets[i]
+        n = sent_offsets[i + 1] - a
+        s0 = seq_offsets[r]
+        total = 0.0
+        t2 = bos
+        t1 = bos
+        for m in range(n + 1):
+            if m < n:
+                t = seq_tags[s0 + m]
+                e = -np.inf
+                for j in range(cand_offsets[a + m], cand_offsets[a + m + 1]):
+                    if cand_tags[j] == t:
+                        e = cand_logp[j]
+            else:
+                t = eos
+                e = 0.0
+            total += _log_trans(t2, t1, t, n_states, bigram_logp, context_adj, tri_indptr,
+                                tri_tags, tri_logp) + e
+            t2 = t1
+            t1 = t
+        out[r] = total
+
+
+# ---------------------------------------------------------------------------------------
+# public wrappers: validate once, convert once, never let a bad array reach numba
+# ---------------------------------------------------------------------------------------
+
+def _as_1d(name, x, dtype):
+    arr = np.asarray(x)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-d, got shape {arr.shape}")
+    if arr.size and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
+        raise TypeError(f"{name} must have a dtype castable to {np.dtype(dtype)}, got {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def _check_offsets(name, off, end, end_name):
+    if off.size < 1 or off[0] != 0 or off[-1] != end or np.any(np.diff(off) < 0):
+        raise ValueError(
+            f"{name} must be non-decreasing, start at 0 and end at {end_name}={end}; "
+            f"got {off.size} entries ending at {off[-1] if off.size else None}"
+        )
+
+
+def _check_transitions(n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp,
+                       bos, eos):
+    if not isinstance(n_states, (int, np.integer)) or n_states < 2:
+        raise ValueError(f"n_states must be an int >= 2, got {n_states!r}")
+    S = int(n_states)
+    bigram_logp = _as_1d("bigram_logp", np.asarray(bigram_logp).ravel(), np.float64)
+    context_adj = _as_1d("context_adj", np.asarray(context_adj).ravel(), np.float64)
+    if bigram_logp.size != S * S:
+        raise ValueError(f"bigram_logp must have n_states**2={S * S} entries, got "
+                         f"{bigram_logp.size}")
+    if context_adj.size != S * S:
+        raise ValueError(f"context_adj must have n_states**2={S * S} entries, got "
+                         f"{context_adj.size}")
+    tri_indptr = _as_1d("tri_indptr", tri_indptr, np.int64)
+    tri_tags = _as_1d("tri_tags", tri_tags, np.int32)
+    tri_logp = _as_1d("tri_logp", tri_logp, np.float64)
+    if tri_indptr.size != S * S + 1:
+        raise ValueError(f"tri_indptr must have n_states**2 + 1={S * S + 1} entries, got "
+                         f"{tri_indptr.size}")
+    _check_offsets("tri_indptr", tri_indptr, tri_tags.size, "len(tri_tags)")
+    if tri_logp.size != tri_tags.size:
+        raise ValueError(f"tri_logp has {tri_logp.size} entries, tri_tags {tri_tags.size}")
+    if tri_tags.size and (tri_tags.min() < 0 or tri_tags.max() >= S):
+        raise ValueError(f"tri_tags must lie in [0, n_states={S})")
+    for name, v in (("bos", bos), ("eos", eos)):
+        if not isinstance(v, (int, np.integer)) or not 0 <= v < S:
+            raise ValueError(f"{name} must be an int in [0, n_states={S}), got {v!r}")
+    return S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, int(bos), int(eos)
+
+
+def _check_candidates(sent_offsets, cand_offsets, cand_tags, cand_logp, S):
+    sent_offsets = _as_1d("sent_offsets", sent_offsets, np.int64)
+    cand_offsets = _as_1d("cand_offsets", cand_offsets, np.int64)
+    cand_tags = _as_1d("cand_tags", cand_tags, np.int32)
+    cand_logp = _as_1d("cand_logp", cand_logp, np.float64)
+    n_tokens = cand_offsets.size - 1
+    _check_offsets("sent_offsets", sent_offsets, n_tokens, "n_tokens (len(cand_offsets) - 1)")
+    _check_offsets("cand_offsets", cand_offsets, cand_tags.size, "len(cand_tags)")
+    if cand_logp.size != cand_tags.size:
+        raise ValueError(f"cand_logp has {cand_logp.size} entries, cand_tags {cand_tags.size}")
+    if n_tokens and np.any(np.diff(cand_offsets) < 1):
+        bad = int(np.flatnonzero(np.diff(cand_offsets) < 1)[0])
+        raise ValueError(f"every token needs at least one candidate tag; token {bad} has none")
+    if cand_tags.size and (cand_tags.min() < 0 or cand_tags.max() >= S):
+        raise ValueError(f"cand_tags must lie in [0, n_states={S}), got range "
+                         f"[{cand_tags.min()}, {cand_tags.max()}]")
+    if np.isnan(cand_logp).any():
+        raise ValueError("cand_logp contains NaN")
+    return sent_offsets, cand_offsets, cand_tags, cand_logp
+
+
+def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
+                  context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, k=1, parallel=False):
+    """The k best tag sequences of many sentences under a second-order HMM.
+
+    Parameters
+    ----------
+    sent_offsets : int array, shape (n_sentences + 1,)
+        Sentence ``i`` is tokens ``sent_offsets[i]:sent_offsets[i + 1]``.
+    cand_offsets : int array, shape (n_tokens + 1,)
+        Token ``j`` may take the tags ``cand_tags[cand_offsets[j]:cand_offsets[j + 1]]``
+        (at least one, all distinct).
+    cand_tags : int array, shape (n_cand,)
+        Candidate tag ids in ``[0, n_states)``.
+    cand_logp : float array, shape (n_cand,)
+        Emission log-probability of each candidate.
+    n_states : int
+        Size ``S`` of the transition state space (tags plus BOS and EOS).
+    bigram_logp : float array, shape (S, S) or (S * S,)
+        Log-probability of ``t`` after ``t1`` used for trigrams not stored explicitly.
+    context_adj : float array, shape (S, S) or (S * S,)
+        Added to ``bigram_logp`` for such trigrams, per context ``(t2, t1)``.
+    tri_indptr : int array, shape (S * S + 1,)
+    tri_tags : int array, shape (n_trigrams,)
+        Sorted within each context ``t2 * S + t1``.
+    tri_logp : float array, shape (n_trigrams,)
+        Log-probability of the stored trigrams.
+    bos, eos : int
+        State ids of the sentence boundaries.
+    k : int >= 1
+        Number of sequences per sentence; fewer are returned when a sentence has fewer.
+    parallel : bool
+        Decode sentences on all numba threads (``prange``).
+
+    Returns
+    -------
+    seq_tags : int32 array, shape (sum of candidate lengths,)
+        The sequences, flat.
+    seq_offsets : int64 array, shape (n_sequences + 1,)
+        Sequence ``r`` is ``seq_tags[seq_offsets[r]:seq_offsets[r + 1]]``.
+    sent_seq_offsets : int64 array, shape (n_sentences + 1,)
+        The sequences of sentence ``i`` are ``sent_seq_offsets[i]:sent_seq_offsets[i + 1]``,
+        sorted by descending score.
+    scores : float64 array, shape (n_sequences,)
+        Log-probability of each sequence (transitions, including BOS and EOS, plus
+        emissions).
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an int, got {type(k).__name__}")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    k = int(k)
+    S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos = _check_transitions(
+        n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos)
+    sent_offsets, cand_offsets, cand_tags, cand_logp = _check_candidates(
+        sent_offsets, cand_offsets, cand_tags, cand_logp, S)
+    n_sent = sent_offsets.size - 1
+    n_tokens = cand_offsets.size - 1
+    out_tags = np.zeros(n_tokens * k, dtype=np.int32)
+    out_scores = np.full((n_sent, k), -np.inf, dtype=np.float64)
+    out_counts = np.zeros(n_sent, dtype=np.int64)
+    fn = _kbest_parallel if parallel else _kbest_serial
+    if n_sent:
+        fn(sent_offsets, cand_offsets, cand_tags, cand_logp, S, bigram_logp, context_adj,
+           tri_indptr, tri_tags, tri_logp, bos, eos, k, out_tags, out_scores, out_counts)
+    # compact: sentence i wrote its candidates at token offset sent_offsets[i] * k
+    lengths = np.diff(sent_offsets)
+    sent_seq_offsets = np.zeros(n_sent + 1, dtype=np.int64)
+    np.cumsum(out_counts, out=sent_seq_offsets[1:])
+    seq_sent = np.repeat(np.arange(n_sent), out_counts)
+    seq_rank = np.arange(seq_sent.size) - sent_seq_offsets[seq_sent]
+    seq_len = lengths[seq_sent]
+    seq_offsets = np.zeros(seq_sent.size + 1, dtype=np.int64)
+    np.cumsum(seq_len, out=seq_offsets[1:])
+    src_start = sent_offsets[seq_sent] * k + seq_rank * seq_len
+    pos = (np.repeat(src_start - seq_offsets[:-1], seq_len)
+           + np.arange(seq_offsets[-1], dtype=np.int64))
+    seq_tags = out_tags[pos]
+    scores = out_scores[seq_sent, seq_rank]
+    return seq_tags, seq_offsets, sent_seq_offsets, scores
+
+
+def sequence_logprob(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
+                     context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, seq_sent, seq_tags,
+                     seq_offsets):
+    """Model log-probability of given tag sequences (the score :func:`kbest_viterbi` reports).
+
+    ``seq_sent[r]`` is the sentence of sequence ``r`` whose tags are
+    ``seq_tags[seq_offsets[r]:seq_offsets[r + 1]]``; a tag that is not a candidate of its
+    token gets emission log-probability ``-inf``.  Other arguments as in
+    :func:`kbest_viterbi`.
+
+    Returns
+    -------
+    float64 array, shape (n_sequences,)
+    """
+    S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos = _check_transitions(
+        n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos)
+    sent_offsets, cand_offsets, cand_tags, cand_logp = _check_candidates(
+        sent_offsets, cand_offsets, cand_tags, cand_logp, S)
+    seq_sent = _as_1d("seq_sent", seq_sent, np.int64)
+    seq_tags = _as_1d("seq_tags", seq_tags, np.int32)
+    seq_offsets = _as_1d("seq_offsets", seq_offsets, np.int64)
+    if seq_offsets.size != seq_sent.size + 1:
+        raise ValueError(f"seq_offsets must have len(seq_sent) + 1={seq_sent.size + 1} "
+                         f"entries, got {seq_offsets.size}")
+    _check_offsets("seq_offsets", seq_offsets, seq_tags.size, "len(seq_tags)")
+    n_sent = sent_offsets.size - 1
+    if seq_sent.size and (seq_sent.min() < 0 or seq_sent.max() >= n_sent):
+        raise ValueError(f"seq_sent must lie in [0, n_sentences={n_sent})")
+    lens = np.diff(sent_offsets)[seq_sent]
+    if not np.array_equal(np.diff(seq_offsets), lens):
+        raise ValueError("each sequence must have the length of its sentence")
+    if seq_tags.size and (seq_tags.min() < 0 or seq_tags.max() >= S):
+        raise ValueError(f"seq_tags must lie in [0, n_states={S})")
+    out = np.empty(seq_sent.size, dtype=np.float64)
+    _sequence_logprob(sent_offsets, seq_offsets, seq_sent, seq_tags, cand_offsets, cand_tags,
+                      cand_logp, S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp,
+                      bos, eos, out)
+    return out

@@ -1,0 +1,85 @@
+"""Jackknifed n-best lists: every training sentence decoded by a tagger that never saw it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import TaggedCorpus, kfold_indices
+from ._nbest import NBestList, concatenate
+
+__all__ = ["jackknife_nbest", "clone"]
+
+
+def clone(estimator):
+    """A new unfitted estimator with the same parameters (``type(e)(**e.get_params())``)."""
+    if not hasattr(estimator, "get_params"):
+        raise TypeError(f"estimator must have get_params (scikit-learn style), got "
+                        f"{type(estimator).__name__}")
+    return type(estimator)(**estimator.get_params())
+
+
+def jackknife_nbest(estimator, corpus: TaggedCorpus, k: int = 10, folds: int = 10,
+                    random_state=0, progress: bool = False) -> NBestList:
+    """n-best lists for training sentences by k-fold jackknifing.
+
+    The corpus is split into ``folds`` parts (sentences shuffled with ``random_state``);
+    for each part a clone of ``estimator`` (same parameters, unfitted) is trained on the
+    other parts and decodes the held-out one.  The result lists the sentences in their
+    ORIGINAL order, so row ``i`` of the result belongs to ``corpus`` sentence ``i``.
+
+    Parameters
+    ----------
+    estimator : tagger with ``get_params``, ``fit`` and ``nbest``
+        E.g. :class:`TrigramHMM`; it is not modified.
+    corpus : TaggedCorpus
+        Tagged training sentences.
+    k : int >= 1
+        Candidates per sentence.
+    folds : int in [2, n_sentences]
+    random_state : int, Generator or None
+        Seeds the fold assignment.
+    progress : bool
+        Show a tqdm progress bar over folds.
+
+    Returns
+    -------
+    NBestList
+        With Hamming losses against the gold tags, and the unknown mask relative to each
+        sentence's fold model.  The tag vocabulary is the union over folds.
+    """
+    if not isinstance(corpus, TaggedCorpus):
+        raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
+    if not corpus.has_tags:
+        raise ValueError("corpus must be tagged (tag_ids is None)")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an int, got {type(k).__name__}")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    splits = kfold_indices(corpus.n_sentences, folds, shuffle=True, random_state=random_state)
+    it = splits
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(splits, desc="jackknife", unit="fold")
+    parts: list[NBestList] = []
+    held_all: list[np.ndarray] = []
+    for train_idx, held_idx in it:
+        model = clone(estimator).fit(corpus.select(train_idx))
+        parts.append(model.nbest(corpus.select(held_idx), k=k))
+        held_all.append(held_idx)
+    stacked = concatenate(parts)
+    # stacked sentence j is corpus sentence held[j]; invert to restore the corpus order
+    held = np.concatenate(held_all)
+    inverse = np.empty_like(held)
+    inverse[held] = np.arange(held.size)
+    out = stacked.select(inverse)
+    # hand back the caller's corpus object itself: the folds are selections of it, so they
+    # share its vocabularies and the re-ordered arrays must equal the original ones
+    c = out.corpus
+    if (c.words is corpus.words and c.tags is corpus.tags
+            and np.array_equal(c.offsets, corpus.offsets)
+            and np.array_equal(c.word_ids, corpus.word_ids)
+            and np.array_equal(c.tag_ids, corpus.tag_ids)):
+        out = NBestList(out.tag_ids, out.cand_offsets, out.sent_offsets, out.scores, corpus,
+                        out.tags, out.unknown)
+    return out

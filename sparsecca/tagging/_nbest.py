@@ -1,0 +1,520 @@
+"""Columnar n-best lists: every candidate tag sequence of every sentence of a corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..data import TaggedCorpus, Vocabulary
+
+__all__ = ["NBestList", "concatenate"]
+
+_FORMAT = "sparsecca.NBestList"
+_VERSION = 1
+_TOKEN_SUBSETS = ("all", "known", "unknown")
+
+
+def _segment_ids(offsets: np.ndarray) -> np.ndarray:
+    """``seg[j] = i`` for ``offsets[i] <= j < offsets[i + 1]``."""
+    return np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
+
+
+def _gather_segments(offsets: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of segments ``idx`` (in that order) and the new offsets."""
+    lengths = np.diff(offsets)[idx]
+    new = np.zeros(idx.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new[1:])
+    pos = (np.repeat(offsets[idx] - new[:-1], lengths)
+           + np.arange(new[-1], dtype=np.int64))
+    return pos, new
+
+
+def _sentence_index(n: int, index) -> np.ndarray:
+    if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+        if not -n <= index < n:
+            raise IndexError(f"sentence {index} out of range for an n-best list of {n} sentences")
+        return np.array([index % n], dtype=np.int64)
+    if isinstance(index, slice):
+        return np.arange(n, dtype=np.int64)[index]
+    idx = np.asarray(index)
+    if idx.dtype == bool:
+        if idx.shape != (n,):
+            raise IndexError(f"boolean index has shape {idx.shape}, expected ({n},)")
+        return np.flatnonzero(idx)
+    if idx.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise IndexError(f"sentence index must be int, slice, bool or int array, got {idx.dtype}")
+    idx = idx.astype(np.int64).ravel()
+    if idx.min() < -n or idx.max() >= n:
+        raise IndexError(f"sentence index out of range for an n-best list of {n} sentences")
+    return np.where(idx < 0, idx + n, idx)
+
+
+def _union_vocabulary(vocabs: Sequence[Vocabulary]) -> Vocabulary:
+    seen: dict[str, None] = {}
+    for v in vocabs:
+        for s in v:
+            seen.setdefault(s, None)
+    return Vocabulary(seen)
+
+
+def _concat_corpora(corpora: Sequence[TaggedCorpus]) -> TaggedCorpus:
+    """Concatenate corpora, re-coding ids into the union of their vocabularies."""
+    has_tags = {c.has_tags for c in corpora}
+    if len(has_tags) > 1:
+        raise ValueError("cannot concatenate tagged and untagged corpora")
+    words = corpora[0].words
+    if any(c.words is not words and c.words != words for c in corpora):
+        words = _union_vocabulary([c.words for c in corpora])
+    tags = None
+    if corpora[0].has_tags:
+        tags = corpora[0].tags
+        if any(c.tags is not tags and c.tags != tags for c in corpora):
+            tags = _union_vocabulary([c.tags for c in corpora])
+    wid, tid, offs = [], [], [np.zeros(1, dtype=np.int64)]
+    shift = 0
+    for c in corpora:
+        w, t = c.recode(words=words, tags=tags)
+        wid.append(w)
+        if t is not None:
+            tid.append(t)
+        offs.append(c.offsets[1:] + shift)
+        shift += c.n_tokens
+    return TaggedCorpus(np.concatenate(wid) if wid else np.zeros(0, np.int32),
+                        np.concatenate(tid) if tags is not None else None,
+                        np.concatenate(offs), words, tags)
+
+
+class NBestList:
+    """All candidate tag sequences of a corpus, stored as flat arrays.
+
+    Candidate ``r`` (a global index) is the tag-id sequence
+    ``tag_ids[cand_offsets[r]:cand_offsets[r + 1]]``; the candidates of sentence ``i`` are
+    ``r`` in ``sent_offsets[i]:sent_offsets[i + 1]`` (usually sorted by descending decoder
+    score).  Every candidate of sentence ``i`` has that sentence's length.
+
+    Parameters
+    ----------
+    tag_ids : int array, shape (n_candidate_tokens,)
+        Candidate tag ids in ``tags``, flat.
+    cand_offsets : int array, shape (n_candidates + 1,)
+        Token offsets of each candidate into ``tag_ids``.
+    sent_offsets : int array, shape (n_sentences + 1,)
+        Candidate offsets of each sentence.
+    scores : float array, shape (n_candidates,)
+        Decoder scores (log-probabilities for :class:`TrigramHMM`).
+    corpus : TaggedCorpus
+        The sentences, with gold tags when known.
+    tags : Vocabulary
+        What the candidate tag ids mean.  When ``corpus`` has gold tags, every gold tag
+        string must be in it (a tagger extends its own tag set with unseen gold tags).
+    unknown : bool array, shape (n_tokens,), optional
+        True for tokens whose word was not seen when training the decoder.
+
+    Attributes
+    ----------
+    losses : int32 array, shape (n_candidates,) or None
+        Hamming loss (number of wrong tags) of each candidate against the gold tags; None
+        when the corpus is untagged.
+    gold_ids : int32 array, shape (n_tokens,) or None
+        Gold tags as ids in ``tags``.
+    """
+
+    def __init__(self, tag_ids, cand_offsets, sent_offsets, scores, corpus: TaggedCorpus,
+                 tags: Vocabulary, unknown=None):
+        if not isinstance(corpus, TaggedCorpus):
+            raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
+        if not isinstance(tags, Vocabulary):
+            tags = Vocabulary(tags)
+        tag_ids = np.ascontiguousarray(tag_ids, dtype=np.int32)
+        cand_offsets = np.ascontiguousarray(cand_offsets, dtype=np.int64)
+        sent_offsets = np.ascontiguousarray(sent_offsets, dtype=np.int64)
+        scores = np.ascontiguousarray(scores, dtype=np.float64)
+        n_sent = corpus.n_sentences
+        if sent_offsets.shape != (n_sent + 1,) or sent_offsets[0] != 0 \
+                or np.any(np.diff(sent_offsets) < 0):
+            raise ValueError(f"sent_offsets must be non-decreasing from 0 with n_sentences + 1="
+                             f"{n_sent + 1} entries, got shape {sent_offsets.shape}")
+        n_cand = int(sent_offsets[-1])
+        if cand_offsets.shape != (n_cand + 1,) or cand_offsets[0] != 0 \
+                or cand_offsets[-1] != tag_ids.size:
+            raise ValueError(f"cand_offsets must have n_candidates + 1={n_cand + 1} entries from 0 "
+                             f"to len(tag_ids)={tag_ids.size}, got shape {cand_offsets.shape}")
+        if scores.shape != (n_cand,):
+            raise ValueError(f"scores must have shape ({n_cand},), got {scores.shape}")
+        cand_sent = _segment_ids(sent_offsets)
+        if not np.array_equal(np.diff(cand_offsets), corpus.lengths[cand_sent]):
+            raise ValueError("every candidate must have the length of its sentence")
+        if tag_ids.size and (tag_ids.min() < 0 or tag_ids.max() >= len(tags)):
+            raise ValueError(f"tag_ids must lie in [0, {len(tags)}), the tag vocabulary size")
+        if unknown is not None:
+            unknown = np.ascontiguousarray(unknown, dtype=bool)
+            if unknown.shape != (corpus.n_tokens,):
+                raise ValueError(f"unknown must have shape ({corpus.n_tokens},), got "
+                                 f"{unknown.shape}")
+        self.tag_ids = tag_ids
+        self.cand_offsets = cand_offsets
+        self.sent_offsets = sent_offsets
+        self.scores = scores
+        self.corpus = corpus
+        self.tags = tags
+        self.unknown = unknown
+        self._cand_sent = cand_sent
+        self.gold_ids = None
+        self.losses = None
+        if corpus.has_tags:
+            gold = corpus.tags.mapping_to(tags)[corpus.tag_ids] if corpus.n_tokens else \
+                np.zeros(0, dtype=np.int64)
+            if gold.size and gold.min() < 0:
+                missing = sorted({corpus.tags[t] for t in corpus.tag_ids[gold < 0]})
+                raise ValueError(f"gold tags {missing[:5]} are not in the tags vocabulary; "
+                                 "extend it with the unseen gold tags")
+            self.gold_ids = gold.astype(np.int32)
+            wrong = tag_ids != self.gold_ids[self._token_index()]
+            self.losses = np.bincount(_segment_ids(cand_offsets), weights=wrong,
+                                      minlength=n_cand).astype(np.int32)
+
+    # -- shape -------------------------------------------------------------------------
+    @property
+    def n_sentences(self) -> int:
+        return self.sent_offsets.size - 1
+
+    @property
+    def n_candidates(self) -> np.ndarray:
+        """Number of candidates of each sentence, shape (n_sentences,)."""
+        return np.diff(self.sent_offsets)
+
+    @property
+    def n_total(self) -> int:
+        """Total number of candidates."""
+        return int(self.sent_offsets[-1])
+
+    @property
+    def cand_sentence(self) -> np.ndarray:
+        """Sentence of each candidate, shape (n_candidates,)."""
+        return self._cand_sent
+
+    def __len__(self) -> int:
+        return self.n_sentences
+
+    def __repr__(self) -> str:
+        nc = self.n_candidates
+        mean = nc.mean() if nc.size else 0.0
+        return (f"NBestList({self.n_sentences} sentences, {self.n_total} candidates "
+                f"(mean {mean:.2f}), {len(self.tags)} tags, "
+                f"{'with' if self.losses is not None else 'no'} gold)")
+
+    def _token_index(self) -> np.ndarray:
+        """Corpus token index of every candidate token, shape (n_candidate_tokens,)."""
+        lens = np.diff(self.cand_offsets)
+        start = self.corpus.offsets[self._cand_sent]
+        return (np.repeat(start - self.cand_offsets[:-1], lens)
+                + np.arange(self.cand_offsets[-1], dtype=np.int64))
+
+    # -- access ------------------------------------------------------------------------
+    def candidate_ids(self, i: int, j: int) -> np.ndarray:
+        """Tag ids of candidate ``j`` of sentence ``i``."""
+        r = self._global(i, j)
+        return self.tag_ids[self.cand_offsets[r]:self.cand_offsets[r + 1]]
+
+    def candidate(self, i: int, j: int) -> list[str]:
+        """Tag strings of candidate ``j`` of sentence ``i``."""
+        items = self.tags.items
+        return [items[t] for t in self.candidate_ids(i, j)]
+
+    def _global(self, i: int, j: int) -> int:
+        n = self.n_sentences
+        if not -n <= i < n:
+            raise IndexError(f"sentence {i} out of range for an n-best list of {n} sentences")
+        i %= n
+        m = int(self.n_candidates[i])
+        if not -m <= j < m:
+            raise IndexError(f"candidate {j} out of range: sentence {i} has {m} candidates")
+        return int(self.sent_offsets[i] + j % m)
+
+    def __getitem__(self, index) -> "NBestList":
+        """Sentences ``index`` (int, slice, int array or boolean mask) as a new NBestList."""
+        return self.select(index)
+
+    def select(self, index) -> "NBestList":
+        """Sentences ``index`` (any order, repeats allowed) with all their candidates."""
+        idx = _sentence_index(self.n_sentences, index)
+        cand, new_sent = _gather_segments(self.sent_offsets, idx)
+        return self._take(cand, new_sent, idx)
+
+    def _take(self, cand: np.ndarray, new_sent: np.ndarray, sent_idx: np.ndarray) -> "NBestList":
+        tok, new_cand = _gather_segments(self.cand_offsets, cand)
+        corpus = self.corpus.select(sent_idx)
+        unknown = None
+        if self.unknown is not None:
+            upos, _ = _gather_segments(self.corpus.offsets, sent_idx)
+            unknown = self.unknown[upos]
+        return NBestList(self.tag_ids[tok], new_cand, new_sent, self.scores[cand], corpus,
+                         self.tags, unknown)
+
+    # -- choosing and reordering candidates --------------------------------------------
+    def _check_flat(self, name: str, values) -> np.ndarray:
+        v = np.asarray(values, dtype=np.float64)
+        if v.shape != (self.n_total,):
+            raise ValueError(f"{name} must have shape (n_candidates,)=({self.n_total},), "
+                             f"got {v.shape}")
+        return v
+
+    def argmax(self, values=None) -> np.ndarray:
+        """Per sentence, the within-sentence index of the candidate with the largest value.
+
+        Parameters
+        ----------
+        values : float array, shape (n_candidates,), optional
+            One value per candidate (default: the decoder ``scores``).  Ties go to the
+            earlier candidate; sentences without candidates get -1.
+
+        Returns
+        -------
+        int64 array, shape (n_sentences,)
+        """
+        v = self.scores if values is None else self._check_flat("values", values)
+        out = np.full(self.n_sentences, -1, dtype=np.int64)
+        if self.n_total == 0:
+            return out
+        # sort by (sentence, -value, position): the first entry of each sentence is its argmax
+        order = np.lexsort((np.arange(v.size), -v, self._cand_sent))
+        nc = self.n_candidates
+        has = nc > 0
+        firsts = order[self.sent_offsets[:-1][has]]
+        out[has] = firsts - self.sent_offsets[:-1][has]
+        return out
+
+    def _check_choice(self, indices) -> np.ndarray:
+        idx = np.asarray(indices)
+        if idx.shape != (self.n_sentences,) or (idx.size and not np.issubdtype(idx.dtype,
+                                                                             np.integer)):
+            raise ValueError(f"indices must be an int array of shape (n_sentences,)="
+                             f"({self.n_sentences},), got {idx.dtype} {idx.shape}")
+        idx = idx.astype(np.int64)
+        nc = self.n_candidates
+        if np.any((idx < 0) | (idx >= nc)):
+            bad = int(np.flatnonzero((idx < 0) | (idx >= nc))[0])
+            raise ValueError(f"indices[{bad}]={idx[bad]} is not a candidate of sentence {bad} "
+                             f"(it has {nc[bad]})")
+        return self.sent_offsets[:-1] + idx
+
+    def best(self, indices=None) -> TaggedCorpus:
+        """The corpus tagged with one chosen candidate per sentence.
+
+        Parameters
+        ----------
+        indices : int array, shape (n_sentences,), optional
+            Within-sentence candidate index per sentence (default: :meth:`argmax` of the
+            decoder scores).
+
+        Returns
+        -------
+        TaggedCorpus
+            Same words as ``corpus``; tags are ids in ``tags``.
+        """
+        idx = self.argmax() if indices is None else indices
+        r = self._check_choice(idx)
+        tok, _ = _gather_segments(self.cand_offsets, r)
+        return self.corpus.with_tags(self.tag_ids[tok], self.tags)
+
+    def reorder(self, order) -> "NBestList":
+        """Permute or subset the candidates within each sentence.
+
+        Parameters
+        ----------
+        order : int array, shape (n_kept,)
+            Global candidate indices to keep, in their new order; each sentence's kept
+            candidates must stay within its own block and the blocks in sentence order (what
+            ``np.lexsort((-new_scores, cand_sentence))`` gives).  Every sentence keeps at least
+            one candidate.
+        """
+        order = np.asarray(order)
+        if order.ndim != 1 or (order.size and not np.issubdtype(order.dtype, np.integer)):
+            raise ValueError(f"order must be a 1-d int array, got {order.dtype} {order.shape}")
+        order = order.astype(np.int64)
+        if order.size and (order.min() < 0 or order.max() >= self.n_total):
+            raise ValueError(f"order must lie in [0, n_candidates={self.n_total})")
+        sent = self._cand_sent[order]
+        if np.any(np.diff(sent) < 0):
+            raise ValueError("order must keep sentences in order (block per sentence)")
+        counts = np.bincount(sent, minlength=self.n_sentences)
+        if np.any(counts == 0) and self.n_sentences:
+            raise ValueError("order must keep at least one candidate of every sentence")
+        new_sent = np.zeros(self.n_sentences + 1, dtype=np.int64)
+        np.cumsum(counts, out=new_sent[1:])
+        tok, new_cand = _gather_segments(self.cand_offsets, order)
+        return NBestList(self.tag_ids[tok], new_cand, new_sent, self.scores[order], self.corpus,
+                         self.tags, self.unknown)
+
+    def sort_by(self, values=None) -> "NBestList":
+        """Candidates of each sentence sorted by descending ``values`` (default: scores)."""
+        v = self.scores if values is None else self._check_flat("values", values)
+        return self.reorder(np.lexsort((np.arange(v.size), -v, self._cand_sent)))
+
+    def truncate(self, k: int) -> "NBestList":
+        """Keep the first ``k`` candidates of each sentence."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        rank = np.arange(self.n_total) - self.sent_offsets[self._cand_sent]
+        return self.reorder(np.flatnonzero(rank < k))
+
+    # -- evaluation --------------------------------------------------------------------
+    def _token_mask(self, tokens: str) -> np.ndarray | None:
+        if tokens not in _TOKEN_SUBSETS:
+            raise ValueError(f"tokens must be one of {_TOKEN_SUBSETS}, got {tokens!r}")
+        if tokens == "all":
+            return None
+        if self.unknown is None:
+            raise ValueError(f"tokens={tokens!r} needs the unknown-word mask, which this "
+                             "n-best list does not have")
+        return ~self.unknown if tokens == "known" else self.unknown
+
+    def accuracy(self, indices=None, tokens: str = "all") -> float:
+        """Token accuracy of one chosen candidate per sentence against the gold tags.
+
+        Parameters
+        ----------
+        indices : int array, shape (n_sentences,), optional
+            Within-sentence candidate index per sentence (default: the decoder's argmax).
+        tokens : {'all', 'known', 'unknown'}
+            Count all tokens, or only those whose word was (not) seen in training.
+
+        Returns
+        -------
+        float
+            NaN when no token is counted.
+        """
+        if self.gold_ids is None:
+            raise ValueError("accuracy needs gold tags; this n-best list's corpus is untagged")
+        mask = self._token_mask(tokens)
+        idx = self.argmax() if indices is None else indices
+        r = self._check_choice(idx)
+        tok, _ = _gather_segments(self.cand_offsets, r)
+        correct = self.tag_ids[tok] == self.gold_ids
+        if mask is not None:
+            correct = correct[mask]
+        return float(correct.mean()) if correct.size else float("nan")
+
+    def top1_accuracy(self, tokens: str = "all") -> float:
+        """Accuracy of the decoder's best candidate (largest score) per sentence."""
+        return self.accuracy(None, tokens)
+
+    def oracle_indices(self) -> np.ndarray:
+        """Per sentence, the candidate with the smallest loss (ties: the earlier one)."""
+        if self.losses is None:
+            raise ValueError("oracle needs gold tags; this n-best list's corpus is untagged")
+        return self.argmax(-self.losses.astype(np.float64))
+
+    def oracle_accuracy(self, tokens: str = "all") -> float:
+        """Accuracy of the best candidate per sentence (smallest Hamming loss).
+
+        With ``tokens='known'`` / ``'unknown'`` the same oracle candidates are scored on that
+        token subset only.
+        """
+        return self.accuracy(self.oracle_indices(), tokens)
+
+    # -- persistence -------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write to ``path`` (.npz, no pickled objects; vocabularies stored as JSON)."""
+        c = self.corpus
+        meta = {
+            "format": _FORMAT, "version": _VERSION,
+            "tags": self.tags.items,
+            "corpus_words": c.words.items,
+            "corpus_tags": c.tags.items if c.tags is not None else None,
+            "has_gold": c.has_tags,
+            "has_unknown": self.unknown is not None,
+        }
+        blob = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+        arrays = dict(meta=blob, tag_ids=self.tag_ids, cand_offsets=self.cand_offsets,
+                      sent_offsets=self.sent_offsets, scores=self.scores,
+                      word_ids=c.word_ids, corpus_offsets=c.offsets)
+        if c.has_tags:
+            arrays["gold_tag_ids"] = c.tag_ids
+        if self.unknown is not None:
+            arrays["unknown"] = self.unknown
+        np.savez_compressed(os.fspath(path), **arrays)
+
+    @classmethod
+    def load(cls, path) -> "NBestList":
+        """Read an n-best list written by :meth:`save` (``np.load(allow_pickle=False)``)."""
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            try:
+                meta = json.loads(bytes(z["meta"]).decode("utf-8"))
+            except KeyError:
+                raise ValueError(f"{path} is not a saved NBestList (no 'meta' entry)") from None
+            if meta.get("format") != _FORMAT:
+                raise ValueError(f"{path} is not a saved NBestList (format "
+                                 f"{meta.get('format')!r})")
+            if meta.get("version") != _VERSION:
+                raise ValueError(f"{path}: unsupported NBestList version {meta.get('version')}")
+            gold = z["gold_tag_ids"] if meta["has_gold"] else None
+            corpus = TaggedCorpus(z["word_ids"], gold, z["corpus_offsets"],
+                                  Vocabulary(meta["corpus_words"]),
+                                  None if meta["corpus_tags"] is None
+                                  else Vocabulary(meta["corpus_tags"]))
+            unknown = z["unknown"] if meta["has_unknown"] else None
+            return cls(z["tag_ids"], z["cand_offsets"], z["sent_offsets"], z["scores"], corpus,
+                       Vocabulary(meta["tags"]), unknown)
+
+    def __eq__(self, other: object) -> bool:
+        """Same sentences, same candidate tag strings, scores and unknown masks."""
+        if not isinstance(other, NBestList):
+            return NotImplemented
+        if not (np.array_equal(self.sent_offsets, other.sent_offsets)
+                and np.array_equal(self.cand_offsets, other.cand_offsets)
+                and np.array_equal(self.scores, other.scores)
+                and self.corpus == other.corpus):
+            return False
+        if (self.unknown is None) != (other.unknown is None) or (
+                self.unknown is not None and not np.array_equal(self.unknown, other.unknown)):
+            return False
+        a = np.array(self.tags.items, dtype=object)[self.tag_ids] if self.tag_ids.size else []
+        b = np.array(other.tags.items, dtype=object)[other.tag_ids] if other.tag_ids.size else []
+        return bool(np.array_equal(a, b))
+
+    __hash__ = None
+
+
+def concatenate(nbests: Sequence[NBestList]) -> NBestList:
+    """Stack n-best lists sentence-wise (e.g. jackknife folds).
+
+    Tag and word vocabularies are merged (union in order of first appearance) and ids
+    re-coded, so lists decoded by differently trained taggers can be combined.  The unknown
+    mask is kept only when every list has one.
+    """
+    nbests = list(nbests)
+    if not nbests:
+        raise ValueError("concatenate needs at least one NBestList, got an empty sequence")
+    for i, nb in enumerate(nbests):
+        if not isinstance(nb, NBestList):
+            raise TypeError(f"nbests[{i}] must be an NBestList, got {type(nb).__name__}")
+    if len(nbests) == 1:
+        return nbests[0]
+    tags = nbests[0].tags
+    if any(nb.tags != tags for nb in nbests):
+        tags = _union_vocabulary([nb.tags for nb in nbests])
+    corpus = _concat_corpora([nb.corpus for nb in nbests])
+    tag_ids, cand_off, sent_off, scores, unknown = [], [], [np.zeros(1, np.int64)], [], []
+    cshift = tshift = 0
+    cand_off.append(np.zeros(1, np.int64))
+    for nb in nbests:
+        m = nb.tags.mapping_to(tags).astype(np.int32)
+        tag_ids.append(m[nb.tag_ids] if nb.tag_ids.size else nb.tag_ids)
+        cand_off.append(nb.cand_offsets[1:] + tshift)
+        sent_off.append(nb.sent_offsets[1:] + cshift)
+        scores.append(nb.scores)
+        unknown.append(nb.unknown)
+        tshift += nb.tag_ids.size
+        cshift += nb.n_total
+    unk = None if any(u is None for u in unknown) else np.concatenate(unknown)
+    return NBestList(np.concatenate(tag_ids), np.concatenate(cand_off), np.concatenate(sent_off),
+                     np.concatenate(scores), corpus, tags, unk)
+
+
+NBestList.concatenate = staticmethod(concatenate)

@@ -1,0 +1,55 @@
+"""jackknife_nbest against fold-by-fold training done by hand."""
+
+import numpy as np
+import pytest
+
+from sparsecca.data import kfold_indices, synthetic_corpus
+from sparsecca.tagging import NBestList, TrigramHMM, concatenate, jackknife_nbest
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return synthetic_corpus(240, random_state=2)
+
+
+def test_equals_manual_folds_in_original_order(corpus):
+    est = TrigramHMM(rare_threshold=5)
+    jk = jackknife_nbest(est, corpus, k=4, folds=4, random_state=3)
+    assert not hasattr(est, "tags_")  # the estimator itself stays unfitted
+    assert jk.corpus is corpus and jk.n_sentences == corpus.n_sentences
+    parts, held_all = [], []
+    for train_idx, held_idx in kfold_indices(corpus.n_sentences, 4, shuffle=True,
+                                             random_state=3):
+        model = TrigramHMM(rare_threshold=5).fit(corpus.select(train_idx))
+        assert model.rare_threshold == 5
+        parts.append(model.nbest(corpus.select(held_idx), k=4))
+        held_all.append(held_idx)
+    held = np.concatenate(held_all)
+    stacked = concatenate(parts)
+    assert NBestList.concatenate(parts) == stacked
+    # sentence held[j] of the corpus is row j of the stacked folds
+    assert jk.select(held) == stacked
+    # every sentence was decoded by a model that did not see it: its words are more often
+    # unknown than when decoding training data with the full model
+    full = TrigramHMM(rare_threshold=5).fit(corpus).nbest(corpus, k=4)
+    assert full.unknown.sum() == 0 and jk.unknown.sum() > 0
+    assert jk.top1_accuracy() < full.top1_accuracy()
+
+
+def test_progress_bar(corpus, capsys):
+    jk = jackknife_nbest(TrigramHMM(), corpus[:60], k=2, folds=3, progress=True)
+    assert jk.n_sentences == 60
+    assert "jackknife" in capsys.readouterr().err
+
+
+def test_bad_input(corpus):
+    with pytest.raises(ValueError, match=r"folds must be in \[2, n_sentences=240\], got 1"):
+        jackknife_nbest(TrigramHMM(), corpus, folds=1)
+    with pytest.raises(ValueError, match="k must be >= 1, got 0"):
+        jackknife_nbest(TrigramHMM(), corpus, k=0)
+    with pytest.raises(ValueError, match="corpus must be tagged"):
+        jackknife_nbest(TrigramHMM(), corpus.with_tags(None, None))
+    with pytest.raises(TypeError, match="estimator must have get_params"):
+        jackknife_nbest(object(), corpus)
+    with pytest.raises(TypeError, match="corpus must be a TaggedCorpus"):
+        jackknife_nbest(TrigramHMM(), [[("a", "B")]])

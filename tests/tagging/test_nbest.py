@@ -1,0 +1,218 @@
+"""NBestList against plain-Python computations over explicit candidate lists."""
+
+import numpy as np
+import pytest
+
+from sparsecca.data import TaggedCorpus, Vocabulary, synthetic_corpus
+from sparsecca.tagging import NBestList, TrigramHMM, concatenate
+
+
+@pytest.fixture(scope="module")
+def nbest():
+    corpus = synthetic_corpus(260, random_state=0)
+    model = TrigramHMM().fit(corpus[:200])
+    return model.nbest(corpus[200:], k=6)
+
+
+def as_python(nb):
+    """The list as nested Python lists: per sentence, [(tags, score), ...]."""
+    out = []
+    for i in range(nb.n_sentences):
+        out.append([(nb.candidate(i, j), nb.scores[nb.sent_offsets[i] + j])
+                    for j in range(nb.n_candidates[i])])
+    return out
+
+
+def gold_and_unknown(nb):
+    gold, unk = [], []
+    for i in range(nb.n_sentences):
+        a, b = nb.corpus.offsets[i], nb.corpus.offsets[i + 1]
+        gold.append(nb.corpus.sentence(i)[1])
+        unk.append(nb.unknown[a:b].tolist())
+    return gold, unk
+
+
+def python_accuracy(py, gold, unk, choice, subset):
+    correct = total = 0
+    for cands, g, u, j in zip(py, gold, unk, choice):
+        for c, gt, uu in zip(cands[j][0], g, u):
+            if subset == "all" or (subset == "unknown") == uu:
+                correct += c == gt
+                total += 1
+    return correct / total
+
+
+def test_losses_and_accuracies_match_python(nbest):
+    py = as_python(nbest)
+    gold, unk = gold_and_unknown(nbest)
+    losses = [sum(c != g for c, g in zip(tags, gs)) for cands, gs in zip(py, gold)
+              for tags, _ in cands]
+    assert nbest.losses.tolist() == losses
+    top = [int(np.argmax([s for _, s in cands])) for cands in py]
+    oracle = [int(np.argmin([sum(c != g for c, g in zip(t, gs)) for t, _ in cands]))
+              for cands, gs in zip(py, gold)]
+    assert nbest.argmax().tolist() == top
+    assert nbest.oracle_indices().tolist() == oracle
+    for subset in ("all", "known", "unknown"):
+        assert nbest.top1_accuracy(subset) == pytest.approx(
+            python_accuracy(py, gold, unk, top, subset))
+        assert nbest.oracle_accuracy(subset) == pytest.approx(
+            python_accuracy(py, gold, unk, oracle, subset))
+    assert nbest.oracle_accuracy() >= nbest.top1_accuracy()
+    assert nbest.oracle_accuracy() > nbest.top1_accuracy()  # k=6 must find better candidates
+    assert nbest.n_candidates.tolist() == [len(c) for c in py]
+
+
+@pytest.mark.parametrize("index", [
+    np.array([5, 0, 0, 17]), slice(3, 30, 4), slice(None), -1, 7, np.array([], dtype=int),
+    "mask",
+])
+def test_select(nbest, index):
+    if isinstance(index, str):
+        index = np.arange(nbest.n_sentences) % 3 == 1
+    sub = nbest[index]
+    ids = np.arange(nbest.n_sentences)[index]
+    ids = np.atleast_1d(ids)
+    py = as_python(nbest)
+    assert as_python(sub) == [py[i] for i in ids]
+    assert sub.corpus == nbest.corpus.select(ids)
+    gold, unk = gold_and_unknown(sub)
+    full_gold, full_unk = gold_and_unknown(nbest)
+    assert gold == [full_gold[i] for i in ids] and unk == [full_unk[i] for i in ids]
+    assert sub.tags is nbest.tags
+
+
+def test_reorder_sort_truncate_best(nbest):
+    py = as_python(nbest)
+    # reverse every sentence's candidates
+    order = np.concatenate([np.arange(b - 1, a - 1, -1) for a, b in
+                            zip(nbest.sent_offsets[:-1], nbest.sent_offsets[1:])])
+    rev = nbest.reorder(order)
+    assert as_python(rev) == [c[::-1] for c in py]
+    assert rev.sort_by() == nbest  # scores were already descending
+    # sorting by new values and picking per-sentence bests
+    values = np.random.default_rng(0).normal(size=nbest.n_total)
+    resorted = nbest.sort_by(values)
+    # all-equal values: ties go to the first candidate
+    assert resorted.argmax(np.zeros(nbest.n_total)).tolist() == [0] * nbest.n_sentences
+    expect = []
+    for i, cands in enumerate(py):
+        v = values[nbest.sent_offsets[i]:nbest.sent_offsets[i + 1]]
+        expect.append([cands[j] for j in np.argsort(-v, kind="stable")])
+    assert as_python(resorted) == expect
+    choice = nbest.argmax(values)
+    best = nbest.best(choice)
+    assert isinstance(best, TaggedCorpus) and best.tags is nbest.tags
+    assert [t for _, t in best] == [py[i][j][0] for i, j in enumerate(choice)]
+    assert nbest.accuracy(choice) == pytest.approx(
+        python_accuracy(py, *gold_and_unknown(nbest), choice, "all"))
+    trunc = nbest.truncate(2)
+    assert as_python(trunc) == [c[:2] for c in py]
+    with pytest.raises(ValueError, match="order must keep sentences in order"):
+        nbest.reorder(order[::-1])
+    with pytest.raises(ValueError, match="at least one candidate of every sentence"):
+        nbest.reorder(order[nbest.n_candidates[0]:])
+    with pytest.raises(ValueError, match=r"indices\[0\]=99 is not a candidate"):
+        nbest.best(np.full(nbest.n_sentences, 99))
+    with pytest.raises(ValueError, match="values must have shape"):
+        nbest.argmax(np.zeros(3))
+    with pytest.raises(ValueError, match="k must be an int >= 1, got 0"):
+        nbest.truncate(0)
+
+
+def test_truncation_equals_smaller_k():
+    """Exact list Viterbi: the top 3 of a 10-best list are the 3-best list."""
+    corpus = synthetic_corpus(220, random_state=1)
+    model = TrigramHMM().fit(corpus[:200])
+    ten = model.nbest(corpus[200:], k=10)
+    three = model.nbest(corpus[200:], k=3)
+    np.testing.assert_allclose(ten.truncate(3).scores, three.scores, rtol=1e-12)
+
+
+def test_candidate_access(nbest):
+    i = 3
+    for j in range(nbest.n_candidates[i]):
+        ids = nbest.candidate_ids(i, j)
+        assert [nbest.tags[t] for t in ids] == nbest.candidate(i, j)
+    assert nbest.candidate(i, -1) == nbest.candidate(i, nbest.n_candidates[i] - 1)
+    with pytest.raises(IndexError, match="candidate 99 out of range"):
+        nbest.candidate(i, 99)
+    with pytest.raises(IndexError, match="sentence 1000 out of range"):
+        nbest.candidate(1000, 0)
+
+
+def test_concatenate_restores_and_merges_vocabularies(nbest):
+    n = nbest.n_sentences
+    parts = [nbest[:10], nbest[10:11], nbest[11:]]
+    assert concatenate(parts) == nbest
+    # a part whose tag ids refer to a permuted vocabulary: strings must still agree
+    p = parts[1]
+    perm = Vocabulary(p.tags.items[::-1])
+    remap = p.tags.mapping_to(perm)
+    p2 = NBestList(remap[p.tag_ids], p.cand_offsets, p.sent_offsets, p.scores, p.corpus, perm,
+                   p.unknown)
+    merged = concatenate([parts[0], p2, parts[2]])
+    assert merged == nbest and merged.n_sentences == n
+    assert merged.losses.tolist() == nbest.losses.tolist()
+    with pytest.raises(ValueError, match="at least one NBestList"):
+        concatenate([])
+    with pytest.raises(TypeError, match=r"nbests\[1\] must be an NBestList"):
+        concatenate([nbest, "x"])
+
+
+def test_save_load_roundtrip(nbest, tmp_path):
+    path = tmp_path / "nb.npz"
+    nbest.save(path)
+    back = NBestList.load(path)
+    assert back == nbest
+    assert back.losses.tolist() == nbest.losses.tolist()
+    assert back.top1_accuracy("unknown") == nbest.top1_accuracy("unknown")
+    with np.load(path, allow_pickle=False) as z:  # nothing pickled inside
+        assert all(z[k].dtype != object for k in z.files)
+    # untagged corpus, no unknown mask
+    plain = NBestList(nbest.tag_ids, nbest.cand_offsets, nbest.sent_offsets, nbest.scores,
+                      nbest.corpus.with_tags(None, None), nbest.tags)
+    plain.save(tmp_path / "plain.npz")
+    back = NBestList.load(tmp_path / "plain.npz")
+    assert back == plain and back.losses is None and back.unknown is None
+    np.savez(tmp_path / "other.npz", x=np.zeros(3))
+    with pytest.raises(ValueError, match="is not a saved NBestList"):
+        NBestList.load(tmp_path / "other.npz")
+
+
+def test_evaluation_needs_gold_and_mask(nbest):
+    plain = NBestList(nbest.tag_ids, nbest.cand_offsets, nbest.sent_offsets, nbest.scores,
+                      nbest.corpus.with_tags(None, None), nbest.tags)
+    with pytest.raises(ValueError, match="needs gold tags"):
+        plain.top1_accuracy()
+    with pytest.raises(ValueError, match="oracle needs gold tags"):
+        plain.oracle_accuracy()
+    no_mask = NBestList(nbest.tag_ids, nbest.cand_offsets, nbest.sent_offsets, nbest.scores,
+                        nbest.corpus, nbest.tags)
+    with pytest.raises(ValueError, match="needs the unknown-word mask"):
+        no_mask.top1_accuracy("unknown")
+    with pytest.raises(ValueError, match=r"tokens must be one of \('all', 'known', 'unknown'\)"):
+        nbest.top1_accuracy("rare")
+
+
+def test_constructor_validation():
+    corpus = TaggedCorpus.from_sentences([[("a", "X"), ("b", "Y")], [("c", "X")]])
+    tags = Vocabulary(["X", "Y"])
+    good = dict(tag_ids=[0, 1, 1, 1, 0], cand_offsets=[0, 2, 4, 5], sent_offsets=[0, 2, 3],
+                scores=[-1.0, -2.0, -0.5], corpus=corpus, tags=tags)
+    nb = NBestList(**good)
+    assert nb.losses.tolist() == [0, 1, 0]
+    assert nb.oracle_accuracy() == 1.0 and nb.top1_accuracy() == 1.0
+    for change, match in [
+        (dict(sent_offsets=[0, 3]), r"sent_offsets must .* n_sentences \+ 1=3"),
+        (dict(cand_offsets=[0, 2, 4]), r"cand_offsets must have n_candidates \+ 1=4"),
+        (dict(scores=[1.0]), r"scores must have shape \(3,\)"),
+        (dict(cand_offsets=[0, 1, 4, 5]), "every candidate must have the length of its sentence"),
+        (dict(tag_ids=[0, 1, 1, 1, 7]), r"tag_ids must lie in \[0, 2\)"),
+        (dict(tags=Vocabulary(["X", "Z"])), r"gold tags \['Y'\] are not in the tags vocabulary"),
+        (dict(unknown=[True]), r"unknown must have shape \(3,\)"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            NBestList(**{**good, **change})
+    with pytest.raises(TypeError, match="corpus must be a TaggedCorpus"):
+        NBestList(**{**good, "corpus": [["a"]]})
