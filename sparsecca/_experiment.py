@@ -1,0 +1,293 @@
+"""The paper's experimental protocol (section 4) on a directory of CoNLL-U files.
+
+For one data set: train the TrigramHMM on train; jackknife 10-best lists on train (10 folds);
+decode 10-best lists for dev and test; fit every reranker on the jackknifed train lists with
+its hyper-parameters tuned on dev; report dev/test accuracy (Table 2), the projection score
+alone (Table 3), paired significance against the HMM baseline, and the (tau, lambda) grid of
+the softened model (Figure 1).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .data import read_conllu
+from .evaluate import mcnemar, paired_bootstrap
+
+__all__ = ["DatasetError", "load_splits", "experiment", "write_report", "format_table"]
+
+_SPLITS = ("train", "dev", "test")
+
+
+class DatasetError(ValueError):
+    """A data-set directory is missing or lacks one of train/dev/test."""
+
+
+def _find_split(data_dir: Path, split: str) -> Path:
+    for suffix in (".conllu", ".conllu.gz", ".conll", ".conll.gz"):
+        p = data_dir / (split + suffix)
+        if p.is_file():
+            return p
+    raise DatasetError(
+        f"{data_dir}: no {split}.conllu or {split}.conllu.gz (a data set directory holds "
+        f"train, dev and test CoNLL-U files)"
+    )
+
+
+def load_splits(data_dir, tags: str = "upos") -> dict:
+    """Read train/dev/test (.conllu or .conllu.gz) from ``data_dir``.
+
+    Returns
+    -------
+    dict with keys 'train', 'dev', 'test' (TaggedCorpus each) and 'paths'.
+    """
+    d = Path(data_dir)
+    if not d.is_dir():
+        raise DatasetError(f"{d}: not a directory")
+    if tags not in ("upos", "xpos"):
+        raise ValueError(f"tags must be 'upos' or 'xpos', got {tags!r}")
+    paths = {s: _find_split(d, s) for s in _SPLITS}
+    out = {s: read_conllu(paths[s], tags=tags) for s in _SPLITS}
+    out["paths"] = {s: str(p) for s, p in paths.items()}
+    return out
+
+
+def _significance(base_choice_nb, nbest, choice):
+    gold = nbest.gold_ids
+    base = base_choice_nb
+    ca = nbest.best(base).tag_ids == gold
+    cb = nbest.best(choice).tag_ids == gold
+    boot = paired_bootstrap(ca, cb, nbest.corpus.offsets, n_resamples=10_000, random_state=0)
+    mc = mcnemar(ca, cb)
+    return {"p_bootstrap": boot["p_value"], "p_mcnemar": mc["p_value"],
+            "gain": boot["gain"], "n01": mc["n01"], "n10": mc["n10"]}
+
+
+def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, rerankers=None,
+               random_state=0, progress: bool = False, name: str | None = None,
+               tagger=None) -> dict:
+    """Run the Table 2 protocol on one data set.
+
+    Parameters
+    ----------
+    data_dir : path
+        Directory with train/dev/test CoNLL-U files (.conllu or .conllu.gz).
+    tags : {'upos', 'xpos'}
+    k : int >= 2
+        Candidates per sentence.
+    folds : int >= 2
+        Jackknife folds for the training n-best lists.
+    rerankers : dict name -> unfitted reranker, optional
+        Default: :func:`sparsecca.rerank.default_rerankers`.
+    random_state : int
+    progress : bool
+        tqdm progress bars on the long steps.
+    name : str, optional
+        Data-set name in the report (default: the directory name).
+    tagger : unfitted tagger, optional
+        Default: ``TrigramHMM()``.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: ``name``, ``tags``, sizes, ``rows`` keyed by model name with
+        ``dev``/``test`` accuracy (and significance, tuned values, fit time), ``table3``,
+        ``grids`` (for the Figure-1 plot) and ``timings``.
+    """
+    from .rerank import default_rerankers
+    from .tagging import TrigramHMM, jackknife_nbest
+    from .tagging._jackknife import clone
+
+    if not isinstance(k, (int, np.integer)) or k < 2:
+        raise ValueError(f"k must be an int >= 2 (reranking needs candidates), got {k!r}")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    data = load_splits(data_dir, tags)
+    timings["read"] = time.perf_counter() - t0
+    train, dev, test = data["train"], data["dev"], data["test"]
+    tagger = TrigramHMM() if tagger is None else tagger
+
+    t0 = time.perf_counter()
+    hmm = clone(tagger).fit(train)
+    timings["tagger_fit"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    train_nb = jackknife_nbest(tagger, train, k=k, folds=folds, random_state=random_state,
+                               progress=progress)
+    timings["jackknife"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    dev_nb = hmm.nbest(dev, k=k)
+    test_nb = hmm.nbest(test, k=k)
+    timings["decode_dev_test"] = time.perf_counter() - t0
+
+    rows: dict[str, dict] = {
+        "Baseline": {"dev": dev_nb.top1_accuracy(), "test": test_nb.top1_accuracy(),
+                     "test_unknown": test_nb.top1_accuracy(tokens="unknown")},
+        "Oracle": {"dev": dev_nb.oracle_accuracy(), "test": test_nb.oracle_accuracy()},
+    }
+    table3: dict[str, dict] = {}
+    grids: dict[str, dict] = {}
+    base_dev = dev_nb.argmax()
+    base_test = test_nb.argmax()
+    models = default_rerankers(random_state=random_state) if rerankers is None else rerankers
+    items = list(models.items())
+    if progress:
+        from tqdm.auto import tqdm
+
+        items = tqdm(items, desc="rerankers", unit="model")
+    for model_name, model in items:
+        t0 = time.perf_counter()
+        model.fit(train_nb, dev_nb)
+        fit_s = time.perf_counter() - t0
+        choice_dev = model.rerank(dev_nb)
+        choice_test = model.rerank(test_nb)
+        row = {
+            "dev": 1.0 - float(dev_nb.losses[dev_nb.sent_offsets[:-1] + choice_dev].sum())
+            / dev.n_tokens,
+            "test": 1.0 - float(test_nb.losses[test_nb.sent_offsets[:-1] + choice_test].sum())
+            / test.n_tokens,
+            "fit_seconds": fit_s,
+            "tuned": model.tuned_params() if hasattr(model, "tuned_params") else {},
+        }
+        row["test_unknown"] = test_nb.accuracy(choice_test, tokens="unknown")
+        row["significance_test"] = _significance(base_test, test_nb, choice_test)
+        row["significance_dev"] = _significance(base_dev, dev_nb, choice_dev)
+        rows[model_name] = row
+        if hasattr(model, "projection_scores"):
+            # Table 3: the projection score alone (w -> infinity); ties keep the decoder order
+            table3[model_name] = {
+                "dev": dev_nb.accuracy(dev_nb.argmax(model.projection_scores(dev_nb))),
+                "test": test_nb.accuracy(test_nb.argmax(model.projection_scores(test_nb))),
+            }
+        if getattr(model, "grid_scores_", None):
+            grids[model_name] = model.grid_scores_
+    return {
+        "name": name or Path(data_dir).name,
+        "tags": tags,
+        "k": int(k),
+        "folds": int(folds),
+        "paths": data["paths"],
+        "sizes": {s: {"sentences": data[s].n_sentences, "tokens": data[s].n_tokens}
+                  for s in _SPLITS},
+        "rows": rows,
+        "table3": table3,
+        "grids": grids,
+        "timings": timings,
+    }
+
+
+def _mark(row) -> str:
+    sig = row.get("significance_test")
+    if not sig or sig["gain"] <= 0:
+        return ""
+    p = sig["p_bootstrap"]
+    return "‡" if p < 0.01 else ("†" if p < 0.05 else "")
+
+
+def format_table(results: list[dict]) -> str:
+    """Markdown Table 2 (dev and test per set) and Table 3 for one or more data sets."""
+    names = [r["name"] for r in results]
+    models: list[str] = []
+    for r in results:
+        for m in r["rows"]:
+            if m not in models:
+                models.append(m)
+    head = "| model | " + " | ".join(f"{n} dev" for n in names) + " | " \
+        + " | ".join(f"{n} test" for n in names) + " |"
+    sep = "|---|" + "---:|" * (2 * len(names))
+    lines = ["## Table 2: token accuracy (%)", "", head, sep]
+    for m in models:
+        cells = []
+        for split in ("dev", "test"):
+            for r in results:
+                row = r["rows"].get(m)
+                if row is None:
+                    cells.append("–")
+                else:
+                    mark = _mark(row) if split == "test" else ""
+                    cells.append(f"{100 * row[split]:.2f}{mark}")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    lines += ["", "† / ‡: test gain over Baseline significant at p < 0.05 / p < 0.01 "
+              "(paired bootstrap over sentences, 10,000 resamples; McNemar p in the JSON).", ""]
+    t3models = [m for m in models if any(m in r["table3"] for r in results)]
+    if t3models:
+        lines += ["## Table 3: projection score alone (w → ∞), test accuracy (%)", "",
+                  "| model | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+        for m in t3models:
+            cells = [f"{100 * r['table3'][m]['test']:.2f}" if m in r["table3"] else "–"
+                     for r in results]
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _plot_grid(result: dict, path: Path) -> bool:
+    """Figure 1: dev accuracy over the (tau, lambda) grid of the softened model."""
+    grid = None
+    for key in ("Softened-Disc", "Discriminative"):
+        if key in result["grids"]:
+            grid = result["grids"][key]
+            break
+    if grid is None:
+        return False
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    taus = np.asarray(grid["tau"], dtype=float)
+    lams = np.asarray(grid["lam"], dtype=float)
+    acc = 100 * np.asarray(grid["accuracy"], dtype=float)  # shape (n_tau, n_lam)
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for j, lam in enumerate(lams):
+        ax.plot(taus, acc[:, j], marker="o", label=f"λ = {lam:g}")
+    ax.axhline(100 * result["rows"]["Baseline"]["dev"], color="grey", ls="--", label="HMM")
+    ax.set_xlabel("τ (regularisation)")
+    ax.set_ylabel("dev accuracy (%)")
+    ax.set_title(f"{result['name']}: softened model, dev accuracy")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> dict:
+    """Write ``report.md``, ``report.json`` and one ``<set>_grid.png`` per set to ``out_dir``.
+
+    Existing files are refused (FileExistsError) unless ``overwrite``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    targets = {"md": out / "report.md", "json": out / "report.json"}
+    pngs = {r["name"]: out / f"{r['name']}_grid.png" for r in results}
+    if not overwrite:
+        for p in [*targets.values(), *pngs.values()]:
+            if p.exists():
+                raise FileExistsError(f"{p} exists; pass --force to overwrite it")
+    md = ["# sparsecca experiment report", ""]
+    for r in results:
+        s = r["sizes"]
+        md.append(f"- **{r['name']}** ({r['tags']}): train {s['train']['sentences']} sentences, "
+                  f"dev {s['dev']['sentences']}, test {s['test']['sentences']}; k = {r['k']}, "
+                  f"{r['folds']}-fold jackknife")
+    md += ["", format_table(results)]
+    written = {}
+    for r in results:
+        if _plot_grid(r, pngs[r["name"]]):
+            md.append(f"![{r['name']} grid]({pngs[r['name']].name})")
+            written[f"png:{r['name']}"] = str(pngs[r["name"]])
+    targets["md"].write_text("\n".join(md) + "\n", encoding="utf-8")
+    by_model: dict[str, dict] = {}
+    for r in results:
+        for m, row in r["rows"].items():
+            by_model.setdefault(m, {})[r["name"]] = {"dev": row["dev"], "test": row["test"]}
+    payload = {"table2": by_model, "sets": results}
+    targets["json"].write_text(json.dumps(payload, indent=1, default=float), encoding="utf-8")
+    written.update({k: str(v) for k, v in targets.items()})
+    return written

@@ -1,0 +1,505 @@
+"""Kernels of the baseline rerankers: exp-loss boosting paths and the averaged perceptron.
+
+Everything here works on raw CSR / CSC arrays; the public wrappers validate their arguments
+once and convert scipy matrices to the int64 / float64 arrays the kernels are compiled for.
+
+Boosting (Collins & Koo 2005, section 4).  Rows of ``D`` are training pairs p = (i, j) (the
+oracle candidate of sentence i against a worse candidate j), columns are features, and
+``D[p, k] = h_k(oracle) - h_k(j)`` lies in {-1, 0, +1} (binary features).  With margins
+``M_p = m0_p + sum_k alpha_k D[p, k]`` the loss is ``ExpLoss = sum_p exp(-M_p)``.  The kernel
+keeps ``w_p = exp(-M_p)`` (up to one global scale), the sums ``W+_k = sum_{D[p,k]=+1} w_p``
+and ``W-_k = sum_{D[p,k]=-1} w_p``, and after a step on feature k touches only the pairs where
+k fires and the features of those pairs (the sparse update of Collins & Koo, Fig. 4).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from .._config import JIT_SERIAL
+
+__all__ = ["boosting_path", "path_losses", "perceptron_train"]
+
+_TINY = 1e-300
+
+
+# -- boosting --------------------------------------------------------------------------------
+
+@numba.njit(**JIT_SERIAL)
+def _l1_step(wp, wm, a, c):
+    """Exact minimiser over a' of ``wp e^{-(a'-a)} + wm e^{a'-a} + c |a'|`` (c > 0).
+
+    Returns (a', decrease of that function from a' = a).  Convexity gives one stationary
+    point in a' > 0, one in a' < 0, or the kink a' = 0; each is in closed form with
+    u = e^{a'-a}: ``wm u^2 + c u - wp = 0`` (a' > 0) and ``wm u^2 - c u - wp = 0`` (a' < 0).
+    """
+    g0 = wp + wm + c * abs(a)
+    # the kink a' = 0 (guard 0 * inf when a weight is zero)
+    best_a = 0.0
+    best_g = 0.0
+    if wp > 0.0:
+        best_g += wp * np.exp(a)
+    if wm > 0.0:
+        best_g += wm * np.exp(-a)
+    disc = np.sqrt(c * c + 4.0 * wp * wm)
+    if wp > 0.0:
+        # rationalised root: no cancellation when c^2 >> 4 wp wm, and wm = 0 gives wp / c
+        u = 2.0 * wp / (c + disc)
+        a_new = a + np.log(u)
+        if a_new > 0.0:
+            g = wp / u + wm * u + c * a_new
+            if g < best_g:
+                best_a, best_g = a_new, g
+    if wm > 0.0:
+        u = (c + disc) / (2.0 * wm)
+        a_new = a + np.log(u)
+        if a_new < 0.0:
+            g = wp / u + wm * u - c * a_new
+            if g < best_g:
+                best_a, best_g = a_new, g
+    return best_a, g0 - best_g
+
+
+@numba.njit(**JIT_SERIAL)
+def _feature_gain(wp, wm, a, l1c):
+    """Selection score of one feature: C&K's (sqrt W+ - sqrt W-)^2, or the exact L1 decrease."""
+    if wp < 0.0:
+        wp = 0.0
+    if wm < 0.0:
+        wm = 0.0
+    if l1c > 0.0:
+        return _l1_step(wp, wm, a, l1c)[1]
+    d = np.sqrt(wp) - np.sqrt(wm)
+    return d * d
+
+
+@numba.njit(**JIT_SERIAL)
+def _recompute(d_indptr, d_indices, d_data, margins, shift, w, wp, wm):
+    """w_p = exp(-(M_p - shift)) and the W+ / W- sums from scratch; returns Z."""
+    n_pairs = margins.size
+    wp[:] = 0.0
+    wm[:] = 0.0
+    z = 0.0
+    for p in range(n_pairs):
+        v = np.exp(-(margins[p] - shift))
+        w[p] = v
+        z += v
+        for e in range(d_indptr[p], d_indptr[p + 1]):
+            if d_data[e] > 0.0:
+                wp[d_indices[e]] += v
+            else:
+                wm[d_indices[e]] += v
+    return z
+
+
+@numba.njit(**JIT_SERIAL)
+def _boosting_path_kernel(d_indptr, d_indices, d_data, c_indptr, c_indices, c_data, margins0,
+                          n_features, n_rounds, eps, l1, refresh):
+    """Greedy coordinate descent on ExpLoss (l1 == 0: C&K smoothed steps; l1 > 0: exact L1).
+
+    Returns (features, deltas, objective) for the rounds done; objective[t] is the loss after
+    t rounds, normalised by the loss at t = 0 (plus l1 * ||alpha||_1 when l1 > 0).
+    """
+    n_pairs = margins0.size
+    margins = margins0.copy()
+    feats = np.empty(n_rounds, dtype=np.int64)
+    deltas = np.empty(n_rounds, dtype=np.float64)
+    objective = np.empty(n_rounds + 1, dtype=np.float64)
+    alpha = np.zeros(n_features, dtype=np.float64)
+    w = np.empty(n_pairs, dtype=np.float64)
+    wp = np.zeros(n_features, dtype=np.float64)
+    wm = np.zeros(n_features, dtype=np.float64)
+    gain = np.zeros(n_features, dtype=np.float64)
+    stamp = np.full(n_features, -1, dtype=np.int64)
+    touched = np.empty(n_features, dtype=np.int64)
+    if n_pairs == 0 or n_features == 0:
+        objective[0] = 1.0 if n_pairs > 0 else 0.0
+        return feats[:0], deltas[:0], objective[:1]
+    # shift so that the largest w_p is 1: nothing overflows, the scale cancels everywhere
+    shift = margins.min()
+    z = _recompute(d_indptr, d_indices, d_data, margins, shift, w, wp, wm)
+    log_z0 = np.log(z) - shift  # log of the loss at t = 0 (true units)
+    z_ref = z  # the loss at the last exact recomputation, in working units
+    l1c = l1 * z  # the penalty in working units (the loss there is z * exp(-shift))
+    l1_norm = 0.0
+    for k in range(n_features):
+        gain[k] = _feature_gain(wp[k], wm[k], 0.0, l1c)
+    objective[0] = 1.0
+    done = 0
+    for t in range(n_rounds):
+        best = -1
+        best_gain = 0.0
+        for k in range(n_features):
+            if gain[k] > best_gain:
+                best_gain = gain[k]
+                best = k
+        # stop when no feature lowers the objective by more than rounding noise
+        if best < 0 or best_gain <= 1e-13 * z:
+            break
+        k = best
+        pk = wp[k] if wp[k] > 0.0 else 0.0
+        mk = wm[k] if wm[k] > 0.0 else 0.0
+        if l1 > 0.0:
+            a_new = _l1_step(pk, mk, alpha[k], l1c)[0]
+            delta = a_new - alpha[k]
+        else:
+            delta = 0.5 * np.log((pk + eps * z) / (mk + eps * z))
+        if delta == 0.0:
+            break
+        l1_norm += abs(alpha[k] + delta) - abs(alpha[k])
+        alpha[k] += delta
+        feats[t] = k
+        deltas[t] = delta
+        n_touched = 0
+        for e in range(c_indptr[k], c_indptr[k + 1]):
+            p = c_indices[e]
+            margins[p] += delta * c_data[e]
+            v = np.exp(-(margins[p] - shift))
+            diff = v - w[p]
+            w[p] = v
+            z += diff
+            for e2 in range(d_indptr[p], d_indptr[p + 1]):
+                k2 = d_indices[e2]
+                if d_data[e2] > 0.0:
+                    wp[k2] += diff
+                else:
+                    wm[k2] += diff
+                if stamp[k2] != t:
+                    stamp[k2] = t
+                    touched[n_touched] = k2
+                    n_touched += 1
+        done = t + 1
+        # incremental sums drift, and cancel catastrophically once the loss has fallen far
+        # below its value at the last recomputation: re-derive them from the exact margins,
+        # re-shifting so that the largest w_p is 1 again
+        if done % refresh == 0 or not z > 1e-6 * z_ref:
+            new_shift = margins.min()
+            l1c *= np.exp(new_shift - shift)
+            shift = new_shift
+            z = _recompute(d_indptr, d_indices, d_data, margins, shift, w, wp, wm)
+            z_ref = z
+            for k2 in range(n_features):
+                gain[k2] = _feature_gain(wp[k2], wm[k2], alpha[k2], l1c)
+        else:
+            for q in range(n_touched):
+                k2 = touched[q]
+                gain[k2] = _feature_gain(wp[k2], wm[k2], alpha[k2], l1c)
+            if stamp[k] != t:
+                gain[k] = _feature_gain(wp[k], wm[k], alpha[k], l1c)
+        objective[t + 1] = np.exp(np.log(z) - shift - log_z0) + l1 * l1_norm
+    return feats[:done], deltas[:done], objective[:done + 1]
+
+
+def _check_int(name, value, low):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value}")
+    return int(value)
+
+
+def _check_float(name, value, low, strict):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                     np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    bad = not np.isfinite(value) or (value <= low if strict else value < low)
+    if bad:
+        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, "
+                         f"got {value}")
+    return value
+
+
+def _csr_arrays(name, M, n_rows=None):
+    """int64 indptr / indices and float64 data of a scipy sparse matrix in CSR form."""
+    if not sp.issparse(M):
+        raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(M).__name__}")
+    if n_rows is not None and M.shape[0] != n_rows:
+        raise ValueError(f"{name} must have {n_rows} rows, got shape {M.shape}")
+    M = sp.csr_matrix(M)
+    data = np.ascontiguousarray(M.data, dtype=np.float64)
+    if data.size and not np.all(np.isfinite(data)):
+        raise ValueError(f"{name} must have finite values")
+    return (np.ascontiguousarray(M.indptr, dtype=np.int64),
+            np.ascontiguousarray(M.indices, dtype=np.int64), data, M.shape)
+
+
+def _float_vector(name, x, n):
+    a = np.ascontiguousarray(x, dtype=np.float64)
+    if a.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite")
+    return a
+
+
+def boosting_path(D, margins, n_rounds, *, eps=0.0025, l1=0.0, refresh=256):
+    """Greedy feature-wise minimisation of the exponential ranking loss (a boosting path).
+
+    With margins ``M_p(alpha) = margins[p] + (D @ alpha)[p]`` the loss is
+    ``ExpLoss(alpha) = sum_p exp(-M_p(alpha))``, starting from ``alpha = 0``.  Each round
+    updates one feature k:
+
+    * ``l1 == 0`` (Collins & Koo 2005): k maximises ``|sqrt(W+_k) - sqrt(W-_k)|`` and
+      ``alpha_k += 0.5 log((W+_k + eps Z) / (W-_k + eps Z))`` with ``Z = ExpLoss``;
+    * ``l1 > 0``: the objective is ``ExpLoss(alpha) / ExpLoss(0) + l1 * ||alpha||_1``; k is the
+      feature whose exact one-dimensional minimisation (closed form, see ``_l1_step``) lowers
+      it most, and ``alpha_k`` moves to that minimiser (it may return to exactly 0).
+
+    The path stops early when no feature lowers the objective (e.g. every W+ equals W-).
+
+    Parameters
+    ----------
+    D : scipy.sparse matrix, shape (n_pairs, n_features)
+        Feature differences ``h(oracle) - h(other)`` of each pair, values in {-1, 0, +1}.
+    margins : float array, shape (n_pairs,)
+        Margins at alpha = 0 (e.g. the decoder score difference times its weight).
+    n_rounds : int >= 0
+        Maximum number of rounds.
+    eps : float > 0
+        Collins & Koo's smoothing of the step (only used when ``l1 == 0``).
+    l1 : float >= 0
+        Strength of the L1 penalty on the normalised loss.
+    refresh : int >= 1
+        Re-derive the W sums from the exact margins every ``refresh`` rounds (incremental
+        updates accumulate rounding error).
+
+    Returns
+    -------
+    features : int64 array, shape (n_done,)
+        Feature updated at each round (n_done <= n_rounds).
+    deltas : float64 array, shape (n_done,)
+        Its step.
+    objective : float64 array, shape (n_done + 1,)
+        Objective after each prefix of rounds (``objective[0] == 1`` when there are pairs).
+    """
+    n_rounds = _check_int("n_rounds", n_rounds, 0)
+    refresh = _check_int("refresh", refresh, 1)
+    l1 = _check_float("l1", l1, 0.0, strict=False)
+    eps = _check_float("eps", eps, 0.0, strict=l1 == 0.0)
+    indptr, indices, data, (n_pairs, n_features) = _csr_arrays("D", D)
+    if data.size and not np.all((data == 1.0) | (data == -1.0) | (data == 0.0)):
+        bad = data[(data != 1.0) & (data != -1.0) & (data != 0.0)][0]
+        raise ValueError(f"D must have values in {{-1, 0, +1}} (binary feature differences), "
+                         f"got {bad}")
+    m0 = _float_vector("margins", margins, n_pairs)
+    Dc = sp.csr_matrix((data, indices, indptr), shape=(n_pairs, n_features))
+    Dc.eliminate_zeros()
+    indptr, indices, data = (Dc.indptr.astype(np.int64), Dc.indices.astype(np.int64),
+                             Dc.data.astype(np.float64))
+    C = Dc.tocsc()
+    return _boosting_path_kernel(indptr, indices, data, C.indptr.astype(np.int64),
+                                 C.indices.astype(np.int64), C.data.astype(np.float64), m0,
+                                 n_features, n_rounds, eps, l1, refresh)
+
+
+# -- accuracy along a path -------------------------------------------------------------------
+
+@numba.njit(**JIT_SERIAL)
+def _argmax_segment(scores, a, b):
+    best = a
+    for r in range(a + 1, b):
+        if scores[r] > scores[best]:  # strict: ties go to the earlier candidate
+            best = r
+    return best
+
+
+@numba.njit(**JIT_SERIAL)
+def _path_losses_kernel(c_indptr, c_indices, c_data, base, cand_sent, sent_offsets, losses,
+                        feats, deltas):
+    """Total loss of the argmax candidates after every prefix of (feature, delta) steps."""
+    n_sent = sent_offsets.size - 1
+    scores = base.copy()
+    chosen = np.empty(n_sent, dtype=np.int64)
+    total = 0
+    for i in range(n_sent):
+        a, b = sent_offsets[i], sent_offsets[i + 1]
+        if b > a:
+            chosen[i] = _argmax_segment(scores, a, b)
+            total += losses[chosen[i]]
+        else:
+            chosen[i] = -1
+    n_steps = feats.size
+    out = np.empty(n_steps + 1, dtype=np.int64)
+    out[0] = total
+    stamp = np.full(n_sent, -1, dtype=np.int64)
+    hit = np.empty(n_sent, dtype=np.int64)
+    for t in range(n_steps):
+        k = feats[t]
+        delta = deltas[t]
+        n_hit = 0
+        for e in range(c_indptr[k], c_indptr[k + 1]):
+            r = c_indices[e]
+            scores[r] += delta * c_data[e]
+            s = cand_sent[r]
+            if stamp[s] != t:
+                stamp[s] = t
+                hit[n_hit] = s
+                n_hit += 1
+        for q in range(n_hit):
+            s = hit[q]
+            new = _argmax_segment(scores, sent_offsets[s], sent_offsets[s + 1])
+            total += losses[new] - losses[chosen[s]]
+            chosen[s] = new
+        out[t + 1] = total
+    return out
+
+
+def _check_segments(sent_offsets, n_candidates):
+    off = np.ascontiguousarray(sent_offsets, dtype=np.int64)
+    if off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != n_candidates \
+            or np.any(np.diff(off) < 0):
+        raise ValueError(f"sent_offsets must be non-decreasing from 0 to n_candidates="
+                         f"{n_candidates}")
+    return off
+
+
+def path_losses(H, base_scores, sent_offsets, losses, features, deltas):
+    """Total loss of the reranked choice after each prefix of a boosting path.
+
+    Candidate r scores ``base_scores[r] + sum_{t < T} deltas[t] * H[r, features[t]]`` after T
+    steps; each sentence picks its highest-scoring candidate (ties: the earlier one, as
+    :meth:`NBestList.argmax`).  Only the sentences whose candidates a step touches are
+    re-decided, so the whole path costs O(nnz of the touched columns).
+
+    Parameters
+    ----------
+    H : scipy.sparse matrix, shape (n_candidates, n_features)
+    base_scores : float array, shape (n_candidates,)
+    sent_offsets : int array, shape (n_sentences + 1,)
+    losses : int array, shape (n_candidates,)
+    features : int array, shape (n_steps,)
+    deltas : float array, shape (n_steps,)
+
+    Returns
+    -------
+    int64 array, shape (n_steps + 1,)
+        ``out[T]`` is the summed loss of the chosen candidates after T steps.
+    """
+    _, _, _, (n_cand, n_features) = _csr_arrays("H", H)
+    C = sp.csc_matrix(H)
+    base = _float_vector("base_scores", base_scores, n_cand)
+    off = _check_segments(sent_offsets, n_cand)
+    loss = np.ascontiguousarray(losses, dtype=np.int64)
+    if loss.shape != (n_cand,):
+        raise ValueError(f"losses must have shape ({n_cand},), got {loss.shape}")
+    feats = np.ascontiguousarray(features, dtype=np.int64)
+    if feats.ndim != 1 or (feats.size and (feats.min() < 0 or feats.max() >= n_features)):
+        raise ValueError(f"features must be a 1-d array of ints in [0, {n_features})")
+    dl = _float_vector("deltas", deltas, feats.size)
+    cand_sent = np.repeat(np.arange(off.size - 1, dtype=np.int64), np.diff(off))
+    return _path_losses_kernel(C.indptr.astype(np.int64), C.indices.astype(np.int64),
+                               C.data.astype(np.float64), base, cand_sent, off, loss, feats, dl)
+
+
+# -- perceptron ------------------------------------------------------------------------------
+
+@numba.njit(**JIT_SERIAL)
+def _perceptron_epoch_kernel(indptr, indices, data, base, sent_offsets, oracle, losses, order,
+                             decoder_weight, w, acc, last, t0):
+    """One pass of the reranking perceptron, in place on w / acc / last.
+
+    ``t`` counts the examples already seen.  ``acc[k]`` holds the sum of w_k over examples
+    1..last[k]; before w_k changes at example t + 1 the missing terms w_k * (t - last[k]) are
+    added (the lazy "timestamp" average), so an update costs O(nnz of the two rows).
+    Returns (examples seen, number of updates).
+    """
+    t = t0
+    n_updates = 0
+    for q in range(order.size):
+        i = order[q]
+        a, b = sent_offsets[i], sent_offsets[i + 1]
+        if b > a:
+            best = a
+            best_score = -np.inf
+            for r in range(a, b):
+                s = decoder_weight * base[r]
+                for e in range(indptr[r], indptr[r + 1]):
+                    s += w[indices[e]] * data[e]
+                if s > best_score or r == a:
+                    best_score = s
+                    best = r
+            o = oracle[i]
+            if losses[best] > losses[o]:
+                n_updates += 1
+                for e in range(indptr[o], indptr[o + 1]):
+                    k = indices[e]
+                    acc[k] += w[k] * (t - last[k])
+                    last[k] = t
+                    w[k] += data[e]
+                for e in range(indptr[best], indptr[best + 1]):
+                    k = indices[e]
+                    acc[k] += w[k] * (t - last[k])
+                    last[k] = t
+                    w[k] -= data[e]
+        t += 1
+    return t, n_updates
+
+
+def perceptron_train(H, base_scores, sent_offsets, oracle, losses, orders, decoder_weight,
+                     averaged=True):
+    """Collins' reranking perceptron; the (averaged) weights after every epoch.
+
+    For each sentence i (in ``orders[e]`` during epoch e) the candidate maximising
+    ``decoder_weight * base_scores[r] + H[r] @ w`` (ties: the earlier candidate) is chosen;
+    when its loss exceeds the oracle's, ``w += H[oracle_i] - H[chosen]``.  The averaged
+    weights are the mean of w after every example seen so far (Collins 2002), computed with
+    lazy per-feature timestamps.
+
+    Parameters
+    ----------
+    H : scipy.sparse matrix, shape (n_candidates, n_features)
+    base_scores : float array, shape (n_candidates,)
+        Decoder scores (their weight stays fixed at ``decoder_weight``).
+    sent_offsets : int array, shape (n_sentences + 1,)
+    oracle : int array, shape (n_sentences,)
+        Global candidate index of each sentence's oracle (ignored for empty sentences).
+    losses : int array, shape (n_candidates,)
+    orders : int array, shape (n_epochs, n_sentences')
+        Sentence visiting order of each epoch (indices in [0, n_sentences)).
+    decoder_weight : float
+    averaged : bool
+
+    Returns
+    -------
+    weights : float64 array, shape (n_epochs, n_features)
+        Averaged (or final, ``averaged=False``) weights after each epoch.
+    n_updates : int64 array, shape (n_epochs,)
+    """
+    indptr, indices, data, (n_cand, n_features) = _csr_arrays("H", H)
+    base = _float_vector("base_scores", base_scores, n_cand)
+    off = _check_segments(sent_offsets, n_cand)
+    n_sent = off.size - 1
+    loss = np.ascontiguousarray(losses, dtype=np.int64)
+    if loss.shape != (n_cand,):
+        raise ValueError(f"losses must have shape ({n_cand},), got {loss.shape}")
+    orc = np.ascontiguousarray(oracle, dtype=np.int64)
+    if orc.shape != (n_sent,):
+        raise ValueError(f"oracle must have shape ({n_sent},), got {orc.shape}")
+    nonempty = np.diff(off) > 0
+    if np.any((orc[nonempty] < off[:-1][nonempty]) | (orc[nonempty] >= off[1:][nonempty])):
+        raise ValueError("oracle[i] must be a candidate of sentence i (a global index)")
+    orders = np.asarray(orders)
+    if orders.ndim != 2 or (orders.size and not np.issubdtype(orders.dtype, np.integer)):
+        raise ValueError(f"orders must be a 2-d int array (n_epochs, n), got "
+                         f"{orders.dtype} {orders.shape}")
+    orders = np.ascontiguousarray(orders, dtype=np.int64)
+    if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
+        raise ValueError(f"orders must hold sentence indices in [0, {n_sent})")
+    dw = _check_float("decoder_weight", decoder_weight, -np.inf, strict=False)
+    w = np.zeros(n_features, dtype=np.float64)
+    acc = np.zeros(n_features, dtype=np.float64)
+    last = np.zeros(n_features, dtype=np.int64)
+    t = 0
+    out = np.zeros((orders.shape[0], n_features), dtype=np.float64)
+    n_upd = np.zeros(orders.shape[0], dtype=np.int64)
+    for e in range(orders.shape[0]):
+        t, n_upd[e] = _perceptron_epoch_kernel(indptr, indices, data, base, off, orc, loss,
+                                               orders[e], dw, w, acc, last, t)
+        if not averaged:
+            out[e] = w
+        elif t > 0:
+            out[e] = (acc + w * (t - last)) / t
+    return out, n_upd

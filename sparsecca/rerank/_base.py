@@ -1,0 +1,116 @@
+"""What every reranker shares: validation, decision -> choice, and dev-set weight tuning."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tagging import NBestList, NotFittedError
+
+__all__ = ["BaseReranker", "check_nbest", "tune_weight", "losses_of_choice"]
+
+
+def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBestList:
+    """Validate an NBestList argument once, up front."""
+    if not isinstance(nbest, NBestList):
+        raise TypeError(f"{name} must be an NBestList, got {type(nbest).__name__}")
+    if need_gold and nbest.losses is None:
+        raise ValueError(
+            f"{name} has no gold tags (losses is None); training and tuning need an n-best "
+            f"list decoded from a tagged corpus"
+        )
+    if nbest.n_sentences == 0 or nbest.n_total == 0:
+        raise ValueError(f"{name} is empty ({nbest.n_sentences} sentences, "
+                         f"{nbest.n_total} candidates)")
+    return nbest
+
+
+def losses_of_choice(nbest: NBestList, choice: np.ndarray) -> int:
+    """Total Hamming loss of one chosen candidate per sentence.
+
+    A sentence without candidates (choice -1) has every token wrong.
+    """
+    has = choice >= 0
+    missing = int(nbest.corpus.lengths[~has].sum())
+    return int(nbest.losses[nbest.sent_offsets[:-1][has] + choice[has]].sum()) + missing
+
+
+def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True):
+    """Choose w maximising dev accuracy of ``decoder score + w * model score`` (Eq. 13).
+
+    Parameters
+    ----------
+    nbest : NBestList with gold
+    model_scores : float array, shape (n_candidates,)
+    grid : 1-d array, optional
+        Default: the paper's 0, 1, ..., 100.
+    refine : bool
+        Then search 41 points in [best - 1, best + 1] (clipped at 0).  Ties go to the smallest
+        w (closest to the decoder).
+
+    Returns
+    -------
+    w : float
+    accuracy : float
+        Dev token accuracy at w.
+    curve : (grid, accuracies) arrays for plotting
+    """
+    check_nbest(nbest, need_gold=True)
+    p = np.asarray(model_scores, dtype=np.float64)
+    if p.shape != (nbest.n_total,):
+        raise ValueError(f"model_scores must have shape ({nbest.n_total},), got {p.shape}")
+    if not np.all(np.isfinite(p)):
+        raise ValueError("model_scores must be finite")
+    grid = np.arange(0.0, 101.0) if grid is None else np.asarray(grid, dtype=np.float64)
+    n_tok = nbest.corpus.n_tokens
+
+    def acc(w):
+        return 1.0 - losses_of_choice(nbest, nbest.argmax(nbest.scores + w * p)) / n_tok
+
+    accs = np.array([acc(w) for w in grid])
+    best = int(np.argmax(accs))
+    w_best, a_best = float(grid[best]), float(accs[best])
+    if refine:
+        fine = np.linspace(max(0.0, w_best - 1.0), w_best + 1.0, 41)
+        facc = np.array([acc(w) for w in fine])
+        if facc.max() > a_best:
+            k = int(np.argmax(facc))
+            w_best, a_best = float(fine[k]), float(facc[k])
+    return w_best, a_best, (grid, accs)
+
+
+class BaseReranker:
+    """Base class of every reranker.
+
+    Subclasses implement ``fit(train, dev=None)`` (returning self) and
+    ``decision_function(nbest)`` giving one final score per candidate; the chosen candidate of
+    each sentence is the one with the largest score (ties: the decoder's order).
+    """
+
+    def _check_fitted(self, attr: str):
+        if not hasattr(self, attr):
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet; call fit(train_nbest) first"
+            )
+
+    def decision_function(self, nbest) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def rerank(self, nbest) -> np.ndarray:
+        """Within-sentence index of the chosen candidate, shape (n_sentences,)."""
+        nbest = check_nbest(nbest)
+        return nbest.argmax(self.decision_function(nbest))
+
+    def predict(self, nbest):
+        """The corpus tagged with the chosen candidates (a TaggedCorpus)."""
+        nbest = check_nbest(nbest)
+        return nbest.best(nbest.argmax(self.decision_function(nbest)))
+
+    def reranked(self, nbest) -> NBestList:
+        """The n-best list re-sorted by this reranker's scores (best first)."""
+        nbest = check_nbest(nbest)
+        return nbest.sort_by(self.decision_function(nbest))
+
+    def score(self, nbest) -> float:
+        """Token accuracy of the chosen candidates (needs gold)."""
+        nbest = check_nbest(nbest, need_gold=True)
+        return 1.0 - losses_of_choice(nbest, self.rerank(nbest)) / nbest.corpus.n_tokens

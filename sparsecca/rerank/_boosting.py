@@ -1,0 +1,316 @@
+"""Boosting rerankers: Collins & Koo (2005) and an L1-regularised version (cf. Huang et al. 2007).
+
+Both minimise an exponential ranking loss over training pairs (oracle candidate, worse
+candidate) by greedy one-feature-at-a-time updates on binary joint features
+(:class:`JointFeatures`), after fixing the weight of the decoder log-score by a line search.
+The number of rounds (and the regularisation strength) is chosen on a development n-best
+list by evaluating its accuracy along the whole boosting path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import brentq
+
+from ..kernels import boosting_path, path_losses
+from ..tagging import NBestList
+from ._base import BaseReranker, check_nbest
+from ._joint_features import (
+    JointFeatures,
+    ParamsMixin,
+    PersistMixin,
+    check_bool,
+    check_float,
+    check_grid,
+    check_int,
+    check_kind,
+    check_lengths,
+    oracle_global,
+)
+
+__all__ = ["BoostingReranker", "RegularizedBoostingReranker", "ranking_pairs",
+           "decoder_line_search"]
+
+
+def ranking_pairs(nbest: NBestList, H: sp.csr_matrix):
+    """Training pairs of the exponential ranking loss.
+
+    For every sentence, its oracle candidate (lowest loss; ties: the earlier one) is paired
+    with each candidate of strictly larger loss.  Candidates as good as the oracle carry no
+    ranking information and form no pair; sentences whose candidates all have the same loss
+    form none.
+
+    Parameters
+    ----------
+    nbest : NBestList with gold
+    H : sparse matrix, shape (n_candidates, n_features)
+
+    Returns
+    -------
+    D : scipy.sparse.csr_matrix, shape (n_pairs, n_features)
+        ``H[oracle] - H[other]``, explicit zeros removed.
+    score_diff : float64 array, shape (n_pairs,)
+        Decoder score of the oracle minus that of the other candidate.
+    pair_sentence : int64 array, shape (n_pairs,)
+    """
+    o = oracle_global(nbest)[nbest.cand_sentence]
+    other = np.flatnonzero(nbest.losses > nbest.losses[o]).astype(np.int64)
+    top = o[other]
+    n = other.size
+    rows = np.concatenate([np.arange(n), np.arange(n)])
+    cols = np.concatenate([top, other])
+    vals = np.concatenate([np.ones(n), -np.ones(n)])
+    P = sp.csr_matrix((vals, (rows, cols)), shape=(n, nbest.n_total))
+    D = (P @ sp.csr_matrix(H)).tocsr()
+    D.eliminate_zeros()
+    D.sort_indices()
+    return D, nbest.scores[top] - nbest.scores[other], nbest.cand_sentence[other]
+
+
+def decoder_line_search(score_diff, upper=None) -> float:
+    """Weight a >= 0 of the decoder score minimising ``sum_p exp(-a * score_diff[p])``.
+
+    This is Collins & Koo's initial step: the loss is convex in a, so its minimiser is the
+    root of the derivative, clipped to [0, upper] (``upper`` defaults to 100 / the median
+    nonzero |score_diff|).  With no pairs, or only zero differences (nothing to learn), the
+    decoder keeps weight 1.
+    """
+    d = np.asarray(score_diff, dtype=np.float64)
+    nz = np.abs(d[d != 0.0])
+    if nz.size == 0:
+        return 1.0
+    if upper is None:
+        upper = 100.0 / float(np.median(nz))
+
+    def slope(a):
+        # d/da log sum exp(-a d), computed stably
+        x = -a * d
+        e = np.exp(x - x.max())
+        return float(-(d * e).sum() / e.sum())
+
+    if slope(0.0) >= 0.0:
+        return 0.0
+    if slope(upper) <= 0.0:
+        return float(upper)
+    return float(brentq(slope, 0.0, upper, xtol=1e-10 * upper, rtol=1e-12))
+
+
+class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
+    """Fitting machinery shared by the two boosting rerankers."""
+
+    _array_attrs = ("coef_", "path_features_", "path_deltas_", "path_objective_",
+                    "dev_accuracy_path_")
+    _extra_attrs = ("decoder_weight_", "n_rounds_", "n_pairs_", "tuning_")
+
+    def _reg_grid(self) -> tuple[float, ...]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _common_params(self):
+        return dict(kind=check_kind(self.features),
+                    n_rounds=check_int("n_rounds", self.n_rounds, 1),
+                    min_count=check_int("min_count", self.min_count, 1),
+                    lengths=check_lengths(self.lengths),
+                    lowercase=check_bool("lowercase", self.lowercase))
+
+    def fit(self, train: NBestList, dev: NBestList | None = None):
+        """Fit on a (jackknifed) training n-best list; tune on ``dev`` when given.
+
+        Parameters
+        ----------
+        train : NBestList with gold tags
+        dev : NBestList with gold tags, optional
+            The number of rounds (and the regularisation strength) maximising dev accuracy
+            along the boosting path is kept (ties: fewer rounds, earlier grid value).  Without
+            dev every round is kept, and a regularisation grid must have one value.
+
+        Returns
+        -------
+        self
+        """
+        p = self._common_params()
+        grid, eps = self._reg_grid()
+        train = check_nbest(train, "train", need_gold=True)
+        if dev is not None:
+            dev = check_nbest(dev, "dev", need_gold=True)
+        elif len(grid) > 1:
+            raise ValueError(f"C has {len(grid)} values to choose from but no dev n-best list "
+                             f"was given; pass dev or a single C")
+        feats = JointFeatures(kind=p["kind"], lengths=p["lengths"], min_count=p["min_count"],
+                              binary=True, lowercase=p["lowercase"])
+        H = feats.fit_joint(train)
+        D, diff, _ = ranking_pairs(train, H)
+        alpha0 = decoder_line_search(diff)
+        margins = alpha0 * diff
+        Hd = feats.joint(dev) if dev is not None else None
+        best = None
+        tuning = []
+        for reg in grid:
+            f, d, obj = boosting_path(D, margins, p["n_rounds"], eps=eps, l1=reg)
+            if dev is not None:
+                loss = path_losses(Hd, alpha0 * dev.scores, dev.sent_offsets, dev.losses, f, d)
+                acc = 1.0 - loss / dev.corpus.n_tokens
+                t = int(np.argmax(acc))
+            else:
+                acc, t = None, f.size
+            tuning.append(dict(C=reg, n_rounds=t, rounds_run=int(f.size),
+                               dev_accuracy=None if acc is None else float(acc[t])))
+            if best is None or (acc is not None and acc[t] > best[0]):
+                best = (None if acc is None else acc[t], reg, t, f, d, obj, acc)
+        _, reg, t, f, d, obj, acc = best
+        coef = np.zeros(feats.n_features_, dtype=np.float64)
+        coef[0] = alpha0
+        np.add.at(coef, f[:t] + 1, d[:t])
+        self.features_ = feats
+        self.coef_ = coef
+        self.decoder_weight_ = float(alpha0)
+        self.n_rounds_ = int(t)
+        self.n_pairs_ = int(D.shape[0])
+        self.path_features_ = f
+        self.path_deltas_ = d
+        self.path_objective_ = obj
+        self.dev_accuracy_path_ = acc
+        self.tuning_ = tuning
+        self._set_reg(reg)
+        return self
+
+    def _set_reg(self, reg):
+        pass
+
+    def decision_function(self, nbest: NBestList) -> np.ndarray:
+        """Score of every candidate: ``decoder_weight_ * score + joint features @ coef_[1:]``.
+
+        Returns
+        -------
+        float64 array, shape (n_candidates,)
+        """
+        self._check_fitted("coef_")
+        nbest = check_nbest(nbest)
+        return self.coef_[0] * nbest.scores + self.features_.joint(nbest) @ self.coef_[1:]
+
+    @property
+    def n_features_(self) -> int:
+        """Columns of the feature matrix (decoder score included)."""
+        self._check_fitted("coef_")
+        return int(self.coef_.size)
+
+    def selected_features(self) -> list[tuple[str, float]]:
+        """Nonzero-weight features (names, weights), largest |weight| first."""
+        self._check_fitted("coef_")
+        nz = np.flatnonzero(self.coef_)
+        nz = nz[np.argsort(-np.abs(self.coef_[nz]), kind="stable")]
+        names = self.features_.feature_names_
+        return [(names[j], float(self.coef_[j])) for j in nz]
+
+
+class BoostingReranker(_ExpLossBoosting):
+    """Collins & Koo (2005) boosting reranker with joint features.
+
+    Every candidate x gets ``F(x) = a_0 L(x) + sum_k a_k h_k(x)``, L the decoder log-score and
+    h_k binary joint features (:class:`JointFeatures`, "Sufx" or "n-gm").  Training minimises
+    ``ExpLoss(a) = sum_i sum_j exp(-(F(x_i,oracle) - F(x_ij)))`` over pairs of each training
+    sentence's oracle (lowest Hamming loss) with every worse candidate
+    (:func:`ranking_pairs`).  ``a_0`` is first set by a line search on ExpLoss alone
+    (:func:`decoder_line_search`); then each round picks the feature maximising
+    ``|sqrt(W+_k) - sqrt(W-_k)|`` and adds ``0.5 log((W+_k + eps Z) / (W-_k + eps Z))`` to its
+    weight, where ``W+_k`` (``W-_k``) sums ``exp(-M_ij)`` over pairs whose feature difference is
+    +1 (-1) and Z is the loss.  Only the pairs where the chosen feature fires are touched
+    (:func:`sparsecca.kernels.boosting_path`).  With a dev list, the number of rounds is the
+    prefix of the path with the best dev accuracy.
+
+    Parameters
+    ----------
+    features : {"suffix", "ngram"}, default "suffix"
+    n_rounds : int >= 1, default 20000
+        Maximum number of boosting rounds.
+    eps : float > 0, default 0.0025
+        Step smoothing (Collins & Koo's epsilon).
+    min_count : int >= 1, default 2
+        Keep features that discriminate in at least this many training sentences.
+    lengths : int or sequence of int, default (2, 3, 4)
+        Suffix lengths (``features="suffix"``).
+    lowercase : bool, default False
+
+    Attributes
+    ----------
+    features_ : JointFeatures
+    coef_ : float64 array, shape (n_features_,)
+        ``coef_[0]`` is the decoder weight, ``coef_[1:]`` the joint feature weights.
+    decoder_weight_ : float
+    n_rounds_ : int
+        Rounds kept (tuned on dev).
+    n_pairs_ : int
+        Training pairs.
+    path_features_, path_deltas_ : arrays, shape (rounds run,)
+        The whole boosting path.
+    path_objective_ : float64 array, shape (rounds run + 1,)
+        ExpLoss along the path, relative to its value after the line search.
+    dev_accuracy_path_ : float64 array, shape (rounds run + 1,) or None
+        Dev accuracy after each prefix.
+    tuning_ : list of dict
+        One entry per regularisation value tried.
+    """
+
+    def __init__(self, features="suffix", n_rounds=20000, eps=0.0025, min_count=2,
+                 lengths=(2, 3, 4), lowercase=False):
+        self.features = features
+        self.n_rounds = n_rounds
+        self.eps = eps
+        self.min_count = min_count
+        self.lengths = lengths
+        self.lowercase = lowercase
+
+    def _reg_grid(self):
+        return (0.0,), check_float("eps", self.eps, 0.0, strict=True)
+
+
+class RegularizedBoostingReranker(_ExpLossBoosting):
+    """Boosting reranker with an L1 penalty (regularised ExpLoss, in the spirit of Huang et al.).
+
+    Same model, pairs, features and decoder-weight line search as :class:`BoostingReranker`,
+    but the objective is
+
+        ``J(a) = ExpLoss(a) / ExpLoss(a_0 only) + C * sum_{k >= 1} |a_k|``
+
+    (the loss is normalised to 1 after the line search, so C does not depend on the number of
+    pairs or on the decoder-score scale).  It is minimised by greedy exact coordinate descent:
+    for binary features the restriction of J to one weight is
+    ``W+ e^{-d} + W- e^{d} + C' |a_k + d| + const`` whose minimiser is in closed form (a root
+    of a quadratic in e^d on either side of 0, or exactly 0); each round moves the feature
+    whose exact minimisation lowers J most.  Weights can shrink back to 0, steps stay finite
+    without smoothing, and for small C the method approaches the unregularised minimiser.
+    C (a grid) and the number of rounds are tuned on dev.
+
+    Parameters
+    ----------
+    features : {"suffix", "ngram"}, default "suffix"
+    C : float > 0 or sequence of float > 0, default (1e-3, 3e-4, 1e-4, 3e-5)
+        L1 strengths to try (tie on dev: the earlier value).
+    n_rounds : int >= 1, default 20000
+    min_count : int >= 1, default 2
+    lengths : int or sequence of int, default (2, 3, 4)
+    lowercase : bool, default False
+
+    Attributes
+    ----------
+    C_ : float
+        The chosen L1 strength.
+    (and those of :class:`BoostingReranker`)
+    """
+
+    def __init__(self, features="suffix", C=(1e-3, 3e-4, 1e-4, 3e-5), n_rounds=20000,
+                 min_count=2, lengths=(2, 3, 4), lowercase=False):
+        self.features = features
+        self.C = C
+        self.n_rounds = n_rounds
+        self.min_count = min_count
+        self.lengths = lengths
+        self.lowercase = lowercase
+
+    def _reg_grid(self):
+        return check_grid("C", self.C, 0.0, strict=True), 0.0
+
+    _extra_attrs = _ExpLossBoosting._extra_attrs + ("C_",)
+
+    def _set_reg(self, reg):
+        self.C_ = float(reg)

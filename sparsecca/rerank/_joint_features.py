@@ -1,0 +1,440 @@
+"""Joint (word-side x tag-side) features of every n-best candidate, for the baseline rerankers.
+
+The features are those of the paper's section 4.1, built by
+:class:`sparsecca.features.JointView` on the candidate tag sequences (each sentence's words
+repeated once per candidate): ``kind="suffix"`` pairs every suffix of length 2-4 of a word
+with its tag and with the tag bigram ending there ("Sufx"); ``kind="ngram"`` gives the
+word/tag, word/tag-bigram, tag-bigram and tag-trigram features ("n-gm").  Column 0 of
+:meth:`JointFeatures.transform` is the decoder log-score.
+
+Helpers shared by the baseline rerankers (parameter validation, ``get_params``, ``save`` /
+``load`` through :mod:`sparsecca._persist`) live here too.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._persist import load_model_file, save_model_file
+from ..data import TaggedCorpus, Vocabulary
+from ..features import JointView
+from ..tagging import NBestList, NotFittedError
+from ._base import check_nbest
+
+__all__ = ["JointFeatures"]
+
+_KINDS = ("suffix", "ngram")
+DECODER_FEATURE = "<decoder score>"
+
+
+# -- shared helpers --------------------------------------------------------------------------
+
+class ParamsMixin:
+    """``get_params`` / ``set_params`` / ``repr`` in the scikit-learn style."""
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values()
+                if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters, by name."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set constructor parameters (validated at the next ``fit``); returns self."""
+        valid = self._param_names()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}; "
+                                 f"valid parameters are {valid}")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+def check_int(name: str, value, low: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value}")
+    return int(value)
+
+
+def check_float(name: str, value, low: float, *, strict: bool) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if not np.isfinite(v) or (v <= low if strict else v < low):
+        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, "
+                         f"got {value!r}")
+    return v
+
+
+def check_bool(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_grid(name: str, value, low: float, *, strict: bool) -> tuple[float, ...]:
+    """A number or a non-empty sequence of numbers, each checked like :func:`check_float`."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+            value, (bool, np.bool_)):
+        return (check_float(name, value, low, strict=strict),)
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}")
+    try:
+        vals = list(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a number or a sequence of numbers, got "
+                        f"{type(value).__name__}") from None
+    if not vals:
+        raise ValueError(f"{name} must be a non-empty sequence of numbers, got {value!r}")
+    return tuple(check_float(f"{name} values", v, low, strict=strict) for v in vals)
+
+
+def check_kind(value) -> str:
+    if not isinstance(value, str) or value not in _KINDS:
+        raise ValueError(f"features must be one of {_KINDS}, got {value!r}")
+    return value
+
+
+def check_lengths(value) -> tuple[int, ...]:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"lengths must be an int or a sequence of ints >= 1, got {value!r}")
+    vals = (value,) if isinstance(value, (int, np.integer)) else value
+    if isinstance(vals, (str, bytes)):
+        raise TypeError(f"lengths must be an int or a sequence of ints >= 1, got {value!r}")
+    try:
+        vals = tuple(vals)
+    except TypeError:
+        raise TypeError(f"lengths must be an int or a sequence of ints >= 1, got "
+                        f"{type(value).__name__}") from None
+    if not vals:
+        raise ValueError(f"lengths must be a non-empty sequence of ints >= 1, got {value!r}")
+    return tuple(check_int("lengths values", v, 1) for v in vals)
+
+
+def check_random_state(random_state) -> np.random.Generator:
+    if random_state is None or isinstance(random_state, (int, np.integer)) and not isinstance(
+            random_state, (bool, np.bool_)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    raise TypeError(f"random_state must be None, an int or a numpy Generator, got "
+                    f"{random_state!r}")
+
+
+def oracle_global(nbest: NBestList) -> np.ndarray:
+    """Global index of each sentence's oracle candidate (lowest loss; ties: the earlier one)."""
+    return nbest.sent_offsets[:-1] + nbest.oracle_indices()
+
+
+def candidate_word_ids(nbest: NBestList) -> np.ndarray:
+    """Word id of every candidate token (each sentence's words repeated per candidate)."""
+    c = nbest.corpus
+    lens = np.diff(nbest.cand_offsets)
+    start = c.offsets[nbest.cand_sentence]
+    tok = (np.repeat(start - nbest.cand_offsets[:-1], lens)
+           + np.arange(nbest.cand_offsets[-1], dtype=np.int64))
+    return c.word_ids[tok]
+
+
+def json_params(params: dict) -> dict:
+    """Constructor parameters as JSON values (tuples -> lists; a Generator seed -> None)."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, np.random.Generator):
+            v = None
+        elif isinstance(v, (tuple, list)):
+            v = [x.item() if isinstance(x, np.generic) else x for x in v]
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out[k] = v
+    return out
+
+
+def _encode(value, name):
+    """Tagged JSON of a plain attribute value (scalars, dtypes, tuples, lists, str-keyed dicts)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return {"__dtype__": np.dtype(value).str}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_encode(x, name) for x in value]}
+    if isinstance(value, list):
+        return [_encode(x, name) for x in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"__dict__": {k: _encode(x, name) for k, x in value.items()}}
+    raise TypeError(f"cannot store JointView attribute {name!r} of type {type(value).__name__}")
+
+
+def _decode(value):
+    if isinstance(value, list):
+        return [_decode(x) for x in value]
+    if isinstance(value, dict):
+        if "__dtype__" in value:
+            return np.dtype(value["__dtype__"])
+        if "__tuple__" in value:
+            return tuple(_decode(x) for x in value["__tuple__"])
+        return {k: _decode(x) for k, x in value["__dict__"].items()}
+    return value
+
+
+def tuple_params(params: dict) -> dict:
+    """Inverse of :func:`json_params` for the sequence parameters (lists -> tuples)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+
+
+class PersistMixin:
+    """``save(path)`` / ``load(path)`` of a fitted baseline reranker (.npz + JSON, no pickle).
+
+    Subclasses list their fitted array attributes in ``_array_attrs`` (None allowed) and their
+    JSON-able fitted attributes in ``_extra_attrs``.
+    """
+
+    _array_attrs: tuple[str, ...] = ()
+    _extra_attrs: tuple[str, ...] = ()
+
+    def save(self, path, *, overwrite: bool = False):
+        """Write the fitted model to ``path`` (``.npz`` appended when missing).
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
+        self._check_fitted("coef_")
+        arrays, extra = self.features_._state()
+        none = []
+        for name in self._array_attrs:
+            value = getattr(self, name)
+            if value is None:
+                none.append(name)
+            else:
+                arrays[name] = np.asarray(value)
+        extra.update({name: getattr(self, name) for name in self._extra_attrs})
+        extra["none_arrays"] = none
+        return save_model_file(path, type(self).__name__, json_params(self.get_params()),
+                               arrays, extra=extra, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save` (refuses files of another class)."""
+        meta, arrays = load_model_file(path, cls.__name__)
+        est = cls(**tuple_params(meta["params"]))
+        extra = meta["extra"]
+        est.features_ = JointFeatures._from_state(arrays, extra)
+        for name in cls._array_attrs:
+            setattr(est, name, None if name in extra["none_arrays"] else arrays[name])
+        for name in cls._extra_attrs:
+            setattr(est, name, extra[name])
+        return est
+
+
+# -- the feature extractor -------------------------------------------------------------------
+
+class JointFeatures(ParamsMixin):
+    """Candidate -> sparse joint feature vector (paper section 4.1), decoder score in column 0.
+
+    The vocabulary is fitted on a training n-best list: a joint feature is kept when its
+    value differs between the candidates of at least ``min_count`` training sentences.
+    Features that never differ within a training sentence cannot change any training
+    ranking, so all three baseline learners would leave their weights at 0; dropping them
+    only saves memory and time.
+
+    Parameters
+    ----------
+    kind : {"suffix", "ngram"}, default "suffix"
+        Suffix-tag pairs ("Sufx") or word/tag n-gram features ("n-gm"), see
+        :class:`sparsecca.features.JointView`.
+    lengths : int or sequence of int >= 1, default (2, 3, 4)
+        Suffix lengths (``kind="suffix"`` only).
+    min_count : int >= 1, default 1
+        Keep a feature discriminating in at least this many training sentences.
+    binary : bool, default False
+        Presence indicators instead of counts (boosting needs binary features).
+    lowercase : bool, default False
+
+    Attributes
+    ----------
+    view_ : JointView
+        The fitted joint view (vocabulary of every joint feature seen in the candidates).
+    columns_ : int64 array, shape (n_features_ - 1,)
+        Columns of ``view_`` kept, in order (column j + 1 of the output is ``columns_[j]``).
+    n_features_ : int
+        Output columns, the decoder score included.
+    """
+
+    def __init__(self, kind="suffix", lengths=(2, 3, 4), min_count=1, binary=False,
+                 lowercase=False):
+        self.kind = kind
+        self.lengths = lengths
+        self.min_count = min_count
+        self.binary = binary
+        self.lowercase = lowercase
+
+    def _validate(self):
+        kind = check_kind(self.kind)
+        lengths = check_lengths(self.lengths)
+        min_count = check_int("min_count", self.min_count, 1)
+        binary = check_bool("binary", self.binary)
+        lowercase = check_bool("lowercase", self.lowercase)
+        return kind, lengths, min_count, binary, lowercase
+
+    def _raw(self, nbest: NBestList) -> sp.csr_matrix:
+        """All joint features of the view (before column selection)."""
+        Z = self.view_.transform_sequences(candidate_word_ids(nbest), nbest.tag_ids,
+                                           nbest.cand_offsets, nbest.corpus.words, nbest.tags)
+        if self.binary:
+            Z.data[:] = 1.0
+        return Z
+
+    def fit(self, nbest: NBestList, y=None) -> "JointFeatures":
+        """Fit the vocabulary on a training n-best list (gold tags are not needed)."""
+        self.fit_joint(nbest)
+        return self
+
+    def fit_joint(self, nbest: NBestList) -> sp.csr_matrix:
+        """Fit, and return the joint features of ``nbest`` (without the decoder column).
+
+        Returns
+        -------
+        H : scipy.sparse.csr_matrix, shape (n_candidates, n_features_ - 1), float64
+        """
+        kind, lengths, min_count, binary, lowercase = self._validate()
+        nbest = check_nbest(nbest, "nbest")
+        cands = TaggedCorpus(candidate_word_ids(nbest), nbest.tag_ids, nbest.cand_offsets,
+                             nbest.corpus.words, nbest.tags)
+        self.view_ = JointView(kind=kind, lengths=lengths, min_count=1,
+                               lowercase=lowercase).fit(cands)
+        Z = self._raw(nbest)
+        counts = _discriminating_sentences(Z, nbest)
+        self.columns_ = np.flatnonzero(counts >= min_count).astype(np.int64)
+        self._remap = np.full(Z.shape[1], -1, dtype=np.int64)
+        self._remap[self.columns_] = np.arange(self.columns_.size, dtype=np.int64)
+        self.n_features_ = int(self.columns_.size) + 1
+        self._names = None
+        return self._select(Z)
+
+    def _check_fitted(self):
+        if "n_features_" not in self.__dict__:
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet; call fit(train_nbest) first")
+
+    def _select(self, Z: sp.csr_matrix) -> sp.csr_matrix:
+        """Keep (and renumber) the fitted columns; CSR order is preserved."""
+        new = self._remap[Z.indices]
+        keep = new >= 0
+        rows = np.repeat(np.arange(Z.shape[0], dtype=np.int64), np.diff(Z.indptr))
+        indptr = np.zeros(Z.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows[keep], minlength=Z.shape[0]), out=indptr[1:])
+        H = sp.csr_matrix((Z.data[keep].astype(np.float64), new[keep], indptr),
+                          shape=(Z.shape[0], self.n_features_ - 1))
+        H.has_sorted_indices = Z.has_sorted_indices
+        return H
+
+    def joint(self, nbest: NBestList) -> sp.csr_matrix:
+        """Joint features only (columns 1.. of :meth:`transform`), shape (n_candidates, d - 1)."""
+        self._check_fitted()
+        nbest = check_nbest(nbest, "nbest")
+        return self._select(self._raw(nbest))
+
+    def transform(self, nbest: NBestList) -> sp.csr_matrix:
+        """Feature matrix of every candidate: decoder score, then joint features.
+
+        Returns
+        -------
+        X : scipy.sparse.csr_matrix, shape (n_candidates, n_features_), float64
+            Column 0 is ``nbest.scores``; words, suffixes or tags unseen at fit contribute
+            nothing.
+        """
+        H = self.joint(nbest)
+        s = sp.csr_matrix(nbest.scores.reshape(-1, 1))
+        return sp.hstack([s, H], format="csr")
+
+    # -- persistence (arrays + JSON only) -----------------------------------------------------
+    def _state(self) -> tuple[dict, dict]:
+        """Fitted state as (arrays, JSON-able extra).
+
+        The joint view is stored attribute by attribute (arrays as arrays, vocabularies as str
+        arrays, everything else as tagged JSON), so its fitted state round-trips without
+        knowing its internals; an attribute of another type is a TypeError at save time.
+        Its lazily built feature-name cache is not stored.
+        """
+        self._check_fitted()
+        arrays = {"jf_columns": self.columns_}
+        kinds = {}
+        for name, value in vars(self.view_).items():
+            if name == "_vocabulary":
+                continue
+            if isinstance(value, np.ndarray):
+                if value.dtype == object:
+                    raise TypeError(f"cannot store JointView attribute {name!r} (object array)")
+                arrays["jv_" + name] = value
+                kinds[name] = "array"
+            elif isinstance(value, Vocabulary):
+                arrays["jv_" + name] = np.array(value.items, dtype=str)
+                kinds[name] = "vocab"
+            else:
+                kinds[name] = {"json": _encode(value, name)}
+        extra = {"jf_params": json_params(self.get_params()), "jv_attrs": kinds}
+        return arrays, extra
+
+    @classmethod
+    def _from_state(cls, arrays: dict, extra: dict) -> "JointFeatures":
+        jf = cls(**tuple_params(extra["jf_params"]))
+        jf._validate()
+        v = JointView.__new__(JointView)
+        for name, kind in extra["jv_attrs"].items():
+            if kind == "array":
+                value = arrays["jv_" + name]
+            elif kind == "vocab":
+                value = Vocabulary([str(x) for x in arrays["jv_" + name]])
+            else:
+                value = _decode(kind["json"])
+            setattr(v, name, value)
+        v._vocabulary = None
+        jf.view_ = v
+        jf.columns_ = np.ascontiguousarray(arrays["jf_columns"], dtype=np.int64)
+        jf._remap = np.full(v.n_features_, -1, dtype=np.int64)
+        jf._remap[jf.columns_] = np.arange(jf.columns_.size, dtype=np.int64)
+        jf.n_features_ = int(jf.columns_.size) + 1
+        jf._names = None
+        return jf
+
+    @property
+    def feature_names_(self) -> list[str]:
+        """Name of every output column (``"<decoder score>"``, then ``"ing\\tDT NN"`` etc.)."""
+        self._check_fitted()
+        if self._names is None:
+            names = self.view_.vocabulary_.items
+            self._names = [DECODER_FEATURE] + [names[j] for j in self.columns_]
+        return self._names
+
+
+def _discriminating_sentences(Z: sp.csr_matrix, nbest: NBestList) -> np.ndarray:
+    """Per column, the number of sentences whose candidates do not all share its value.
+
+    The value varies within sentence i iff its variance over the m_i candidates (absent = 0)
+    is positive: ``m_i * sum x^2 - (sum x)^2 > 0``, exact for integer counts.
+    """
+    n_sent, n_cand = nbest.n_sentences, nbest.n_total
+    S = sp.csr_matrix((np.ones(n_cand), nbest.cand_sentence, np.arange(n_cand + 1)),
+                      shape=(n_cand, n_sent)).T.tocsr()
+    A = S @ Z
+    B = S @ Z.multiply(Z).tocsr()
+    m = nbest.n_candidates.astype(np.float64)
+    V = (sp.diags(m) @ B - A.multiply(A)).tocsr()
+    return np.bincount(V.indices[V.data > 0.5], minlength=Z.shape[1])
