@@ -18,7 +18,8 @@ import numpy as np
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
 
-__all__ = ["DatasetError", "load_splits", "experiment", "write_report", "format_table"]
+__all__ = ["DatasetError", "load_splits", "experiment", "experiment_on_corpora", "write_report",
+           "format_table"]
 
 _SPLITS = ("train", "dev", "test")
 
@@ -70,13 +71,47 @@ def _significance(base_choice_nb, nbest, choice):
 def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, rerankers=None,
                random_state=0, progress: bool = False, name: str | None = None,
                tagger=None) -> dict:
-    """Run the Table 2 protocol on one data set.
+    """Run the Table 2 protocol on one data set directory.
 
     Parameters
     ----------
     data_dir : path
         Directory with train/dev/test CoNLL-U files (.conllu or .conllu.gz).
     tags : {'upos', 'xpos'}
+    k, folds, rerankers, random_state, progress, tagger
+        As in :func:`experiment_on_corpora`.
+    name : str, optional
+        Data-set name in the report (default: the directory name).
+
+    Returns
+    -------
+    dict
+        See :func:`experiment_on_corpora`; also ``paths`` and a ``read`` timing.
+    """
+    t0 = time.perf_counter()
+    data = load_splits(data_dir, tags)
+    t_read = time.perf_counter() - t0
+    out = experiment_on_corpora(data["train"], data["dev"], data["test"],
+                                name=name or Path(data_dir).name, tags=tags, k=k, folds=folds,
+                                rerankers=rerankers, random_state=random_state,
+                                progress=progress, tagger=tagger)
+    out["paths"] = data["paths"]
+    out["timings"] = {"read": t_read, **out["timings"]}
+    return out
+
+
+def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int = 10,
+                          folds: int = 10, rerankers=None, random_state=0,
+                          progress: bool = False, tagger=None) -> dict:
+    """Run the Table 2 protocol on three tagged corpora.
+
+    Parameters
+    ----------
+    train, dev, test : TaggedCorpus
+    name : str
+        Data-set name in the report.
+    tags : str
+        Which tag column (for the report only).
     k : int >= 2
         Candidates per sentence.
     folds : int >= 2
@@ -86,8 +121,6 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     random_state : int
     progress : bool
         tqdm progress bars on the long steps.
-    name : str, optional
-        Data-set name in the report (default: the directory name).
     tagger : unfitted tagger, optional
         Default: ``TrigramHMM()``.
 
@@ -105,10 +138,6 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     if not isinstance(k, (int, np.integer)) or k < 2:
         raise ValueError(f"k must be an int >= 2 (reranking needs candidates), got {k!r}")
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    data = load_splits(data_dir, tags)
-    timings["read"] = time.perf_counter() - t0
-    train, dev, test = data["train"], data["dev"], data["test"]
     tagger = TrigramHMM() if tagger is None else tagger
 
     t0 = time.perf_counter()
@@ -164,14 +193,14 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
             }
         if getattr(model, "grid_scores_", None):
             grids[model_name] = model.grid_scores_
+    splits = {"train": train, "dev": dev, "test": test}
     return {
-        "name": name or Path(data_dir).name,
+        "name": name,
         "tags": tags,
         "k": int(k),
         "folds": int(folds),
-        "paths": data["paths"],
-        "sizes": {s: {"sentences": data[s].n_sentences, "tokens": data[s].n_tokens}
-                  for s in _SPLITS},
+        "sizes": {s: {"sentences": c.n_sentences, "tokens": c.n_tokens}
+                  for s, c in splits.items()},
         "rows": rows,
         "table3": table3,
         "grids": grids,

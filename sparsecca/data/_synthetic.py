@@ -26,8 +26,9 @@ _TAGSET = {
 }
 _TAGS = list(_TAGSET)
 # (tag, other tag, fraction of the tag's frequent types that the other tag also emits)
-_AMBIGUOUS = [("NOUN", "VERB", 0.12), ("VERB", "NOUN", 0.08), ("ADJ", "NOUN", 0.06),
-              ("ADP", "PRT", 0.30), ("ADV", "ADJ", 0.10), ("DET", "PRON", 0.25)]
+_AMBIGUOUS = [("NOUN", "VERB", 0.25), ("VERB", "NOUN", 0.15), ("ADJ", "NOUN", 0.15),
+              ("ADP", "PRT", 0.40), ("ADV", "ADJ", 0.20), ("DET", "PRON", 0.30),
+              ("VERB", "ADJ", 0.10)]
 _CONS = list("bcdfghjklmnprstvwz") + ["ch", "sh", "th", "st", "pr", "tr", "gr", "bl"]
 _VOWELS = list("aeiou") + ["ea", "ou", "ai", "io"]
 _PUNCT = [".", ",", ";", ":", "!", "?", "-", "'"]
@@ -134,6 +135,7 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
         remap[i] = first.setdefault(w, i)
     lexicon = [list(dict.fromkeys(int(remap[i]) for i in lex)) for lex in lexicon]
 
+    shared: list[tuple[int, int, int]] = []   # (word id, tag a, tag b)
     for a, b, frac in _AMBIGUOUS:
         la, lb = lexicon[tag_index[a]], lexicon[tag_index[b]]
         n_share = int(round(frac * ambiguity * min(len(la), 400)))
@@ -142,6 +144,7 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
             share = [la[i] for i in rng.choice(min(len(la), 400), size=n_share, replace=False)]
             for w in share:
                 lb.insert(int(rng.integers(0, len(lb) + 1)), w)
+                shared.append((w, tag_index[a], tag_index[b]))
 
     # per (genre, tag): Zipf weights over the tag's lexicon, re-weighted per genre
     emit = []
@@ -150,8 +153,24 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
         for lex in lexicon:
             ranks = np.arange(1, len(lex) + 1, dtype=float)
             w = ranks ** -zipf_exponent * rng.lognormal(0.0, 1.0, size=len(lex))
-            row.append(w / w.sum())
+            row.append(w)
         emit.append(row)
+    # each genre favours some word endings, so a sentence's bag of suffixes reveals its genre
+    endings = sorted({w[-2:] for w in words})
+    ending_of = np.array([endings.index(w[-2:]) for w in words])
+    for g in range(n_genres):
+        boost = rng.normal(0.0, 1.0, size=len(endings))
+        for t, lex in enumerate(lexicon):
+            emit[g][t] = emit[g][t] * np.exp(boost[ending_of[np.asarray(lex)]])
+    # an ambiguous word leans to one of its tags depending on the genre (as "bank" or "run"
+    # do across topics): the sentence's other words reveal the genre, a trigram HMM cannot
+    position = [{w: i for i, w in enumerate(lex)} for lex in lexicon]
+    for w, a, b in shared:
+        lean = rng.normal(0.0, 2.0, size=n_genres)
+        for g in range(n_genres):
+            emit[g][a][position[a][w]] *= np.exp(-lean[g])
+            emit[g][b][position[b][w]] *= np.exp(lean[g])
+    emit = [[w / w.sum() for w in row] for row in emit]
 
     # ---- second-order transitions per genre, with BOS = T ---------------------------------
     base = rng.dirichlet(np.full(T, 0.3), size=T + 1)           # first-order backbone
