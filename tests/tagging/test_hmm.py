@@ -128,7 +128,7 @@ class ReferenceTnT:
 
 @pytest.fixture(scope="module")
 def corpus():
-    return synthetic_corpus(400, random_state=0)
+    return synthetic_corpus(500, random_state=0)
 
 
 @pytest.fixture(scope="module")
