@@ -1,0 +1,55 @@
+"""The linear-algebra engine: regularised CCA without dense d x d matrices.
+
+Row convention (one example per row), the paper's scaling (Eq. 11)::
+
+    Cxx = (1 - tau) Xc^T Xc + tau I,   Cyy = (1 - tau) Yc^T Yc + tau I,   Cxy = Xc^T M
+
+with Xc = X unless centring is asked for (implicit, by rank-one corrections).  Because Cxy
+is not scaled by (1 - tau), sqrt(omega) of Eq. 14 can exceed 1 (up to 1 / (1 - tau)).
+
+Covariance builders
+    :class:`RegularizedGram`, :class:`CrossCovariance` (LinearOperators; accumulate from CSR
+    row blocks with ``from_blocks``), :class:`GramStats`
+Randomized SVD (Halko, Martinsson & Tropp 2011)
+    :func:`randomized_svd`, :func:`randomized_range_finder`, :func:`adaptive_range_finder`,
+    :func:`svd_flip`
+Inverse operators of Cxx
+    :class:`GramFactor` (the tau-independent factorisation), :class:`RegularizedInverse`
+    (``dense`` / ``randomized`` / ``iterative``), :func:`block_cg`
+The reduced problem (Eq. 14-15)
+    :func:`reduced_cca` (low level: fitted inverses + any cross-covariance),
+    :class:`CCAEngine` (fixed X, Y; any tau and M), :class:`CCAResult`
+Estimator
+    :class:`SparseCCA` (scikit-learn transformer API, ``fit_path`` for a tau grid),
+    :func:`cca_path`
+Errors
+    :class:`FactorizationError`, :class:`SingularCovarianceError`
+    (subclasses of ``numpy.linalg.LinAlgError`` and hence of ``ValueError``)
+"""
+
+from ._cca import CCAEngine, SparseCCA, cca_path
+from ._gram import CrossCovariance, GramStats, RegularizedGram
+from ._inverse import GramFactor, RegularizedInverse, block_cg
+from ._reduced import CCAResult, reduced_cca
+from ._rsvd import adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
+from ._validation import FactorizationError, SingularCovarianceError
+
+__all__ = [
+    "CCAEngine",
+    "CCAResult",
+    "CrossCovariance",
+    "FactorizationError",
+    "GramFactor",
+    "GramStats",
+    "RegularizedGram",
+    "RegularizedInverse",
+    "SingularCovarianceError",
+    "SparseCCA",
+    "adaptive_range_finder",
+    "block_cg",
+    "cca_path",
+    "randomized_range_finder",
+    "randomized_svd",
+    "reduced_cca",
+    "svd_flip",
+]

@@ -1,0 +1,458 @@
+"""Regularised CCA at corpus scale: the reusable engine, the estimator and the tau path.
+
+Scaling (the paper's, Eq. 11): Cxx = (1 - tau) X^T X + tau I, Cyy = (1 - tau) Y^T Y + tau I,
+Cxy = X^T M *unscaled*.  With tau > 0 the generalized eigenvalues are therefore not bounded
+by 1: sqrt(omega) = a^T Cxy b with a^T Cxx a = b^T Cyy b = 1 can reach 1 / (1 - tau) (e.g.
+1.95 for the uncentred zipf problem at tau = 0.5).  At tau = 0 they are the classical
+canonical correlations.  The Pearson correlations of the training projections are reported
+separately (``empirical_correlations_``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+
+from ._gram import CrossCovariance, _DataMatrix
+from ._inverse import GramFactor, RegularizedInverse
+from ._reduced import reduced_cca
+from ._validation import (
+    check_choice,
+    check_matrix,
+    check_n_components,
+    check_positive_int,
+    check_random_state,
+    check_same_rows,
+    check_tau,
+    check_tolerance,
+)
+
+__all__ = ["CCAEngine", "SparseCCA", "cca_path"]
+
+SOLVERS = ("auto", "dense", "randomized", "iterative")
+
+#: 'auto' solves densely while min(n, d1) is at most this (O(min(n, d1)^3) flops, d^2 memory)
+AUTO_DENSE_MAX = 3000
+
+#: C_yy is whitened by a dense Cholesky up to this many output features
+Y_DENSE_MAX = 10_000
+
+#: default relative accuracy targets of the correlations
+DEFAULT_TOL = {"randomized": 1e-3, "iterative": 1e-8}
+
+
+def _auto_solver(n, d1, d2):
+    m = min(n, d1)
+    if m <= AUTO_DENSE_MAX:
+        side = "dual n x n" if n < d1 else "primal d1 x d1"
+        return "dense", f"min(n, d1) = {m} <= {AUTO_DENSE_MAX}: dense Cholesky ({side})"
+    return "iterative", (f"min(n, d1) = {m} > {AUTO_DENSE_MAX}: block CG preconditioned by a "
+                         f"randomized low-rank-plus-diagonal factor (exact to tol)")
+
+
+def _default_max_rank(n, d1):
+    # keep the basis, its Gram image and the factor (3 x d1 x r float64) near 1 GB
+    return int(min(n, d1, max(256, 40_000_000 // max(d1, 1))))
+
+
+class CCAEngine:
+    """Fixed X and Y, any tau and any cross-covariance factor M: the reusable solver.
+
+    The tau-independent factorisations of X^T X and Y^T Y (:class:`GramFactor`) and the
+    per-tau inverse operators are cached, so the rerankers' repeated solves with different
+    M (C_xy = X^T M) and a small tau grid pay for them once.
+
+    Parameters
+    ----------
+    X : (n, d1) ndarray or scipy.sparse matrix, input view
+    Y : (n, d2) ndarray or scipy.sparse matrix, output view (defines C_yy)
+    solver : {'auto', 'dense', 'randomized', 'iterative'}
+    center : bool, default False
+        Centre X and Y implicitly (rank-one corrections; sparse inputs stay sparse).
+    tol : float in (0, 1), optional
+        Relative accuracy target for the correlations: 'randomized' grows its rank until
+        the a-posteriori residual bound meets it (default 1e-3); 'iterative' runs block CG
+        to a relative residual of sqrt(tol) / 10 (default tol 1e-8).
+    max_rank : int, optional
+        Cap of the randomized factor (default keeps it near 1 GB: min(n, d1, 4e7 / d1)).
+    precond_rank : int, optional
+        Rank of the iterative solver's preconditioner (default 128).
+    random_state : None, int or numpy Generator
+
+    Attributes
+    ----------
+    X, Y : the validated inputs;  xfactor, yfactor : GramFactor
+    solver_ : str, the solver used;  solver_reason_ : str, why 'auto' picked it
+    """
+
+    def __init__(self, X, Y, *, solver="auto", center=False, tol=None, max_rank=None,
+                 precond_rank=None, random_state=None):
+        solver = check_choice(solver, "solver", SOLVERS)
+        X = check_matrix(X, "X")
+        Y = check_matrix(Y, "Y")
+        n = check_same_rows(X=X, Y=Y)
+        self.X, self.Y = X, Y
+        self.center = bool(center)
+        rng = check_random_state(random_state)
+        self._rng = rng
+        self._xdata = _DataMatrix(X, self.center)
+        self.xfactor = GramFactor(self._xdata, center=self.center, random_state=rng)
+        self.yfactor = GramFactor(Y, center=self.center, random_state=rng)
+        d1, d2 = X.shape[1], Y.shape[1]
+        if solver == "auto":
+            self.solver_, self.solver_reason_ = _auto_solver(n, d1, d2)
+        else:
+            self.solver_, self.solver_reason_ = solver, "requested"
+        self.tol = (DEFAULT_TOL.get(self.solver_, 1e-8) if tol is None
+                    else check_tolerance(tol, "tol"))
+        self.max_rank = (_default_max_rank(n, d1) if max_rank is None
+                         else check_positive_int(max_rank, "max_rank"))
+        self.precond_rank = (128 if precond_rank is None
+                             else check_positive_int(precond_rank, "precond_rank"))
+        self._xinv = {}
+        self._yinv = {}
+
+    # -- cached inverses --------------------------------------------------------------------
+    def y_inverse(self, tau):
+        """The whitenable inverse of C_yy for ``tau`` (dense up to 10,000 features)."""
+        tau = check_tau(tau)
+        if tau not in self._yinv:
+            d2 = self.Y.shape[1]
+            if d2 <= Y_DENSE_MAX or min(self.Y.shape) <= Y_DENSE_MAX:
+                inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy")
+            else:
+                inv = RegularizedInverse(self.yfactor, tau, "randomized",
+                                         rank=min(d2, 2048), name="Cyy")
+            self._yinv = {tau: inv}  # one tau at a time: dense factors are d2 x d2
+        return self._yinv[tau]
+
+    def x_inverse(self, tau, rank=None):
+        """The inverse of C_xx used by ``solver_`` for ``tau`` (cached)."""
+        tau = check_tau(tau)
+        key = (tau, rank)
+        if key not in self._xinv:
+            s = self.solver_
+            if s == "dense":
+                inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx")
+            elif s == "randomized":
+                inv = RegularizedInverse(self.xfactor, tau, "randomized", rank=rank,
+                                         name="Cxx")
+            else:
+                inv = RegularizedInverse(self.xfactor, tau, "iterative",
+                                         rank=self.precond_rank,
+                                         tol=max(np.sqrt(self.tol) / 10.0, 1e-14),
+                                         name="Cxx")
+            if s == "dense":
+                self._xinv = {}  # d1 x d1 (or dual) factors: keep one tau
+            else:  # one rank per tau: the adaptive search supersedes smaller factors
+                self._xinv = {kk: v for kk, v in self._xinv.items() if kk[0] != tau}
+            self._xinv[key] = inv
+        return self._xinv[key]
+
+    # -- solving ----------------------------------------------------------------------------
+    def solve(self, M, tau, n_components, *, strategy="auto"):
+        """Projections for C_xy = Xc^T M at regularisation ``tau``.
+
+        Parameters
+        ----------
+        M : (n, d2) ndarray or sparse matrix, the cross-covariance factor (Y for plain CCA)
+        tau : float in [0, 1]
+        n_components : int in [1, min(d1, d2)]
+        strategy : {'auto', 'full', 'operator', 'krylov'}, see :func:`reduced_cca`
+
+        Returns
+        -------
+        CCAResult, unpacking as ``A, B, omega`` (x weights, y weights, eigenvalues)
+        """
+        tau = check_tau(tau)
+        M = check_matrix(M, "M")
+        check_same_rows(X=self.X, M=M)
+        if M.shape[1] != self.Y.shape[1]:
+            raise ValueError(f"M must have d2 = {self.Y.shape[1]} columns like Y, "
+                             f"got {M.shape[1]}")
+        k = check_n_components(n_components, self.X.shape[1], self.Y.shape[1])
+        cross = CrossCovariance(self._xdata, M, center=self.center)
+        yinv = self.y_inverse(tau)
+        rs = self._rng
+        if self.solver_ != "randomized":
+            xinv = self.x_inverse(tau)
+            res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
+                              random_state=rs)
+            res.__dict__.update(solver=self.solver_, error_estimate=_rel_err(res))
+            return res
+        return self._solve_randomized(cross, yinv, tau, k, strategy)
+
+    def _solve_randomized(self, cross, yinv, tau, k, strategy):
+        """Adaptive rank: double r until the a-posteriori relative error estimate <= tol."""
+        f = self.xfactor
+        cap = min(self.max_rank, f.n_samples, f.n_features)
+        r = min(cap, max(256, 2 * k))
+        # resume from the rank an earlier solve (other tau or M) ended with
+        r = min(cap, max(r, getattr(self, "_last_rank", 0)))
+        history = []
+        while True:
+            xinv = self.x_inverse(tau, rank=r)
+            res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
+                              random_state=self._rng)
+            err = _rel_err(res)
+            history.append((xinv.rank_, err))
+            exhausted = f.range_error_ == 0.0 and xinv.rank_ >= f.rank_
+            if err <= self.tol or exhausted or r >= cap:
+                break
+            r = min(2 * r, cap)
+        self._last_rank = r
+        if err > self.tol and not exhausted:
+            warnings.warn(
+                f"randomized solver: estimated relative error {err:.3g} > tol = {self.tol:g} "
+                f"at the largest allowed rank {xinv.rank_} (max_rank); the correlations are "
+                f"lower bounds of the exact ones. Use solver='iterative' for an exact solve "
+                f"or raise max_rank", RuntimeWarning, stacklevel=3)
+        res.__dict__.update(solver="randomized", error_estimate=err, rank_history=history,
+                            exact=exhausted)
+        return res
+
+
+def _rel_err(res):
+    c = np.maximum(np.abs(res.correlations), 1e-300)
+    return float(np.max(res.residual_norms / c))
+
+
+# -- the estimator ------------------------------------------------------------------------
+
+class _ParamsMixin:
+    """get_params / set_params / repr in the scikit-learn style (no scikit-learn needed)."""
+
+    @classmethod
+    def _param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep=True):
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params):
+        valid = self._param_names()
+        for k, v in params.items():
+            if k not in valid:
+                raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}; "
+                                 f"valid parameters are {valid}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+class SparseCCA(_ParamsMixin):
+    """Regularised CCA for sparse, high-dimensional views (scikit-learn transformer API).
+
+    Solves Eq. 11 of Jagarlamudi & Daume III (2012) in the reduced form of Eq. 14-15:
+
+        Cxx = (1 - tau) Xc^T Xc + tau I,   Cyy = (1 - tau) Yc^T Yc + tau I,   Cxy = Xc^T Yc
+
+    (Xc = X unless ``center=True``; Cxy is not scaled by 1 - tau).
+
+    Parameters
+    ----------
+    n_components : int in [1, min(d1, d2)]
+    tau : float in [0, 1], default 0.1
+        tau = 0 is classical CCA (needs nonsingular X^T X and Y^T Y); tau = 1 makes both
+        covariances the identity (a PLS-like SVD of Cxy).
+    solver : {'auto', 'dense', 'randomized', 'iterative'}
+        'dense': Cholesky (exact reference); 'randomized': low-rank-plus-diagonal model of
+        Cxx^-1 from a randomized factor of X whose rank grows until the a-posteriori error
+        estimate meets ``tol``; 'iterative': block CG preconditioned by that factor, exact to
+        ``tol``; 'auto': dense while min(n, d1) <= 3000, else iterative (see ``solver_``).
+    center : bool, default False
+        Centre both views implicitly (never densifies sparse input).
+    tol : float, optional
+        Relative accuracy target of the correlations (default 1e-3 for 'randomized', 1e-8
+        for 'iterative').
+    max_rank : int, optional
+        Largest rank of the randomized factor.
+    random_state : None, int or numpy Generator
+
+    Attributes
+    ----------
+    x_weights_ : (d1, k) A, with A^T Cxx A = I
+    y_weights_ : (d2, k) B, with B^T Cyy B = I
+    eigenvalues_ : (k,) omega of Eq. 14, descending
+    correlations_ : (k,) sqrt(omega) = a_j^T Cxy b_j (up to 1 / (1 - tau))
+    empirical_correlations_ : (k,) Pearson correlation of X a_j and Y b_j on the training data
+    residual_norms_ : (k,) a-posteriori bound: an exact sqrt(omega) lies within this distance
+    error_estimate_ : float, max relative residual bound
+    solver_ : str, the solver used;  solver_reason_ : str
+    rank_ : int, rank of the randomized factor of X (0 for 'dense')
+    n_iter_ : int, block CG iterations ('iterative')
+    x_mean_, y_mean_ : (d,) column means (``center=True``) or None
+    n_features_in_ : int, d1
+    """
+
+    def __init__(self, n_components=2, *, tau=0.1, solver="auto", center=False, tol=None,
+                 max_rank=None, random_state=None):
+        self.n_components = n_components
+        self.tau = tau
+        self.solver = solver
+        self.center = center
+        self.tol = tol
+        self.max_rank = max_rank
+        self.random_state = random_state
+
+    def _engine(self, X, Y):
+        check_choice(self.solver, "solver", SOLVERS)
+        if not isinstance(self.center, (bool, np.bool_)):
+            raise TypeError(f"center must be True or False, got {self.center!r}")
+        return CCAEngine(X, Y, solver=self.solver, center=bool(self.center), tol=self.tol,
+                         max_rank=self.max_rank, random_state=self.random_state)
+
+    def fit(self, X, Y):
+        """Fit A and B.
+
+        Parameters
+        ----------
+        X : (n, d1) array-like or scipy.sparse matrix
+        Y : (n, d2) array-like or scipy.sparse matrix
+
+        Returns
+        -------
+        self
+        """
+        tau = check_tau(self.tau)
+        engine = self._engine(X, Y)
+        k = check_n_components(self.n_components, engine.X.shape[1], engine.Y.shape[1])
+        res = engine.solve(engine.Y, tau, k)
+        self._set_result(engine, res, tau)
+        return self
+
+    def fit_path(self, X, Y, taus):
+        """Fit one model per tau, sharing the tau-independent factorisations of X and Y.
+
+        Parameters
+        ----------
+        X, Y : as in :meth:`fit`
+        taus : sequence of floats in [0, 1]
+
+        Returns
+        -------
+        list of fitted SparseCCA (copies of self with ``tau`` set), in the order of ``taus``
+        """
+        taus = _check_taus(taus)
+        engine = self._engine(X, Y)
+        k = check_n_components(self.n_components, engine.X.shape[1], engine.Y.shape[1])
+        out = []
+        for tau in taus:
+            est = type(self)(**{**self.get_params(), "tau": tau})
+            est._set_result(engine, engine.solve(engine.Y, tau, k), tau)
+            out.append(est)
+        return out
+
+    def _set_result(self, engine, res, tau):
+        A, B, omega = res
+        self.x_weights_ = A
+        self.y_weights_ = B
+        self.eigenvalues_ = omega
+        self.correlations_ = res.correlations
+        self.residual_norms_ = res.residual_norms
+        self.error_estimate_ = res.error_estimate
+        self.solver_ = engine.solver_
+        self.solver_reason_ = engine.solver_reason_
+        self.rank_ = int(res.rank)
+        self.n_iter_ = int(res.n_iter)
+        self.tau_ = tau
+        self.n_components_ = A.shape[1]
+        self.n_features_in_ = engine.X.shape[1]
+        self.x_mean_ = engine.xfactor._src.mean
+        self.y_mean_ = engine.yfactor._src.mean
+        self.empirical_correlations_ = _pearson(engine.X @ A, engine.Y @ B)
+
+    def _check_fitted(self):
+        if not hasattr(self, "x_weights_"):
+            raise AttributeError(f"this {type(self).__name__} instance is not fitted yet; "
+                                 f"call fit(X, Y) first")
+
+    def transform(self, X, Y=None):
+        """Project X (and Y): Xc A, optionally (Xc A, Yc B).
+
+        Parameters
+        ----------
+        X : (m, d1) array-like or sparse
+        Y : (m, d2) array-like or sparse, optional
+
+        Returns
+        -------
+        x_scores : (m, k) array, or (x_scores, y_scores) when Y is given
+        """
+        self._check_fitted()
+        X = check_matrix(X, "X")
+        if X.shape[1] != self.x_weights_.shape[0]:
+            raise ValueError(f"X must have {self.x_weights_.shape[0]} features as in fit, "
+                             f"got {X.shape[1]}")
+        xs = _project(X, self.x_weights_, self.x_mean_)
+        if Y is None:
+            return xs
+        Y = check_matrix(Y, "Y")
+        check_same_rows(X=X, Y=Y)
+        if Y.shape[1] != self.y_weights_.shape[0]:
+            raise ValueError(f"Y must have {self.y_weights_.shape[0]} features as in fit, "
+                             f"got {Y.shape[1]}")
+        return xs, _project(Y, self.y_weights_, self.y_mean_)
+
+    def fit_transform(self, X, Y):
+        """fit(X, Y) then transform(X, Y): returns (x_scores, y_scores)."""
+        return self.fit(X, Y).transform(X, Y)
+
+
+def _project(X, W, mean):
+    P = np.asarray(X @ W, dtype=np.float64)
+    if mean is not None:
+        P -= mean @ W
+    return P
+
+
+def _pearson(P, Q):
+    P = np.asarray(P, dtype=np.float64)
+    Q = np.asarray(Q, dtype=np.float64)
+    P = P - P.mean(axis=0)
+    Q = Q - Q.mean(axis=0)
+    num = (P * Q).sum(axis=0)
+    den = np.sqrt((P * P).sum(axis=0) * (Q * Q).sum(axis=0))
+    out = np.zeros_like(num)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def _check_taus(taus):
+    if isinstance(taus, (str, bytes)) or np.isscalar(taus):
+        raise TypeError(f"taus must be a non-empty sequence of floats in [0, 1], got {taus!r}")
+    vals = list(taus)
+    if not vals:
+        raise ValueError("taus must be a non-empty sequence of floats in [0, 1], got []")
+    return [check_tau(t, "taus[%d]" % i) for i, t in enumerate(vals)]
+
+
+def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
+             max_rank=None, random_state=None, M=None):
+    """Regularised CCA for a grid of tau values, reusing the tau-independent factorisations.
+
+    Parameters
+    ----------
+    X : (n, d1), Y : (n, d2) arrays or sparse matrices
+    taus : sequence of floats in [0, 1]
+    n_components : int
+    solver, center, tol, max_rank, random_state : as in :class:`SparseCCA`
+    M : (n, d2), optional
+        Cross-covariance factor (default Y).
+
+    Returns
+    -------
+    list of CCAResult, one per tau (each unpacks as A, B, omega)
+    """
+    taus = _check_taus(taus)
+    engine = CCAEngine(X, Y, solver=solver, center=center, tol=tol, max_rank=max_rank,
+                       random_state=random_state)
+    M = engine.Y if M is None else M
+    return [engine.solve(M, tau, n_components) for tau in taus]
+

@@ -1,0 +1,461 @@
+"""Covariance builders as operators.
+
+Row convention: X is n x d1 (one example per row), M is n x d2.  With Xc = X - 1 mu^T the
+implicitly centred data (mu = column means; Xc = X when ``center=False``):
+
+* :class:`RegularizedGram`   C = (1 - tau) Xc^T Xc + tau I          (d1 x d1)
+* :class:`CrossCovariance`   C_xy = Xc^T M                           (d1 x d2, unscaled)
+
+Neither forms a dense d x d matrix: a Gram product costs one pass over the nonzeros of X
+(fused CSR kernel), centering is a rank-one correction (X is never densified), and both can
+be accumulated from an iterator of CSR row blocks, giving the same operator as the stacked
+matrix (sums of per-block Gram matrices and column sums).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+from ..kernels._csr import csr_gram_matmat, csr_gram_matmat_parallel
+from ._validation import check_matrix, check_same_rows, check_tau
+
+__all__ = ["GramStats", "RegularizedGram", "CrossCovariance"]
+
+#: above this many multiply-adds (nnz(X) * block width) the fused Gram kernel runs on all
+#: numba threads; below it thread start-up costs more than it saves
+PARALLEL_GRAM_WORK = 50_000_000
+
+#: ``toarray`` refuses to materialise operators larger than this (pass ``max_dim`` to force)
+DENSE_MAX_DIM = 20_000
+
+
+def _as_block(V):
+    """2-D float64 C-contiguous copy-if-needed of a dense block; remembers if it was 1-D."""
+    V = np.asarray(V)
+    one_d = V.ndim == 1
+    if one_d:
+        V = V[:, None]
+    return np.ascontiguousarray(V, dtype=np.float64), one_d
+
+
+class _DataMatrix:
+    """A data matrix X (n x d) with optional implicit centering and fast products.
+
+    Products are returned in float64 whatever the storage dtype (float32 inputs are read
+    in place; the kernels accumulate in float64).
+    """
+
+    def __init__(self, X, center: bool):
+        self.X = X
+        self.sparse = sp.issparse(X)
+        self.n, self.d = X.shape
+        self.dtype = X.dtype
+        self.center = bool(center)
+        if self.sparse:
+            self._T = X.T  # CSC view: scipy's CSC product scatters rows, faster than CSR of X^T
+            colsum = np.asarray(X.sum(axis=0, dtype=np.float64)).ravel()
+            sq = np.asarray(X.multiply(X).sum(axis=0, dtype=np.float64)).ravel()
+        else:
+            colsum = X.sum(axis=0, dtype=np.float64)
+            sq = np.einsum("ij,ij->j", X, X, dtype=np.float64)
+        self.colsum = colsum
+        self.mean = colsum / self.n if self.center else None
+        # diag(Xc^T Xc); the subtraction can lose digits for huge means, never sign
+        self.colsq = np.maximum(sq - colsum * self.mean, 0.0) if self.center else sq
+        self.nnz = X.nnz if self.sparse else X.size
+
+    def matmat(self, V):
+        """Xc V, (n, b)."""
+        V, _ = _as_block(V)
+        out = np.asarray(self.X @ V, dtype=np.float64)
+        if self.center:
+            out -= self.mean @ V
+        return out
+
+    def rmatmat(self, U):
+        """Xc^T U, (d, b)."""
+        U, _ = _as_block(U)
+        out = np.asarray(self._T @ U if self.sparse else self.X.T @ U, dtype=np.float64)
+        if self.center:
+            out -= np.outer(self.mean, U.sum(axis=0))
+        return out
+
+    def gram_matmat(self, V):
+        """Xc^T Xc V, (d, b)."""
+        V, _ = _as_block(V)
+        if self.sparse:
+            X = self.X
+            out = np.empty((self.d, V.shape[1]), dtype=np.float64)
+            if X.nnz * V.shape[1] >= PARALLEL_GRAM_WORK and _n_threads() > 1:
+                csr_gram_matmat_parallel(X.indptr, X.indices, X.data, V, out, _n_threads())
+            else:
+                csr_gram_matmat(X.indptr, X.indices, X.data, V, out)
+        else:
+            out = self.X.T @ (self.X @ V)
+            out = np.asarray(out, dtype=np.float64)
+        if self.center:
+            # Xc^T Xc = X^T X - n mu mu^T
+            out -= np.outer(self.colsum, self.mean @ V)
+        return out
+
+    def dense_gram(self):
+        """Xc^T Xc as a dense float64 (d, d) array."""
+        if self.sparse:
+            G = (self._T @ self.X).toarray()
+            G = np.asarray(G, dtype=np.float64)
+        else:
+            X64 = self.X.astype(np.float64, copy=False)
+            G = X64.T @ X64
+        if self.center:
+            G -= np.outer(self.colsum, self.mean)
+        return G
+
+    def dense_outer_gram(self):
+        """Xc Xc^T as a dense float64 (n, n) array (the dual Gram)."""
+        if self.sparse:
+            K = np.asarray((self.X @ self._T).toarray(), dtype=np.float64)
+        else:
+            X64 = self.X.astype(np.float64, copy=False)
+            K = X64 @ X64.T
+        if self.center:
+            # Xc Xc^T = X X^T - X mu 1^T - 1 mu^T X^T + n mu^T mu 1 1^T
+            xm = np.asarray(self.X @ self.mean, dtype=np.float64).ravel()
+            K -= xm[:, None]
+            K -= xm[None, :]
+            K += self.n * float(self.mean @ self.mean)
+        return K
+
+
+def _n_threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+class GramStats:
+    """Sufficient statistics of one view accumulated from row blocks.
+
+    Holds the sparse Gram matrix X^T X, the column sums and the number of rows, so that a
+    corpus streamed in pieces yields the same (centred or not) covariance operator as the
+    stacked matrix.
+
+    Parameters
+    ----------
+    gram : sparse (d, d) X^T X (uncentred)
+    colsum : (d,) column sums
+    n_samples : int
+    dtype : dtype of the blocks (float32 or float64); the statistics are kept in float64
+    """
+
+    def __init__(self, gram, colsum, n_samples, dtype=np.float64):
+        self.gram = sp.csr_matrix(gram, dtype=np.float64)
+        self.colsum = np.asarray(colsum, dtype=np.float64)
+        self.n_samples = int(n_samples)
+        self.n_features = self.gram.shape[0]
+        self.dtype = np.dtype(dtype)
+
+    @classmethod
+    def from_blocks(cls, blocks, name: str = "blocks"):
+        """Accumulate from an iterable of (n_b, d) row blocks (CSR, other sparse, or dense).
+
+        Raises
+        ------
+        ValueError
+            If the iterable is empty or the blocks disagree on the number of columns.
+        """
+        gram = colsum = None
+        n = 0
+        dtype = None
+        for i, B in enumerate(blocks):
+            B = check_matrix(B, f"{name}[{i}]")
+            Bs = sp.csr_matrix(B, dtype=np.float64)
+            if gram is None:
+                d = Bs.shape[1]
+                gram = sp.csr_matrix((d, d), dtype=np.float64)
+                colsum = np.zeros(d)
+                dtype = B.dtype
+            elif Bs.shape[1] != gram.shape[0]:
+                raise ValueError(f"{name}[{i}] must have {gram.shape[0]} columns like the first "
+                                 f"block, got {Bs.shape[1]}")
+            gram = gram + (Bs.T @ Bs).tocsr()
+            colsum += np.asarray(Bs.sum(axis=0)).ravel()
+            n += Bs.shape[0]
+        if gram is None:
+            raise ValueError(f"{name} must yield at least one row block, got none")
+        gram.sum_duplicates()
+        return cls(gram, colsum, n, dtype)
+
+
+class _StatsSource:
+    """Gram products from accumulated :class:`GramStats` (no access to the rows)."""
+
+    sparse = True
+
+    def __init__(self, stats: GramStats, center: bool):
+        self.stats = stats
+        self.n, self.d = stats.n_samples, stats.n_features
+        self.dtype = stats.dtype
+        self.center = bool(center)
+        self.colsum = stats.colsum
+        self.mean = stats.colsum / self.n if self.center else None
+        sq = stats.gram.diagonal()
+        self.colsq = np.maximum(sq - self.colsum * self.mean, 0.0) if self.center else sq
+        self.nnz = stats.gram.nnz
+
+    def gram_matmat(self, V):
+        V, _ = _as_block(V)
+        out = np.asarray(self.stats.gram @ V, dtype=np.float64)
+        if self.center:
+            out -= np.outer(self.colsum, self.mean @ V)
+        return out
+
+    def dense_gram(self):
+        G = self.stats.gram.toarray()
+        if self.center:
+            G -= np.outer(self.colsum, self.mean)
+        return G
+
+
+def _source(X, center, name="X"):
+    """A Gram source (data matrix or accumulated statistics) for X."""
+    if isinstance(X, GramStats):
+        return _StatsSource(X, center)
+    if isinstance(X, (_DataMatrix, _StatsSource)):
+        if X.center != bool(center):
+            raise ValueError(f"{name} was built with center={X.center}, got center={center}")
+        return X
+    return _DataMatrix(check_matrix(X, name), center)
+
+
+class RegularizedGram(LinearOperator):
+    """The regularised covariance C = (1 - tau) Xc^T Xc + tau I as a symmetric operator.
+
+    Parameters
+    ----------
+    X : (n, d) ndarray or scipy.sparse matrix, or :class:`GramStats`
+        Data, one example per row.  Never densified.
+    tau : float in [0, 1]
+        Regularisation weight (the paper's tau): 0 is the plain Gram matrix, 1 the identity.
+    center : bool, default False
+        Centre the columns implicitly (Xc = X - 1 mu^T by a rank-one correction).
+    dtype : {None, float32, float64}
+        Dtype of the products (default: that of X).
+
+    Notes
+    -----
+    Products accumulate in float64 and are rounded to ``dtype`` at the end.
+    ``C @ V`` costs one pass over the nonzeros of X per block (fused CSR kernel).
+    """
+
+    def __init__(self, X, tau, center: bool = False, dtype=None):
+        tau = check_tau(tau)
+        self._src = _source(X, center)
+        self.tau = tau
+        self.center = bool(center)
+        self.n_samples = self._src.n
+        dtype = self._src.dtype if dtype is None else np.dtype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+        super().__init__(dtype=dtype, shape=(self._src.d, self._src.d))
+
+    @classmethod
+    def from_blocks(cls, blocks, tau, center: bool = False):
+        """Accumulate from an iterable of CSR row blocks (same result as the stacked matrix)."""
+        return cls(GramStats.from_blocks(blocks), tau, center=center)
+
+    @property
+    def mean_(self):
+        """Column means used for centring, or None when ``center=False``."""
+        return self._src.mean
+
+    def _matmat(self, V):
+        V = np.asarray(V)
+        out = (1.0 - self.tau) * self._src.gram_matmat(V) + self.tau * V
+        return out.astype(self.dtype, copy=False)
+
+    def _matvec(self, v):
+        return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
+
+    def _rmatvec(self, v):
+        return self._matvec(v)
+
+    def _rmatmat(self, V):
+        return self._matmat(V)
+
+    def _adjoint(self):
+        return self
+
+    def diagonal(self):
+        """diag(C), (d,) float64."""
+        return (1.0 - self.tau) * self._src.colsq + self.tau
+
+    def toarray(self, max_dim: int = DENSE_MAX_DIM):
+        """Materialise C as a dense (d, d) array (only for small d).
+
+        Raises
+        ------
+        ValueError
+            If d > max_dim (the dense matrix would take d * d * 8 bytes).
+        """
+        d = self.shape[0]
+        if d > max_dim:
+            raise ValueError(f"refusing to materialise a {d} x {d} dense covariance "
+                             f"({d * d * 8 / 2**30:.1f} GiB); d must be <= max_dim={max_dim}, "
+                             f"pass a larger max_dim to force")
+        G = self._src.dense_gram()
+        G *= 1.0 - self.tau
+        G[np.diag_indices_from(G)] += self.tau
+        return G.astype(self.dtype, copy=False)
+
+
+class CrossCovariance(LinearOperator):
+    """The cross-covariance C_xy = Xc^T M (unscaled, no tau) as a (d1, d2) operator.
+
+    Parameters
+    ----------
+    X : (n, d1) ndarray or scipy.sparse matrix
+    M : (n, d2) ndarray or scipy.sparse matrix
+        The second factor (M = Y for CCA; a residual-weighted mixture for the rerankers).
+    center : bool, default False
+        Centre X implicitly.  Since Xc^T M = Xc^T Mc, this is the centred cross-covariance.
+
+    Notes
+    -----
+    Kept factored: ``C_xy @ V = Xc^T (M V)`` costs nnz(X) + nnz(M) per column, usually far
+    less than the (often nearly dense) product X^T M.  :meth:`tosparse` forms X^T M as a
+    sparse matrix when it is wanted; :meth:`from_blocks` accumulates it from row blocks.
+    """
+
+    def __init__(self, X, M, center: bool = False):
+        if isinstance(X, _DataMatrix):
+            if X.center != bool(center):
+                raise ValueError(f"X was built with center={X.center}, got center={center}")
+            self._x = X
+        else:
+            self._x = _DataMatrix(check_matrix(X, "X"), center)
+        M = check_matrix(M, "M")
+        check_same_rows(X=self._x.X, M=M)
+        self._m = M
+        self._sparse = None  # accumulated (sparse X^T M, colsum X, colsum M, n)
+        self.center = bool(center)
+        super().__init__(dtype=np.float64, shape=(self._x.d, M.shape[1]))
+
+    @classmethod
+    def from_blocks(cls, pairs, center: bool = False):
+        """Accumulate X^T M from an iterable of (X_block, M_block) row-block pairs."""
+        C = sx = sm = None
+        n = 0
+        for i, pair in enumerate(pairs):
+            try:
+                Xb, Mb = pair
+            except (TypeError, ValueError):
+                raise TypeError(f"pairs[{i}] must be an (X_block, M_block) pair, got "
+                                f"{type(pair).__name__}") from None
+            Xb = sp.csr_matrix(check_matrix(Xb, f"pairs[{i}][0]"), dtype=np.float64)
+            Mb = check_matrix(Mb, f"pairs[{i}][1]")
+            check_same_rows(X_block=Xb, M_block=Mb)
+            Mb = sp.csr_matrix(Mb, dtype=np.float64)
+            if C is None:
+                C = sp.csr_matrix((Xb.shape[1], Mb.shape[1]), dtype=np.float64)
+                sx = np.zeros(Xb.shape[1])
+                sm = np.zeros(Mb.shape[1])
+            elif Xb.shape[1] != C.shape[0] or Mb.shape[1] != C.shape[1]:
+                raise ValueError(f"pairs[{i}] must have {C.shape[0]} and {C.shape[1]} columns "
+                                 f"like the first pair, got {Xb.shape[1]} and {Mb.shape[1]}")
+            C = C + (Xb.T @ Mb).tocsr()
+            sx += np.asarray(Xb.sum(axis=0)).ravel()
+            sm += np.asarray(Mb.sum(axis=0)).ravel()
+            n += Xb.shape[0]
+        if C is None:
+            raise ValueError("pairs must yield at least one (X_block, M_block) pair, got none")
+        self = cls.__new__(cls)
+        self._x = None
+        self._m = None
+        self._sparse = (C, sx, sm, n)
+        self.center = bool(center)
+        LinearOperator.__init__(self, dtype=np.float64, shape=C.shape)
+        return self
+
+    def _matmat(self, V):
+        V, _ = _as_block(V)
+        if self._sparse is not None:
+            C, sx, sm, n = self._sparse
+            out = np.asarray(C @ V)
+            if self.center:
+                out -= np.outer(sx, sm @ V) / n
+            return out
+        return self._x.rmatmat(np.asarray(self._m @ V, dtype=np.float64))
+
+    def _rmatmat(self, U):
+        U, _ = _as_block(U)
+        if self._sparse is not None:
+            C, sx, sm, n = self._sparse
+            out = np.asarray(C.T @ U)
+            if self.center:
+                out -= np.outer(sm, sx @ U) / n
+            return out
+        XU = self._x.matmat(U)
+        return np.asarray(self._m.T @ XU, dtype=np.float64)
+
+    def _matvec(self, v):
+        return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
+
+    def _rmatvec(self, v):
+        return self._rmatmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
+
+    def _adjoint(self):
+        return _Adjoint(self)
+
+    def tosparse(self):
+        """X^T M (uncentred part) as a CSR matrix; with ``center=True`` the full operator is
+        this minus the rank-one term n mu_x mu_m^T (see :meth:`rank_one`)."""
+        if self._sparse is not None:
+            return self._sparse[0].copy()
+        X = self._x.X
+        Xs = X if sp.issparse(X) else sp.csr_matrix(X)
+        Ms = self._m if sp.issparse(self._m) else sp.csr_matrix(self._m)
+        return (Xs.T @ Ms).tocsr().astype(np.float64)
+
+    def rank_one(self):
+        """(u, v) with C_xy = tosparse() - u v^T (zeros when ``center=False``)."""
+        if self._sparse is not None:
+            _, sx, sm, n = self._sparse
+        else:
+            X, M = self._x.X, self._m
+            n = X.shape[0]
+            sx = self._x.colsum
+            sm = np.asarray(M.sum(axis=0, dtype=np.float64)).ravel()
+        if not self.center:
+            return np.zeros_like(sx), np.zeros_like(sm)
+        return sx / n, sm.astype(np.float64)
+
+    def toarray(self, max_dim: int = DENSE_MAX_DIM):
+        """Dense (d1, d2) C_xy (only for small dimensions)."""
+        if max(self.shape) > max_dim:
+            raise ValueError(f"refusing to materialise a {self.shape[0]} x {self.shape[1]} dense "
+                             f"cross-covariance; dimensions must be <= max_dim={max_dim}")
+        u, v = self.rank_one()
+        return self.tosparse().toarray() - np.outer(u, v)
+
+
+class _Adjoint(LinearOperator):
+    def __init__(self, A):
+        self.A = A
+        super().__init__(dtype=A.dtype, shape=(A.shape[1], A.shape[0]))
+
+    def _matmat(self, V):
+        return self.A._rmatmat(V)
+
+    def _matvec(self, v):
+        return self.A._rmatvec(v)
+
+    def _rmatmat(self, U):
+        return self.A._matmat(U)
+
+    def _rmatvec(self, u):
+        return self.A._matvec(u)
+
+    def _adjoint(self):
+        return self.A

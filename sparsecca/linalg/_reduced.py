@@ -1,0 +1,406 @@
+"""The reduced (whitened) eigenproblem of Eq. 14-15 and its a-posteriori checks.
+
+With W_x, W_y whiteners (W^T W = C^-1; W_y = L^-1 for Cyy = L L^T) the generalized
+eigenproblem of Eq. 11 becomes the SVD of
+
+    T = W_x C_xy W_y^T,   T = U diag(s) V^T,   omega = s^2,  b = W_y^T v,  a = W_x^T u,
+
+equivalently the symmetric d2 x d2 problem  G = W_y C_xy^T C_xx^-1 C_xy W_y^T = V diag(omega) V^T
+with a = C_xx^-1 C_xy b / sqrt(omega) (Eq. 15).  Three strategies:
+
+``full``      Z = C_xx^-1 (C_xy W_y^T) for all d2 columns, then a dense eigh of the d2 x d2
+              Galerkin matrix (C_xy W_y^T)^T Z -- for d2 up to a few thousand.
+``operator``  randomized SVD of T as a LinearOperator (needs a whitener of C_xx); fast but
+              only as accurate as the randomized SVD of a slowly decaying spectrum allows.
+``krylov``    block Krylov-Schur (Davidson) iteration on G with the C_xx^-1 products of
+              ``xinv``, started from the operator solution (with the preconditioner as
+              whitener for an iterative ``xinv``), run until the Ritz residuals meet
+              sqrt(tol) -- for d2 too large for ``full``.
+
+Every result is finished by a Rayleigh-Ritz step in the exact metrics (so A^T Cxx A = I and
+B^T Cyy B = I hold to rounding whatever the solver) and carries the residual norms of the
+pencil of Eq. 11, an a-posteriori bound on the error of each correlation.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.linalg as la
+from scipy.sparse.linalg import LinearOperator
+
+from ._rsvd import _orth, _project_out, randomized_svd
+from ._validation import FactorizationError, check_choice, small_blas
+
+__all__ = ["CCAResult", "reduced_cca"]
+
+STRATEGIES = ("auto", "full", "operator", "krylov")
+
+#: 'auto' uses the full Galerkin matrix up to this many output features
+FULL_MAX_D2 = 2500
+
+
+class CCAResult(tuple):
+    """Projections of one regularised CCA solve; unpacks as ``A, B, omega``.
+
+    Attributes
+    ----------
+    x_weights : (d1, k) A, columns a_j with A^T Cxx A = I
+    y_weights : (d2, k) B, columns b_j with B^T Cyy B = I
+    eigenvalues : (k,) omega of Eq. 14, descending
+    correlations : (k,) sqrt(omega) = a_j^T Cxy b_j (can exceed 1 when tau > 0; at most
+        1 / (1 - tau))
+    residual_norms : (k,) norm of the Eq. 11 residual of (a_j, b_j) in the C^-1 metric: there
+        is an exact sqrt(omega) within this distance of ``correlations[j]`` (an upper bound
+        for 'randomized' / 'iterative', where C_xx^-1 is bounded by 1 / tau)
+    tau : float;  solver : str;  strategy : str
+    rank : int, rank of the randomized factor of X (0 for 'dense')
+    n_iter : int, block CG iterations (sum over solves) for 'iterative'
+    """
+
+    def __new__(cls, x_weights, y_weights, eigenvalues, **info):
+        self = super().__new__(cls, (x_weights, y_weights, eigenvalues))
+        self.__dict__.update(info)
+        return self
+
+    @property
+    def x_weights(self):
+        return self[0]
+
+    @property
+    def y_weights(self):
+        return self[1]
+
+    @property
+    def eigenvalues(self):
+        return self[2]
+
+    def __repr__(self):
+        k = self[0].shape[1]
+        return (f"CCAResult(k={k}, tau={getattr(self, 'tau', None)}, "
+                f"solver={getattr(self, 'solver', None)!r}, "
+                f"correlations[:3]={np.round(self.correlations[:3], 6).tolist()})")
+
+
+def _dense_cross(cross):
+    """C_xy as a dense (d1, d2) array via d2 products with the identity, in column chunks."""
+    d1, d2 = cross.shape
+    out = np.empty((d1, d2))
+    step = max(1, min(d2, 512))
+    for j in range(0, d2, step):
+        E = np.zeros((d2, min(step, d2 - j)))
+        E[np.arange(j, j + E.shape[1]), np.arange(E.shape[1])] = 1.0
+        out[:, j:j + E.shape[1]] = cross @ E
+    return out
+
+
+def _top_eigh(H, k):
+    """Top-k eigenpairs of a symmetric matrix, descending."""
+    H = 0.5 * (H + H.T)
+    m = H.shape[0]
+    with small_blas(0):
+        if k < m:
+            w, V = la.eigh(H, subset_by_index=[m - k, m - 1], check_finite=False)
+        else:
+            w, V = la.eigh(H, check_finite=False)
+    return w[::-1], V[:, ::-1]
+
+
+def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples=None,
+                n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None):
+    """Solve Eq. 14-15 given fitted inverse operators and a cross-covariance.
+
+    This is the low-level entry point: the rerankers call it repeatedly with different
+    cross-covariance factors M (C_xy = X^T M) but the same fitted ``xinv`` / ``yinv``.
+
+    Parameters
+    ----------
+    xinv : RegularizedInverse of C_xx (any method)
+    yinv : RegularizedInverse of C_yy ('dense' or 'randomized': a whitener is needed)
+    cross : (d1, d2) operator, C_xy (e.g. :class:`CrossCovariance`)
+    n_components : int in [1, min(d1, d2)]
+    strategy : {'auto', 'full', 'operator', 'krylov'}
+        'auto': 'full' for a dense ``xinv`` or when d2 <= 2500, else 'krylov'.
+    oversamples : int, optional
+        Extra directions for the randomized SVD / Krylov block (default max(10, k // 2)).
+    n_iter : int or 'auto'
+        Power iterations of the randomized SVD ('operator').
+    tol : float
+        'krylov': stop when every relative Ritz residual is below sqrt(tol).
+    random_state : None, int or numpy Generator
+    approx_xinv : RegularizedInverse, optional
+        'krylov': a cheap whitenable approximation of C_xx^-1 for the starting subspace
+        (default: the low-rank preconditioner inside an iterative ``xinv``).
+
+    Returns
+    -------
+    CCAResult
+    """
+    d1, d2 = cross.shape
+    k = int(n_components)
+    n_cg = 0
+    strategy = check_choice(strategy, "strategy", STRATEGIES)
+    if yinv.method == "iterative":
+        raise ValueError("yinv must be a 'dense' or 'randomized' RegularizedInverse (the "
+                         "reduced problem whitens C_yy), got method='iterative'")
+    if strategy == "auto":
+        # the dense reference is always exact ('full'); otherwise the Galerkin matrix while
+        # d2 is moderate, block Krylov beyond
+        strategy = "full" if (d2 <= FULL_MAX_D2 or xinv.method == "dense") else "krylov"
+    if strategy == "operator" and xinv.method == "iterative":
+        raise ValueError("strategy='operator' needs a whitener of C_xx; an iterative xinv "
+                         "supports strategy='full' or 'krylov'")
+    p = max(10, k // 2) if oversamples is None else int(oversamples)
+    width = d2 if strategy == "full" else min(d2, k + p)
+    with small_blas(width):
+        A, B, omega, n_cg = _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol,
+                                   random_state, approx_xinv)
+        omega = np.asarray(omega)[:k]
+        _check_rank(omega, k)
+        res = _finalize(A, B, xinv, yinv, cross)
+    res.__dict__.update(strategy=strategy, n_iter=n_cg, raw_eigenvalues=omega)
+    return res
+
+
+def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_xinv):
+    Wy = yinv.inv_sqrt()
+    n_cg = 0
+    if strategy == "full":
+        Cxy = _dense_cross(cross)
+        Ct = np.ascontiguousarray(Wy.matmat(Cxy.T).T)  # C_xy W_y^T, (d1, d2)
+        del Cxy
+        Z, R = xinv.solve_with_residual(Ct)
+        n_cg += getattr(xinv, "n_iter_", 0)
+        # variational estimate of Ct^T Cxx^-1 Ct: its error -E^T Cxx E is second order in
+        # the error E of Z (and a lower bound); R = 0 for the direct inverses
+        H = Ct.T @ Z
+        if xinv.method == "iterative":
+            H += Z.T @ R
+        del R
+        omega, Vk = _top_eigh(H, k)
+        B = Wy.rmatmat(Vk)
+        A = Z @ Vk  # Eq. 15 up to the 1 / sqrt(omega) that _finalize's normalisation applies
+        del Z, Ct
+    elif strategy == "operator":
+        Wx = xinv.inv_sqrt()
+        T = _WhitenedCross(Wx, cross, Wy)
+        U, s, Vt = randomized_svd(T, k, oversamples=p, n_iter=n_iter, random_state=random_state)
+        A = Wx.rmatmat(U)
+        B = Wy.rmatmat(Vt.T)  # a = W_x^T u carries Eq. 15's 1 / sqrt(omega) already
+        omega = s * s
+    else:
+        A, B, omega, n_cg = _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv)
+    return A, B, omega, n_cg
+
+
+class _WhitenedCross(LinearOperator):
+    """T = W_x C_xy W_y^T as a (d1, d2) operator."""
+
+    def __init__(self, Wx, cross, Wy):
+        self.Wx, self.cross, self.Wy = Wx, cross, Wy
+        super().__init__(dtype=np.float64, shape=cross.shape)
+
+    def _matmat(self, V):
+        return self.Wx.matmat(self.cross.matmat(self.Wy.rmatmat(np.asarray(V))))
+
+    def _rmatmat(self, U):
+        return self.Wy.matmat(self.cross.rmatmat(self.Wx.rmatmat(np.asarray(U))))
+
+    def _matvec(self, v):
+        return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
+
+    def _rmatvec(self, u):
+        return self._rmatmat(np.asarray(u).reshape(-1, 1)).reshape(-1)
+
+    def _adjoint(self):
+        return _WhitenedCrossT(self)
+
+
+class _WhitenedCrossT(LinearOperator):
+    def __init__(self, T):
+        self.T_ = T
+        super().__init__(dtype=np.float64, shape=(T.shape[1], T.shape[0]))
+
+    def _matmat(self, U):
+        return self.T_._rmatmat(U)
+
+    def _rmatmat(self, V):
+        return self.T_._matmat(V)
+
+    def _matvec(self, u):
+        return self.T_._rmatvec(u)
+
+    def _rmatvec(self, v):
+        return self.T_._matvec(v)
+
+
+def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv):
+    """Block Davidson (Krylov-Schur restarted) on G = W_y C_xy^T C_xx^-1 C_xy W_y^T.
+
+    Each expansion solves C_xx Z = C_xy W_y^T V for the new block only (block CG); the
+    Galerkin form (C_xy W_y^T V)^T Z is used for the Rayleigh-Ritz matrix so that inexact
+    solves perturb the Ritz values only to second order.
+    """
+    d1, d2 = cross.shape
+    m = min(k + p, d2)
+    if approx_xinv is not None:
+        approx = approx_xinv
+    else:
+        approx = _approx_of(xinv) if xinv.method == "iterative" else xinv
+    # starting subspace from the cheap whitened operator
+    T = _WhitenedCross(approx.inv_sqrt(), cross, Wy)
+    _, _, Vt = randomized_svd(T, m, oversamples=min(p, d2 - m), n_iter=2,
+                              random_state=random_state)
+    n_cg = 0
+
+    def apply(V):
+        nonlocal n_cg
+        Ct = cross.matmat(Wy.rmatmat(V))
+        Z = xinv.solve(Ct)
+        n_cg += getattr(xinv, "n_iter_", 0)
+        GV = Wy.matmat(cross.rmatmat(Z))
+        return Ct, Z, GV
+
+    V = _orth(np.ascontiguousarray(Vt.T))
+    Ct, Z, GV = apply(V)
+    max_basis = max(3 * m, m + 2 * k)
+    thresh = np.sqrt(tol)
+    for _ in range(100):
+        H = Ct.T @ Z
+        theta, S = _top_eigh(H, min(m, H.shape[0]))
+        Xr = V @ S
+        GX = GV @ S
+        R = GX[:, :k] - Xr[:, :k] * theta[:k]
+        rel = np.linalg.norm(R, axis=0) / np.maximum(np.abs(theta[:k]), 1e-300)
+        if rel.max() <= thresh:
+            break
+        if V.shape[1] + k > max_basis:  # thick restart on the Ritz block
+            V, GV, Z, Ct = Xr, GX, Z @ S, Ct @ S
+        W = _project_out(R.copy(), V)
+        nrm = np.linalg.norm(W, axis=0)
+        W = W[:, nrm > 1e-12 * max(float(nrm.max()), 1e-300)]
+        if W.shape[1] == 0:
+            break
+        W = _orth(_project_out(W, V))
+        Ctw, Zw, GW = apply(W)
+        V = np.hstack([V, W])
+        GV = np.hstack([GV, GW])
+        Z = np.hstack([Z, Zw])
+        Ct = np.hstack([Ct, Ctw])
+    else:
+        warnings.warn(f"the Krylov iteration did not reach relative residual {thresh:.2g} "
+                      f"(got {rel.max():.3g})", RuntimeWarning, stacklevel=3)
+    H = Ct.T @ Z
+    theta, S = _top_eigh(H, k)
+    B = Wy.rmatmat(V @ S)
+    A = Z @ S
+    return A, B, theta, n_cg
+
+
+def _check_rank(omega, k):
+    """Refuse components with (numerically) zero correlation instead of returning noise."""
+    top = float(np.max(omega)) if omega.size else 0.0
+    cut = max(top, 1e-300) * 1e-12
+    r = int(np.sum(omega > cut))
+    if top <= 0 or r < k:
+        raise ValueError(f"n_components must be at most the number of nonzero canonical "
+                         f"correlations ({r} here: the cross-covariance has rank {r}), "
+                         f"got {k}")
+
+
+def _approx_of(xinv):
+    """A whitenable cheap approximation of an iterative RegularizedInverse (its preconditioner
+    as a 'randomized' inverse sharing the same low-rank factor)."""
+    from ._inverse import RegularizedInverse
+
+    return RegularizedInverse(xinv.factor, xinv.tau, method="randomized", rank=xinv.rank_,
+                              tail="diagonal")
+
+
+def _finalize(A, B, xinv, yinv, cross):
+    """Rayleigh-Ritz in the exact metrics, sorting, signs and a-posteriori residuals.
+
+    Within span(A) x span(B) the best pairs are A Rx^-1 U, B Ry^-1 W from the SVD
+    U S W^T = Rx^-T (A^T C_xy B) Ry^-1 (Rx, Ry Cholesky factors of A^T Cxx A, B^T Cyy B):
+    exactly Cxx- and Cyy-orthonormal, and their correlations S are achieved values (for an
+    exact subspace they are the canonical correlations).
+    """
+    Cxx = xinv.covariance
+    Cyy = yinv.covariance
+    k = A.shape[1]
+    A = np.array(A, dtype=np.float64)
+    B = np.array(B, dtype=np.float64)
+    CA = Cxx.matmat(A)
+    CB = Cyy.matmat(B)
+    # scale columns to unit C-norm first so that the dependence test below is scale-free
+    sa = 1.0 / np.sqrt(np.maximum((A * CA).sum(axis=0), 1e-300))
+    sb = 1.0 / np.sqrt(np.maximum((B * CB).sum(axis=0), 1e-300))
+    A *= sa
+    CA *= sa
+    B *= sb
+    CB *= sb
+    Gx = A.T @ CA
+    Gy = B.T @ CB
+    CxyB = cross.matmat(B)
+    CyxA = cross.rmatmat(A)
+    K = A.T @ CxyB
+    Rx, okx = _safe_chol(Gx)
+    Ry, oky = _safe_chol(Gy)
+    if not (okx and oky):
+        raise FactorizationError(
+            "the computed projections are linearly dependent in the covariance metric "
+            "(n_components exceeds the rank of the cross-covariance?); reduce "
+            "n_components or increase tau")
+    Kw = la.solve_triangular(Rx, la.solve_triangular(Ry, K.T, trans="T").T, trans="T")
+    U, s, Wt = la.svd(Kw)
+    Tx = la.solve_triangular(Rx, U)  # Rx^-1 U
+    Ty = la.solve_triangular(Ry, Wt.T)
+    A = A @ Tx
+    B = B @ Ty
+    CA = CA @ Tx
+    CB = CB @ Ty
+    CxyB = CxyB @ Ty
+    CyxA = CyxA @ Tx
+    # deterministic signs: largest-magnitude entry of each a_j positive
+    idx = np.argmax(np.abs(A), axis=0)
+    sg = np.sign(A[idx, np.arange(k)])
+    sg[sg == 0] = 1.0
+    A *= sg
+    B *= sg
+    CA *= sg
+    CB *= sg
+    CxyB *= sg
+    CyxA *= sg
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
+        raise FactorizationError("non-finite projections: the factorisation broke down")
+    # residual of Eq. 11 for z = (a; b): r_a = C_xy b - s Cxx a, r_b = C_yx a - s Cyy b
+    ra = CxyB - CA * s
+    rb = CyxA - CB * s
+    rna = _inv_norm2(xinv, ra)
+    rnb = _inv_norm2(yinv, rb)
+    resid = np.sqrt(0.5 * (rna + rnb))
+    return CCAResult(A, B, s * s, correlations=s, residual_norms=resid, tau=xinv.tau,
+                     rank=getattr(xinv, "rank_", 0))
+
+
+def _safe_chol(G):
+    G = 0.5 * (G + G.T)
+    try:
+        R = la.cholesky(G, lower=False, check_finite=False)
+    except la.LinAlgError:
+        return None, False
+    d = np.abs(np.diag(R))
+    if d.min() <= 1e-7 * d.max():
+        return None, False
+    return R, True
+
+
+def _inv_norm2(inv, R):
+    """Column-wise ||r||^2_{C^-1}: exact for a dense inverse, bounded by ||r||^2 / tau
+    (C >= tau I) otherwise."""
+    if inv.method == "dense":
+        return np.maximum((R * inv.matmat(R)).sum(axis=0), 0.0)
+    if inv.tau > 0:
+        return (R * R).sum(axis=0) / inv.tau
+    return (R * inv._lowrank_inverse(R)).sum(axis=0)

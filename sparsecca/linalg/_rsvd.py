@@ -1,0 +1,267 @@
+"""Randomized range finders and SVD (Halko, Martinsson & Tropp 2011).
+
+Everything here only needs ``A @ V`` and ``A.T @ U``: dense arrays, scipy.sparse matrices and
+:class:`~scipy.sparse.linalg.LinearOperator` objects all work.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import scipy.linalg as la
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+from ._validation import (
+    check_matrix,
+    check_positive_int,
+    check_random_state,
+    small_blas,
+)
+
+__all__ = ["svd_flip", "randomized_range_finder", "adaptive_range_finder", "randomized_svd"]
+
+#: Halko et al. (2011), eq. (4.3): ||(I - QQ^T) A|| <= ERR_FACTOR * max_i ||(I - QQ^T) A w_i||
+#: with probability at least 1 - 10^-r for r Gaussian probes w_i
+ERR_FACTOR = 10.0 * math.sqrt(2.0 / math.pi)
+
+
+def svd_flip(u, vt):
+    """Make singular vectors sign-deterministic (scikit-learn's u-based convention).
+
+    The entry of largest magnitude in each column of ``u`` is made positive, and the
+    matching row of ``vt`` is flipped with it, so ``u * s @ vt`` is unchanged.
+
+    Parameters
+    ----------
+    u : (m, k) array
+    vt : (k, n) array
+
+    Returns
+    -------
+    u, vt : flipped copies
+    """
+    u = np.array(u, copy=True)
+    vt = np.array(vt, copy=True)
+    idx = np.argmax(np.abs(u), axis=0)
+    signs = np.sign(u[idx, np.arange(u.shape[1])])
+    signs[signs == 0] = 1.0
+    u *= signs
+    vt *= signs[:, None]
+    return u, vt
+
+
+def _check_operator(A, name="A"):
+    """ndarray / sparse (validated) or anything with ``shape``, ``@`` and ``.T``."""
+    if isinstance(A, LinearOperator):
+        return check_matrix(A, name, allow_operator=True)
+    if isinstance(A, np.ndarray) or sp.issparse(A) or isinstance(A, (list, tuple)):
+        return check_matrix(A, name)
+    shape = getattr(A, "shape", None)
+    if shape is None or len(shape) != 2 or not hasattr(A, "T") or not hasattr(A, "__matmul__"):
+        raise TypeError(f"{name} must be an array, a scipy.sparse matrix, a LinearOperator or "
+                        f"an object with a 2-D shape, '@' and '.T', got {type(A).__name__}")
+    if min(shape) < 1:
+        raise ValueError(f"{name} must have at least 1 row and 1 column, got shape {shape}")
+    return A
+
+
+def _mm(A, V):
+    return np.asarray(A @ V, dtype=np.float64)
+
+
+def _rmm(A, U):
+    return np.asarray(A.T @ U, dtype=np.float64)
+
+
+def _orth(Y):
+    """Orthonormal basis of range(Y) by economic QR (Y is tall)."""
+    Q, _ = la.qr(Y, mode="economic", check_finite=False, overwrite_a=True)
+    return Q
+
+
+def _project_out(Y, Q):
+    """Y - Q (Q^T Y), twice (classical Gram-Schmidt needs reorthogonalisation)."""
+    if Q is None or Q.shape[1] == 0:
+        return Y
+    for _ in range(2):
+        Y -= Q @ (Q.T @ Y)
+    return Y
+
+
+def _check_n_iter(n_iter, k, shape):
+    if isinstance(n_iter, str):
+        if n_iter != "auto":
+            raise ValueError(f"n_iter must be 'auto' or an int >= 0, got {n_iter!r}")
+        # scikit-learn's choice: more passes when k is a small fraction of the spectrum
+        return 7 if k < 0.1 * min(shape) else 4
+    return check_positive_int(n_iter, "n_iter", minimum=0)
+
+
+def randomized_range_finder(A, size, n_iter=2, random_state=None):
+    """Orthonormal Q (m, size) with range(Q) ~ range of the top ``size`` singular vectors.
+
+    Halko et al. Algorithm 4.4 (subspace iteration, re-orthonormalised after every product).
+
+    Parameters
+    ----------
+    A : (m, n) array, sparse matrix or LinearOperator
+    size : int, number of columns of Q (<= min(m, n))
+    n_iter : int >= 0, number of power iterations
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    Q : (m, size) float64 array with orthonormal columns
+    """
+    A = _check_operator(A)
+    size = check_positive_int(size, "size")
+    if size > min(A.shape):
+        raise ValueError(f"size must be in [1, min(A.shape)] = [1, {min(A.shape)}], got {size}")
+    n_iter = check_positive_int(n_iter, "n_iter", minimum=0)
+    rng = check_random_state(random_state)
+    return _range_finder(A, size, n_iter, rng)
+
+
+def _range_finder(A, size, n_iter, rng):
+    Q = _orth(_mm(A, rng.standard_normal((A.shape[1], size))))
+    for _ in range(n_iter):
+        Q = _orth(_rmm(A, Q))
+        Q = _orth(_mm(A, Q))
+    return Q
+
+
+def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
+                          random_state=None, Q=None, growth=2.0, max_block=1024):
+    """Grow an orthonormal basis until an a-posteriori bound on the range error meets ``tol``.
+
+    Blocked form of Halko et al. Algorithm 4.2: each step draws a block of ``b`` Gaussian
+    probes w_i, projects A w_i off the current basis and estimates (their eq. 4.3)
+
+        ||(I - Q Q^T) A||_2 <= 10 sqrt(2/pi) max_i ||(I - Q Q^T) A w_i||
+
+    which holds with probability at least 1 - 10^-b.  While the estimate exceeds ``tol``
+    the probes (after ``n_iter`` power iterations on the complement) are orthonormalised and
+    appended; the block doubles each step (up to ``max_block``) so that a search that must
+    run to full rank takes O(log rank) passes over A instead of rank / b.
+
+    Parameters
+    ----------
+    A : (m, n) array, sparse matrix or LinearOperator
+    tol : float > 0
+        Absolute target for the spectral-norm range error ||(I - Q Q^T) A||.
+    block_size : int >= 1
+        Initial number of probes per step.
+    max_rank : int, optional
+        Stop once Q has this many columns (default min(m, n)).
+    n_iter : int >= 0
+        Power iterations applied to each new block (sharpens the basis; the error estimate
+        always uses the un-powered probes, as the bound requires).
+    random_state : None, int or numpy Generator
+    Q : (m, r0) array with orthonormal columns, optional
+        A basis to extend (e.g. from a previous call with a looser tolerance).
+
+    Returns
+    -------
+    Q : (m, r) float64 array with orthonormal columns
+    err : float
+        The last error estimate: an upper bound (w.p. >= 1 - 10^-b) on ||(I - Q_prev Q_prev^T)
+        A|| for the basis before the last block was appended, hence also for the returned Q.
+        0.0 when the range of A is exhausted (rank(A) <= r).
+    """
+    A = _check_operator(A)
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0:
+        raise ValueError(f"tol must be a real number > 0, got {tol!r}")
+    b = check_positive_int(block_size, "block_size")
+    m, n = A.shape
+    cap = min(m, n)
+    max_rank = cap if max_rank is None else min(check_positive_int(max_rank, "max_rank"), cap)
+    n_iter = check_positive_int(n_iter, "n_iter", minimum=0)
+    rng = check_random_state(random_state)
+    Q = np.zeros((m, 0)) if Q is None else np.asarray(Q, dtype=np.float64)
+    return _adaptive(A, float(tol), b, max_rank, n_iter, rng, Q, growth, max_block)
+
+
+def _adaptive(A, tol, b, max_rank, n_iter, rng, Q, growth=2.0, max_block=1024,
+              norm_est=None):
+    m, n = A.shape
+    err = np.inf
+    while True:
+        r = Q.shape[1]
+        if r >= max_rank:
+            break
+        bb = min(b, max_rank - r)
+        Y = _mm(A, rng.standard_normal((n, bb)))
+        if norm_est is None:
+            # ||A w|| for Gaussian w ~ ||A||_F, a scale for deciding rank exhaustion
+            norm_est = max(float(np.sqrt((Y * Y).sum(axis=0).mean())), np.finfo(float).tiny)
+        Y = _project_out(Y, Q)
+        colnorm = np.sqrt((Y * Y).sum(axis=0))
+        err = ERR_FACTOR * float(colnorm.max())
+        if err <= 1e3 * np.finfo(np.float64).eps * norm_est * math.sqrt(n):
+            err = 0.0  # range exhausted: what is left is rounding
+            break
+        if err <= tol:
+            break
+        for _ in range(n_iter):
+            Z = _rmm(A, _orth(Y))
+            Y = _project_out(_mm(A, Z), Q)
+        # drop directions that are numerically already in range(Q)
+        Yq, R = la.qr(Y, mode="economic", check_finite=False)
+        keep = np.abs(np.diag(R)) > 1e-10 * max(float(np.abs(np.diag(R)).max()), 1e-300)
+        Yq = _project_out(Yq[:, keep], Q)
+        Yq = _orth(Yq)
+        Q = np.hstack([Q, Yq])
+        b = min(int(b * growth), max_block)
+    return Q, err
+
+
+def randomized_svd(A, k, oversamples=10, n_iter="auto", random_state=None):
+    """Truncated SVD by random projection (Halko, Martinsson & Tropp 2011, Alg. 4.4 + 5.1).
+
+    Parameters
+    ----------
+    A : (m, n) ndarray, scipy.sparse matrix, LinearOperator, or any object with a 2-D
+        ``shape`` supporting ``A @ V`` and ``A.T @ U``
+    k : int in [1, min(m, n)]
+        Number of singular triplets.
+    oversamples : int >= 0
+        Extra random directions (the basis has min(k + oversamples, min(m, n)) columns).
+    n_iter : int >= 0 or 'auto'
+        Power iterations; 'auto' uses 7 when k < 0.1 min(m, n), else 4 (scikit-learn's rule).
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    U : (m, k) float64, orthonormal columns
+    s : (k,) float64, descending
+    Vt : (k, n) float64, orthonormal rows
+
+    Notes
+    -----
+    Signs follow scikit-learn's ``svd_flip`` convention: the largest-magnitude entry of each
+    column of U is positive, so the output does not depend on the random draw beyond the
+    approximation error.  Computations are in float64.
+    """
+    A = _check_operator(A)
+    m, n = A.shape
+    k = check_positive_int(k, "k")
+    if k > min(m, n):
+        raise ValueError(f"k must be in [1, min(A.shape)] = [1, {min(m, n)}], got {k}")
+    p = check_positive_int(oversamples, "oversamples", minimum=0)
+    n_iter = _check_n_iter(n_iter, k, A.shape)
+    rng = check_random_state(random_state)
+    size = min(k + p, m, n)
+    transpose = m < n  # work on the orientation with the shorter basis
+    Aop = A.T if transpose else A
+    with small_blas(size):
+        Q = _range_finder(Aop, size, n_iter, rng)
+        B = _rmm(Aop, Q).T  # (size, n') = Q^T A'
+        Ub, s, Vt = la.svd(B, full_matrices=False, check_finite=False)
+        U = Q @ Ub
+    if transpose:
+        U, Vt = Vt.T, U.T
+    U, Vt = svd_flip(U[:, :k], Vt[:k])
+    return U, s[:k].copy(), Vt

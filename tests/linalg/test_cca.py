@@ -1,0 +1,228 @@
+"""SparseCCA / CCAEngine / cca_path against the block eigenproblem of Eq. 11."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsecca.linalg import CCAEngine, SparseCCA, cca_path
+
+from .conftest import count_problem, covariances, dense_problem, eigh_reference, max_sin_angle
+
+EPS = np.finfo(np.float64).eps
+
+
+def _problem(kind, seed):
+    if kind == "sparse":
+        return count_problem(150, 40, 18, seed=seed)
+    return dense_problem(150, 40, 18, seed=seed)
+
+
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("tau", [0.0, 0.1, 0.5, 0.95])
+@pytest.mark.parametrize("center", [False, True])
+def test_dense_solver_equals_block_eigh(kind, seed, tau, center):
+    X, Y = _problem(kind, seed)
+    k = 6
+    Cxx, Cyy, Cxy = covariances(X, Y, tau, center=center)
+    sig, Aref, Bref = eigh_reference(Cxx, Cyy, Cxy, k + 1)
+    assert sig[k - 1] - sig[k] > 1e-6 * sig[0]  # a gap, so the k-subspace is defined
+    m = SparseCCA(k, tau=tau, solver="dense", center=center).fit(X, Y)
+    np.testing.assert_allclose(m.correlations_, sig[:k], rtol=1e-8)
+    np.testing.assert_allclose(m.eigenvalues_, sig[:k] ** 2, rtol=2e-8)
+    assert max_sin_angle(m.x_weights_, Aref[:, :k], Cxx) < 1e-6
+    assert max_sin_angle(m.y_weights_, Bref[:, :k], Cyy) < 1e-6
+    # component by component (distinct correlations): equal up to sign
+    for j in range(k):
+        if min(abs(sig[j] - sig[j + 1]), abs(sig[j] - sig[j - 1]) if j else 1) > 1e-4:
+            c = m.x_weights_[:, j] @ Cxx @ Aref[:, j]
+            assert abs(abs(c) - 1) < 1e-8
+            np.testing.assert_allclose(np.sign(c) * m.y_weights_[:, j], Bref[:, j],
+                                       atol=1e-6 * np.abs(Bref[:, j]).max())
+
+
+@pytest.mark.parametrize("solver", ["dense", "randomized", "iterative"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_b_orthonormality_every_solver(solver, dtype, fmt):
+    X, Y = count_problem(400, 90, 25, seed=3, dtype=dtype)
+    if fmt == "dense":
+        X, Y = X.toarray(), Y.toarray()
+    tau = 0.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # randomized may stop at max_rank
+        m = SparseCCA(8, tau=tau, solver=solver, random_state=0, max_rank=40).fit(X, Y)
+    Cxx, Cyy, Cxy = covariances(X, Y, tau)
+    A, B = m.x_weights_, m.y_weights_
+    tol = 1e3 * EPS
+    np.testing.assert_allclose(A.T @ Cxx @ A, np.eye(8), atol=tol)
+    np.testing.assert_allclose(B.T @ Cyy @ B, np.eye(8), atol=tol)
+    # and A^T Cxy B is diagonal with the reported correlations, sorted descending
+    np.testing.assert_allclose(A.T @ Cxy @ B, np.diag(m.correlations_), atol=1e3 * EPS *
+                               m.correlations_[0])
+    assert np.all(np.diff(m.correlations_) <= 0)
+    assert m.x_weights_.dtype == np.float64 and np.all(np.isfinite(A))
+
+
+@pytest.mark.parametrize("tau", [0.1, 0.5, 0.95])
+def test_iterative_matches_dense(tau):
+    X, Y = count_problem(3000, 600, 60, seed=4)
+    d = SparseCCA(15, tau=tau, solver="dense").fit(X, Y)
+    it = SparseCCA(15, tau=tau, solver="iterative", random_state=0).fit(X, Y)
+    assert it.solver_ == "iterative" and it.n_iter_ > 0 and it.rank_ > 0
+    np.testing.assert_allclose(it.correlations_, d.correlations_, rtol=1e-8)
+    # the a-posteriori bound is honest: the true error is below it
+    assert np.all(np.abs(it.correlations_ - d.correlations_) <= it.residual_norms_ + 1e-12)
+
+
+def test_randomized_adapts_its_rank_and_is_exact_when_the_range_is_exhausted():
+    # n = 120 rows: rank(X) <= 120 < d1, so the adaptive factor can capture all of it
+    X, Y = count_problem(120, 400, 30, seed=5)
+    d = SparseCCA(10, tau=0.2, solver="dense").fit(X, Y)
+    r = SparseCCA(10, tau=0.2, solver="randomized", random_state=0).fit(X, Y)
+    assert 10 < r.rank_ <= 120 and r.error_estimate_ <= 1e-3
+    np.testing.assert_allclose(r.correlations_, d.correlations_, rtol=1e-8)
+
+
+def test_randomized_stops_at_max_rank_with_a_warning_and_lower_bounds():
+    X, Y = count_problem(2000, 500, 40, seed=6)
+    d = SparseCCA(5, tau=0.3, solver="dense").fit(X, Y)
+    with pytest.warns(RuntimeWarning, match=r"estimated relative error .* > tol = 0.001 at "
+                                            r"the largest allowed rank 32"):
+        r = SparseCCA(5, tau=0.3, solver="randomized", max_rank=32, random_state=0).fit(X, Y)
+    assert r.rank_ == 32 and r.error_estimate_ > 1e-3
+    # Rayleigh-Ritz values of a subspace never exceed the exact ones
+    assert np.all(r.correlations_ <= d.correlations_ * (1 + 1e-10))
+    assert np.all(np.abs(r.correlations_ - d.correlations_) <= r.residual_norms_ + 1e-12)
+
+
+@pytest.mark.parametrize("solver,strategy,rtol", [
+    ("dense", "krylov", 1e-8), ("iterative", "krylov", 1e-8), ("iterative", "full", 1e-8),
+    # a randomized SVD of a slowly decaying spectrum: approximate, and a lower bound
+    ("dense", "operator", 2e-2)])
+def test_reduced_strategies_agree(solver, strategy, rtol):
+    X, Y = count_problem(1500, 300, 120, seed=7)
+    tau = 0.4
+    ref = CCAEngine(X, Y, solver="dense").solve(Y, tau, 10)
+    res = CCAEngine(X, Y, solver=solver, random_state=0).solve(Y, tau, 10, strategy=strategy)
+    assert res.strategy == strategy
+    np.testing.assert_allclose(res.correlations, ref.correlations, rtol=rtol)
+    assert np.all(res.correlations <= ref.correlations * (1 + 1e-12))
+
+
+def test_arbitrary_cross_factor():
+    """The rerankers' entry point: Cxy = X^T M with M != Y, same X, Y and tau."""
+    X, Y = count_problem(200, 50, 20, seed=8)
+    rng = np.random.default_rng(0)
+    engine = CCAEngine(X, Y, solver="dense")
+    for lam in (0.25, 0.75):
+        R = sp.random(200, 20, density=0.1, random_state=rng, format="csr")
+        M = ((1 - lam) * Y + lam * R).tocsr()
+        A, B, omega = engine.solve(M, 0.3, 5)
+        Cxx, Cyy, Cxy = covariances(X, Y, 0.3, M=M)
+        sig, _, _ = eigh_reference(Cxx, Cyy, Cxy, 5)
+        np.testing.assert_allclose(np.sqrt(omega), sig, rtol=1e-8)
+    assert len(engine._xinv) == 1  # the X factorisation was reused across M
+
+
+def test_centered_equals_explicitly_centered_dense():
+    X, Y = count_problem(300, 35, 12, seed=9)
+    a = SparseCCA(5, tau=0.2, center=True, solver="dense").fit(X, Y)
+    Xc = X.toarray() - X.toarray().mean(axis=0)
+    Yc = Y.toarray() - Y.toarray().mean(axis=0)
+    b = SparseCCA(5, tau=0.2, center=False, solver="dense").fit(Xc, Yc)
+    np.testing.assert_allclose(a.correlations_, b.correlations_, rtol=1e-10)
+    xs, ys = a.transform(X, Y)
+    xs2, ys2 = b.transform(Xc, Yc)
+    np.testing.assert_allclose(np.abs(xs), np.abs(xs2), atol=1e-9)
+    assert sp.issparse(X)  # the input was never densified by fit
+
+
+def test_matches_scikit_learn_cca():
+    """tau -> 0, full rank, centred: the classical canonical correlations."""
+    skl = pytest.importorskip("sklearn.cross_decomposition")
+    X, Y = dense_problem(400, 6, 4, seed=10, shared=3, noise=0.7)
+    k = 3
+    ref = skl.CCA(n_components=k, scale=False, max_iter=5000, tol=1e-14).fit(X, Y)
+    xs_r, ys_r = ref.transform(X, Y)
+    ours = SparseCCA(k, tau=0.0, center=True, solver="dense").fit(X, Y)
+    xs, ys = ours.transform(X, Y)
+    for j in range(k):
+        r_ref = np.corrcoef(xs_r[:, j], ys_r[:, j])[0, 1]
+        np.testing.assert_allclose(ours.correlations_[j], r_ref, rtol=1e-6)
+        np.testing.assert_allclose(ours.empirical_correlations_[j], r_ref, rtol=1e-6)
+        # the same projection direction, up to sign and scale
+        assert abs(np.corrcoef(xs[:, j], xs_r[:, j])[0, 1]) > 1 - 1e-6
+        assert abs(np.corrcoef(ys[:, j], ys_r[:, j])[0, 1]) > 1 - 1e-6
+    # at tau = 0 the eigen-correlations are Pearson correlations and at most 1
+    assert np.all(ours.correlations_ <= 1 + 1e-12)
+
+
+def test_correlations_can_exceed_one_with_tau():
+    X, Y = count_problem(500, 40, 10, seed=11)
+    tau = 0.5
+    m = SparseCCA(3, tau=tau, solver="dense").fit(X, Y)
+    assert m.correlations_[0] > 1.0  # the paper's unscaled Cxy
+    assert m.correlations_[0] <= 1.0 / (1.0 - tau) + 1e-12
+    np.testing.assert_allclose(m.eigenvalues_, m.correlations_ ** 2)
+    assert np.all(np.abs(m.empirical_correlations_) <= 1.0)
+
+
+def test_estimator_api():
+    X, Y = count_problem(200, 30, 12, seed=12)
+    est = SparseCCA(4, tau=0.3, solver="auto", random_state=0)
+    assert est.get_params() == dict(n_components=4, tau=0.3, solver="auto", center=False,
+                                    tol=None, max_rank=None, random_state=0)
+    assert not hasattr(est, "x_weights_")
+    with pytest.raises(AttributeError, match="not fitted yet"):
+        est.transform(X)
+    assert est.fit(X, Y) is est
+    assert est.solver_ == "dense" and "min(n, d1) = 30" in est.solver_reason_
+    assert est.x_weights_.shape == (30, 4) and est.y_weights_.shape == (12, 4)
+    xs = est.transform(X)
+    xs2, ys2 = est.fit_transform(X, Y)
+    np.testing.assert_allclose(xs, xs2)
+    assert ys2.shape == (200, 4)
+    np.testing.assert_allclose(est.empirical_correlations_,
+                               [np.corrcoef(xs[:, j], ys2[:, j])[0, 1] for j in range(4)])
+    est.set_params(tau=0.6)
+    assert est.tau == 0.6
+    with pytest.raises(ValueError, match="invalid parameter 'alpha'"):
+        est.set_params(alpha=1)
+    assert "SparseCCA(n_components=4" in repr(est)
+
+
+def test_fit_path_and_cca_path_reuse_and_equal_single_fits():
+    X, Y = count_problem(300, 45, 15, seed=13)
+    taus = [0.05, 0.3, 0.9]
+    models = SparseCCA(4, solver="dense").fit_path(X, Y, taus)
+    results = cca_path(X, Y, taus, 4, solver="dense")
+    for tau, m, r in zip(taus, models, results):
+        single = SparseCCA(4, tau=tau, solver="dense").fit(X, Y)
+        assert m.tau == tau and m.tau_ == tau
+        np.testing.assert_allclose(m.correlations_, single.correlations_, rtol=1e-10)
+        np.testing.assert_allclose(r.correlations, single.correlations_, rtol=1e-10)
+        A, B, omega = r
+        np.testing.assert_allclose(omega, single.eigenvalues_, rtol=1e-10)
+
+
+def test_fit_path_randomized_reuses_the_x_factor():
+    X, Y = count_problem(100, 300, 20, seed=14)
+    engine = CCAEngine(X, Y, solver="randomized", random_state=0)
+    engine.solve(Y, 0.1, 5)
+    passes = engine.xfactor.n_gram_products_
+    engine.solve(Y, 0.7, 5)
+    assert engine.xfactor.n_gram_products_ == passes  # the SVD of X does not depend on tau
+
+
+def test_reproduces_the_zipf_known_figure(zipf_dir):
+    X = sp.load_npz(zipf_dir / "X_20000_5000.npz")
+    Y = sp.load_npz(zipf_dir / "Y_20000_300.npz")
+    m = SparseCCA(50, tau=0.5, solver="dense").fit(X, Y)
+    np.testing.assert_allclose(m.correlations_[:5],
+                               [1.9538, 1.5952, 1.5888, 1.5805, 1.5777], atol=5e-5)
+    np.testing.assert_allclose(m.empirical_correlations_[:5],
+                               [0.3232, 0.8003, 0.7971, 0.7930, 0.7915], atol=5e-5)
+    assert m.correlations_.shape == (50,) and np.all(np.diff(m.correlations_) <= 0)

@@ -1,0 +1,117 @@
+"""Covariance builders: operators equal the dense formulas, streaming equals one matrix."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsecca.linalg import CrossCovariance, GramStats, RegularizedGram
+
+from .conftest import count_problem, covariances
+
+
+def _inputs(fmt, dtype, seed=0):
+    X, M = count_problem(60, 23, 7, seed=seed, dtype=dtype)
+    if fmt == "dense":
+        return X.toarray(), M.toarray()
+    return X, M
+
+
+def _tol(dtype):
+    # counts up to ~10: relative rounding of a sum of n products, scaled by eps
+    return 200 * np.finfo(dtype).eps
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("tau", [0.0, 0.3, 1.0])
+def test_regularized_gram_matches_dense(dtype, fmt, center, tau):
+    X, M = _inputs(fmt, dtype)
+    C = RegularizedGram(X, tau, center=center)
+    Cxx, _, _ = covariances(X, M, tau, center=center)
+    assert C.shape == (23, 23) and C.dtype == dtype
+    rng = np.random.default_rng(1)
+    V = rng.standard_normal((23, 4))
+    scale = np.abs(Cxx).max()
+    np.testing.assert_allclose(C @ V, Cxx @ V, rtol=_tol(dtype), atol=_tol(dtype) * scale * 5)
+    np.testing.assert_allclose(C @ V[:, 0], Cxx @ V[:, 0], rtol=_tol(dtype),
+                               atol=_tol(dtype) * scale * 5)
+    np.testing.assert_allclose(C.T @ V, Cxx @ V, rtol=_tol(dtype), atol=_tol(dtype) * scale * 5)
+    np.testing.assert_allclose(C.toarray(), Cxx, rtol=_tol(dtype), atol=_tol(dtype) * scale)
+    np.testing.assert_allclose(C.diagonal(), np.diag(Cxx), rtol=_tol(dtype),
+                               atol=_tol(dtype) * scale)
+
+
+def test_centering_never_densifies():
+    X, _ = count_problem(50, 40, 5, seed=3)
+    C = RegularizedGram(X, 0.2, center=True)
+    assert sp.issparse(C._src.X) and C._src.X.nnz == X.nnz
+    np.testing.assert_allclose(C.mean_, X.toarray().mean(axis=0))
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_streamed_blocks_equal_one_matrix(center, dtype):
+    X, M = count_problem(97, 31, 9, seed=5, dtype=dtype)
+    cuts = [0, 10, 11, 50, 97]
+    blocks = [X[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    C_one = RegularizedGram(X, 0.4, center=center)
+    C_blk = RegularizedGram.from_blocks(iter(blocks), 0.4, center=center)
+    assert C_blk.n_samples == 97 and C_blk.dtype == dtype
+    V = np.random.default_rng(0).standard_normal((31, 3))
+    np.testing.assert_allclose(C_blk @ V, C_one @ V, rtol=_tol(dtype), atol=_tol(dtype) * 100)
+    np.testing.assert_allclose(C_blk.toarray(), C_one.toarray(), rtol=_tol(dtype),
+                               atol=_tol(dtype) * 100)
+    pairs = [(X[a:b], M[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    K_one = CrossCovariance(X, M, center=center)
+    K_blk = CrossCovariance.from_blocks(iter(pairs), center=center)
+    W = np.random.default_rng(1).standard_normal((9, 2))
+    np.testing.assert_allclose(K_blk @ W, K_one @ W, rtol=1e-10, atol=1e-9)
+    U = np.random.default_rng(2).standard_normal((31, 2))
+    np.testing.assert_allclose(K_blk.T @ U, K_one.T @ U, rtol=1e-10, atol=1e-9)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("center", [False, True])
+def test_cross_covariance(fmt, center):
+    X, M = _inputs(fmt, np.float64, seed=2)
+    K = CrossCovariance(X, M, center=center)
+    _, _, Cxy = covariances(X, M, 0.5, center=center)
+    assert K.shape == (23, 7)
+    np.testing.assert_allclose(K.toarray(), Cxy, rtol=1e-12, atol=1e-10)
+    V = np.random.default_rng(0).standard_normal((7, 3))
+    U = np.random.default_rng(1).standard_normal((23, 3))
+    np.testing.assert_allclose(K @ V, Cxy @ V, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(K.T @ U, Cxy.T @ U, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(K.H @ U[:, 0], Cxy.T @ U[:, 0], rtol=1e-12, atol=1e-10)
+    S = K.tosparse()
+    assert sp.issparse(S)
+    u, v = K.rank_one()
+    np.testing.assert_allclose(S.toarray() - np.outer(u, v), Cxy, rtol=1e-12, atol=1e-10)
+
+
+def test_gram_stats_accumulation():
+    X, _ = count_problem(40, 12, 3, seed=7)
+    st = GramStats.from_blocks([X[:13], X[13:].toarray()])
+    np.testing.assert_allclose(st.gram.toarray(), (X.T @ X).toarray())
+    np.testing.assert_allclose(st.colsum, np.asarray(X.sum(axis=0)).ravel())
+    assert st.n_samples == 40 and st.n_features == 12
+
+
+def test_toarray_refuses_large_dimensions():
+    X = sp.random(5, 30, density=0.2, format="csr", random_state=0)
+    with pytest.raises(ValueError, match=r"d must be <= max_dim=10, pass a larger max_dim"):
+        RegularizedGram(X, 0.5).toarray(max_dim=10)
+
+
+def test_block_errors():
+    with pytest.raises(ValueError, match=r"blocks must yield at least one row block, got none"):
+        GramStats.from_blocks([])
+    with pytest.raises(ValueError, match=r"blocks\[1\] must have 4 columns like the first "
+                                         r"block, got 5"):
+        GramStats.from_blocks([np.ones((2, 4)), np.ones((2, 5))])
+    with pytest.raises(ValueError, match=r"pairs must yield at least one"):
+        CrossCovariance.from_blocks([])
+    with pytest.raises(TypeError, match=r"pairs\[0\] must be an \(X_block, M_block\) pair, "
+                                        r"got int"):
+        CrossCovariance.from_blocks([5])

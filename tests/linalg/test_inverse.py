@@ -1,0 +1,198 @@
+"""Regularised inverse operators: dense / randomized / iterative, and block CG."""
+
+import numpy as np
+import pytest
+import scipy.linalg as la
+import scipy.sparse as sp
+
+from sparsecca.linalg import (
+    FactorizationError,
+    GramFactor,
+    RegularizedInverse,
+    SingularCovarianceError,
+    block_cg,
+)
+
+from .conftest import count_problem, covariances
+
+
+def _low_rank(n, d, r, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, r)) @ rng.standard_normal((r, d))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("space,n", [("primal", 80), ("dual", 25)])
+def test_dense_inverse_and_whitener(dtype, fmt, center, space, n):
+    X, Y = count_problem(n, 40, 5, seed=1, dtype=dtype)
+    X = X.toarray() if fmt == "dense" else X
+    tau = 0.3
+    inv = RegularizedInverse(X, tau, "dense", center=center)
+    assert inv.dense_space == space
+    Cxx, _, _ = covariances(X, Y, tau, center=center)
+    Ci = np.linalg.inv(Cxx)
+    B = np.random.default_rng(0).standard_normal((40, 3))
+    # the operator computes in float64 from (possibly float32) data: the error is the
+    # float32 rounding of the data only, i.e. zero for integer counts
+    np.testing.assert_allclose(inv @ B, Ci @ B, rtol=1e-9, atol=1e-10)
+    W = inv.inv_sqrt()
+    Wd = W @ np.eye(40)
+    np.testing.assert_allclose(Wd.T @ Wd, Ci, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(Wd @ Cxx @ Wd.T, np.eye(40), atol=1e-9)
+    np.testing.assert_allclose(W.T @ B, Wd.T @ B, atol=1e-10)
+
+
+@pytest.mark.parametrize("tail", ["identity", "diagonal"])
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_randomized_is_exact_when_rank_is_captured(tail, fmt):
+    X = _low_rank(60, 45, 6, seed=2)
+    X = sp.csr_matrix(X) if fmt == "csr" else X
+    tau = 0.25
+    inv = RegularizedInverse(X, tau, "randomized", rank=10, tail=tail, random_state=0)
+    assert inv.rank_ <= 10 and inv.factor.range_error_ == 0.0
+    Xd = X.toarray() if fmt == "csr" else X
+    C = (1 - tau) * Xd.T @ Xd + tau * np.eye(45)
+    np.testing.assert_allclose(inv @ np.eye(45), np.linalg.inv(C), atol=1e-10)
+    W = inv.inv_sqrt() @ np.eye(45)
+    np.testing.assert_allclose(W @ C @ W.T, np.eye(45), atol=1e-9)
+
+
+def test_identity_tail_is_the_halko_formula():
+    X, _ = count_problem(200, 60, 4, seed=3)
+    tau = 0.4
+    inv = RegularizedInverse(X, tau, "randomized", rank=12, tail="identity", random_state=0)
+    V, lam = inv.factor.lowrank(12)
+    formula = (V * (1.0 / ((1 - tau) * lam + tau))) @ V.T + (np.eye(60) - V @ V.T) / tau
+    np.testing.assert_allclose(inv @ np.eye(60), formula, rtol=1e-10, atol=1e-12)
+    # symmetric inverse square root in this case
+    W = inv.inv_sqrt() @ np.eye(60)
+    np.testing.assert_allclose(W, W.T, atol=1e-12)
+    np.testing.assert_allclose(W @ W, formula, rtol=1e-10, atol=1e-12)
+
+
+def test_diagonal_tail_model_keeps_the_exact_diagonal():
+    X, _ = count_problem(200, 60, 4, seed=4)
+    tau = 0.4
+    inv = RegularizedInverse(X, tau, "randomized", rank=12, random_state=0)
+    f = inv.factor
+    V, lam = f.lowrank(12)
+    G = (X.T @ X).toarray()
+    e = f.tail_diagonal(12)
+    np.testing.assert_array_less(-1e-9, e)  # G - V diag(lam) V^T is PSD: its diagonal too
+    model = (1 - tau) * ((V * lam) @ V.T + np.diag(e)) + tau * np.eye(60)
+    np.testing.assert_allclose(np.diag(model), (1 - tau) * np.diag(G) + tau, rtol=1e-10)
+    np.testing.assert_allclose(inv @ np.eye(60), np.linalg.inv(model), rtol=1e-8, atol=1e-12)
+    # Nystrom: G - V diag(lam) V^T is positive semidefinite
+    assert la.eigvalsh(G - (V * lam) @ V.T).min() > -1e-8 * np.abs(G).max()
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_iterative_inverse_reaches_tolerance(center):
+    X, Y = count_problem(300, 120, 5, seed=5)
+    tau = 0.2
+    inv = RegularizedInverse(X, tau, "iterative", center=center, rank=16, tol=1e-10)
+    Cxx, _, _ = covariances(X, Y, tau, center=center)
+    B = np.random.default_rng(1).standard_normal((120, 7))
+    Z = inv @ B
+    assert inv.last_info_["converged"] and inv.n_iter_ > 0
+    np.testing.assert_allclose(Z, np.linalg.solve(Cxx, B), rtol=1e-7, atol=1e-9)
+    with pytest.raises(NotImplementedError, match="method='iterative' provides C\\^-1"):
+        inv.inv_sqrt()
+
+
+def test_factor_is_shared_across_tau():
+    X, _ = count_problem(150, 50, 4, seed=6)
+    f = GramFactor(X, random_state=0)
+    a = RegularizedInverse(f, 0.1, "randomized", rank=20)
+    n_products = f.n_gram_products_
+    b = RegularizedInverse(f, 0.9, "randomized", rank=20)
+    assert f.n_gram_products_ == n_products  # no new pass over X for the second tau
+    assert a.factor is b.factor is f
+    d1 = RegularizedInverse(f, 0.1, "dense")
+    G = f.dense_gram()
+    d2 = RegularizedInverse(f, 0.5, "dense")
+    assert f.dense_gram() is G and d1.factor is d2.factor
+
+
+def test_dense_tau_zero_singular_says_so():
+    X = _low_rank(30, 20, 4, seed=7)
+    for space in ("primal", "dual"):
+        with pytest.raises(SingularCovarianceError, match=r"Cxx is singular .*use tau > 0"):
+            RegularizedInverse(X, 0.0, "dense", dense_space=space, name="Cxx")
+    with pytest.raises(SingularCovarianceError, match=r"singular with tau = 0 .*use tau > 0"):
+        RegularizedInverse(X, 0.0, "iterative")
+    # and it is a LinAlgError and a ValueError
+    assert issubclass(SingularCovarianceError, np.linalg.LinAlgError)
+    assert issubclass(SingularCovarianceError, ValueError)
+
+
+def test_dense_tau_zero_nonsingular_is_plain_inverse():
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((50, 10))
+    inv = RegularizedInverse(X, 0.0, "dense")
+    np.testing.assert_allclose(inv @ np.eye(10), np.linalg.inv(X.T @ X), rtol=1e-10)
+
+
+def _spd(d, cond, seed=0):
+    rng = np.random.default_rng(seed)
+    Q = la.qr(rng.standard_normal((d, d)))[0]
+    return (Q * np.geomspace(1, cond, d)) @ Q.T
+
+
+@pytest.mark.parametrize("precond", [False, True])
+def test_block_cg_many_right_hand_sides(precond):
+    A = _spd(80, 1e3, seed=1)
+    B = np.random.default_rng(2).standard_normal((80, 12))
+    B[:, 5] = B[:, 4]  # a repeated right-hand side must not break the block recurrence
+    B[:, 6] = 0.0  # nor a zero one
+    M = np.linalg.inv(A + 0.5 * np.diag(np.diag(A))) if precond else None
+    X, info = block_cg(A, B, M=M, rtol=1e-12, maxiter=200)
+    assert info["converged"]
+    np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-8, atol=1e-10)
+    # Galerkin property from a zero start: B^T X is symmetric
+    np.testing.assert_allclose(B.T @ X, (B.T @ X).T, atol=1e-8)
+
+
+def test_block_cg_single_vector_and_warm_start():
+    A = _spd(40, 50, seed=3)
+    b = np.ones(40)
+    x, info = block_cg(A, b, rtol=1e-12)
+    assert x.shape == (40,)
+    np.testing.assert_allclose(A @ x, b, atol=1e-9)
+    x2, info2 = block_cg(A, b, X0=x, rtol=1e-10)
+    assert info2["n_iter"] == 0
+
+
+def test_block_cg_detects_indefinite_operator():
+    A = np.diag(np.r_[np.ones(5), -np.ones(5)])
+    with pytest.raises(FactorizationError, match="not positive definite"):
+        block_cg(A, np.ones((10, 1)), rtol=1e-12)
+
+
+def test_block_cg_warns_when_not_converged():
+    A = _spd(60, 1e6, seed=4)
+    with pytest.warns(RuntimeWarning, match="did not reach rtol"):
+        block_cg(A, np.ones((60, 2)), rtol=1e-14, maxiter=3)
+
+
+BAD = [
+    (dict(tau=1.5), ValueError, r"tau must be in \[0, 1\] .*got 1.5"),
+    (dict(tau=-0.1), ValueError, r"tau must be in \[0, 1\] .*got -0.1"),
+    (dict(tau="0.5"), TypeError, r"tau must be a real number in \[0, 1\], got '0.5'"),
+    (dict(tau=0.5, method="cholesky"), ValueError,
+     r"method must be one of \('dense', 'randomized', 'iterative'\), got 'cholesky'"),
+    (dict(tau=0.5, method="randomized", tail="zero"), ValueError,
+     r"tail must be one of \('diagonal', 'identity'\), got 'zero'"),
+    (dict(tau=0.5, method="randomized", rank=0), ValueError, r"rank must be an int >= 1, got 0"),
+    (dict(tau=0.5, method="iterative", tol=2.0), ValueError, r"tol must be in \(0, 1\), got 2.0"),
+]
+
+
+@pytest.mark.parametrize("kw,exc,match", BAD)
+def test_regularized_inverse_bad_arguments(kw, exc, match):
+    X = np.eye(6)
+    tau = kw.pop("tau")
+    with pytest.raises(exc, match=match):
+        RegularizedInverse(X, tau, **kw)

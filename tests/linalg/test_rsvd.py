@@ -1,0 +1,116 @@
+"""Randomized SVD and range finders (Halko, Martinsson & Tropp 2011)."""
+
+import numpy as np
+import pytest
+import scipy.linalg as la
+import scipy.sparse as sp
+from scipy.sparse.linalg import aslinearoperator
+
+from sparsecca.linalg import (
+    adaptive_range_finder,
+    randomized_range_finder,
+    randomized_svd,
+    svd_flip,
+)
+
+
+def _decaying(m, n, seed=0, decay=0.7, rank=None):
+    rng = np.random.default_rng(seed)
+    r = min(m, n) if rank is None else rank
+    U = la.qr(rng.standard_normal((m, r)), mode="economic")[0]
+    V = la.qr(rng.standard_normal((n, r)), mode="economic")[0]
+    s = decay ** np.arange(r) * 10
+    return (U * s) @ V.T, s
+
+
+@pytest.mark.parametrize("kind", ["dense", "csr", "operator"])
+@pytest.mark.parametrize("shape", [(120, 80), (80, 120)])
+def test_randomized_svd_recovers_top_triplets(kind, shape):
+    A, s_true = _decaying(*shape, seed=1)
+    Aop = {"dense": A, "csr": sp.csr_matrix(A), "operator": aslinearoperator(A)}[kind]
+    U, s, Vt = randomized_svd(Aop, 8, random_state=0)
+    assert U.shape == (shape[0], 8) and s.shape == (8,) and Vt.shape == (8, shape[1])
+    np.testing.assert_allclose(s, s_true[:8], rtol=1e-10)
+    Ue, se, Vte = la.svd(A, full_matrices=False)
+    Ue, Vte = svd_flip(Ue[:, :8], Vte[:8])
+    np.testing.assert_allclose(U, Ue, atol=1e-8)
+    np.testing.assert_allclose(Vt, Vte, atol=1e-8)
+    np.testing.assert_allclose(U.T @ U, np.eye(8), atol=1e-12)
+
+
+def test_sign_determinism_across_seeds():
+    A, _ = _decaying(200, 60, seed=2, decay=0.8)
+    U1, s1, V1 = randomized_svd(A, 5, random_state=1)
+    U2, s2, V2 = randomized_svd(A, 5, random_state=12345)
+    np.testing.assert_allclose(U1, U2, atol=1e-9)
+    np.testing.assert_allclose(V1, V2, atol=1e-9)
+    # the convention itself: largest |entry| of each column of U is positive
+    idx = np.argmax(np.abs(U1), axis=0)
+    assert np.all(U1[idx, np.arange(5)] > 0)
+
+
+def test_svd_flip_preserves_product():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((7, 5))
+    U, s, Vt = la.svd(A, full_matrices=False)
+    U2, Vt2 = svd_flip(-U, -Vt)
+    np.testing.assert_allclose((U2 * s) @ Vt2, A, atol=1e-12)
+    np.testing.assert_allclose(U2, svd_flip(U, Vt)[0])
+
+
+def test_range_finder_exact_for_low_rank():
+    A, _ = _decaying(90, 70, seed=3, rank=6)
+    Q = randomized_range_finder(sp.csr_matrix(A), 6, n_iter=0, random_state=0)
+    assert np.linalg.norm(A - Q @ (Q.T @ A)) <= 1e-10 * np.linalg.norm(A)
+
+
+@pytest.mark.parametrize("tol", [1e-1, 1e-3, 1e-6])
+def test_adaptive_range_finder_meets_tolerance(tol):
+    A, s = _decaying(150, 100, seed=4, decay=0.8)
+    Q, err = adaptive_range_finder(A, tol, block_size=4, random_state=0)
+    true_err = la.norm(A - Q @ (Q.T @ A), 2)
+    assert true_err <= tol
+    assert true_err <= err or err == 0.0  # the estimate is an upper bound
+    # and the rank is adapted, not maximal: no more than the block needed past s_r < tol
+    needed = int(np.sum(s > tol / 10))
+    assert Q.shape[1] <= 2 * needed + 16
+    np.testing.assert_allclose(Q.T @ Q, np.eye(Q.shape[1]), atol=1e-10)
+
+
+def test_adaptive_range_finder_detects_exhausted_range():
+    A, _ = _decaying(60, 50, seed=5, rank=7)
+    Q, err = adaptive_range_finder(sp.csr_matrix(A), 1e-300, block_size=3, random_state=0)
+    assert err == 0.0 and Q.shape[1] == 7
+
+
+def test_adaptive_range_finder_extends_a_basis():
+    A, _ = _decaying(100, 80, seed=6, decay=0.75)
+    Q1, e1 = adaptive_range_finder(A, 1e-1, block_size=4, max_block=4, random_state=0)
+    Q2, e2 = adaptive_range_finder(A, 1e-4, block_size=4, max_block=4, random_state=1, Q=Q1)
+    np.testing.assert_allclose(Q2[:, :Q1.shape[1]], Q1)
+    assert Q2.shape[1] > Q1.shape[1] and la.norm(A - Q2 @ (Q2.T @ A), 2) <= 1e-4
+
+
+BAD = [
+    (dict(k=0), ValueError, r"k must be an int >= 1, got 0"),
+    (dict(k=11), ValueError, r"k must be in \[1, min\(A.shape\)\] = \[1, 10\], got 11"),
+    (dict(k=2.5), TypeError, r"k must be an int >= 1, got 2.5"),
+    (dict(k=2, oversamples=-1), ValueError, r"oversamples must be an int >= 0, got -1"),
+    (dict(k=2, n_iter="many"), ValueError, r"n_iter must be 'auto' or an int >= 0, got 'many'"),
+    (dict(k=2, random_state="x"), TypeError, r"random_state must be None, an int >= 0"),
+]
+
+
+@pytest.mark.parametrize("kw,exc,match", BAD)
+def test_randomized_svd_bad_arguments(kw, exc, match):
+    A = np.ones((12, 10))
+    with pytest.raises(exc, match=match):
+        randomized_svd(A, **kw)
+
+
+def test_randomized_svd_rejects_non_operators():
+    with pytest.raises(TypeError, match=r"A must be an array, a scipy.sparse matrix, a "
+                                        r"LinearOperator"):
+        randomized_svd(object(), 2)
+    with pytest.raises(ValueError, match=r"A must contain only finite values, got NaN"):
+        randomized_svd(np.full((4, 3), np.nan), 2)
