@@ -1,3 +1,6 @@
+"""``python -m sparsecca``: the same command as the ``sparsecca`` console script."""
+
 from sparsecca.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

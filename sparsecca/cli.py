@@ -1,68 +1,778 @@
-"""The ``sparsecca`` command.
+"""The ``sparsecca`` command (also ``python -m sparsecca``).
 
-Every verb validates its arguments up front; a user error (missing file, malformed corpus,
-existing output without ``--force``) exits with status 2 and a one-line message, never a
-traceback.
+Verbs
+-----
+``demo``            the whole Table-2 protocol on the built-in synthetic corpus
+``experiment``      the Table-2 protocol on directories of train/dev/test CoNLL-U files
+``train-tagger``    fit a TrigramHMM on a CoNLL-U file and save it
+``tag``             tag CoNLL-U or tokenised text with a saved tagger (1-best or k-best)
+``train-reranker``  fit a reranker on jackknifed n-best lists of a saved tagger and save it
+``rerank``          decode k-best lists with a saved tagger and rerank them with a saved reranker
+
+Every verb has ``--help``.  Long steps show tqdm progress bars on stderr (off with ``--quiet``
+or when stderr is not a terminal); results go to stdout or to the files named.  No verb
+overwrites an existing output file unless ``--force`` is given.  A user error (a missing
+file, a directory without train/dev/test, a malformed CoNLL-U line, an unknown tag column,
+a model file of the wrong kind, an existing output) exits with status 2 and one line on
+stderr, ``sparsecca VERB: error: ...``, never a traceback.  Set ``SPARSECCA_DEBUG=1`` to get
+the traceback instead.
+
+Output of ``tag`` and ``rerank``
+--------------------------------
+CoNLL-U.  From CoNLL-U input every line is copied unchanged except the tag column (``--tags``
+upos = column 4, xpos = column 5) of the token lines, which receives the predicted tag;
+comments, multi-word token ranges and empty nodes are kept.  From text input (one sentence per
+line, tokens separated by white space) each sentence gets ``# sent_id = N`` (1-based) and
+``# text = ...`` comments and 10-column token lines with ``_`` in the other columns.
+
+k-best lists (``tag -k K`` with K > 1, ``rerank --top N`` with N > 1): each sentence becomes
+up to K consecutive CoNLL-U blocks, best first, each starting with the comments ::
+
+    # sent_id = <the input's sent_id, or the 1-based sentence number>
+    # candidate = <rank j, 1-based; 1 is the best>
+    # score = <ranking score: HMM log-probability (tag) or reranker score (rerank)>
+
+``rerank`` adds ``# decoder_rank = <rank in the HMM's list>`` and ``# decoder_score = <HMM
+log-probability>``.  The input's other comments follow, then the token lines carrying that
+candidate's tags.  A sentence with fewer possible tag sequences gets fewer blocks.  The file
+reads back with any CoNLL-U reader (comments are ignored), e.g. ``sparsecca.data.read_conllu``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import os
+import re
 import sys
 import time
+from pathlib import Path
 
 from . import __version__
 
-__all__ = ["main"]
+__all__ = ["main", "UsageError"]
+
+_TAG_COLUMNS = {"upos": 3, "xpos": 4}
+DEFAULT_DEMO_SENTENCES = 4000
+#: sentences decoded per call, so that long inputs show progress
+_DECODE_CHUNK = 5000
+
+# the reranker names of the command line (Table 2 rows, see sparsecca.rerank)
+_MODEL_HELP = ("generative, softened, discriminative (the CCA rerankers); collins-sufx, "
+               "regularized-sufx, collins-ngram, regularized-ngram, perceptron-sufx (baselines)")
+_ALIASES = {"softened-disc": "softened"}
 
 
 class UsageError(Exception):
     """A user error: reported as one line, exit status 2."""
 
 
-def _cmd_demo(args) -> int:
-    from .data import synthetic_corpus
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit status 2), like every other user error."""
 
-    t0 = time.perf_counter()
-    corpus = synthetic_corpus(args.sentences, random_state=args.seed)
-    t1 = time.perf_counter()
-    lengths = corpus.lengths
-    print(f"synthetic corpus: {corpus.n_sentences} sentences, {corpus.n_tokens} tokens, "
-          f"{len(corpus.words)} word types, {len(corpus.tags)} tags ({t1 - t0:.2f} s)")
-    print(f"sentence length: mean {lengths.mean():.1f}, max {lengths.max()}")
-    try:
-        from .features import SuffixView, TagNgramView
-    except ImportError:  # the views land in their own commit
-        return 0
-    X = SuffixView(lengths=(2, 3, 4)).fit_transform(corpus)
-    Y = TagNgramView(orders=(1, 2)).fit_transform(corpus)
-    print(f"input view X (suffixes 2-4): {X.shape[0]} x {X.shape[1]}, nnz {X.nnz}")
-    print(f"output view Y (tag 1-2-grams): {Y.shape[0]} x {Y.shape[1]}, nnz {Y.nnz}")
-    return 0
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="sparsecca",
-        description="Low-dimensional discriminative reranking (sparse CCA) for POS tagging.",
-    )
-    p.add_argument("--version", action="version", version=f"sparsecca {__version__}")
-    sub = p.add_subparsers(dest="verb", metavar="VERB")
-    sub.required = True
-    d = sub.add_parser("demo", help="run the main job on the built-in synthetic corpus",
-                       description="Run the main job on the built-in synthetic corpus.")
-    d.add_argument("--sentences", type=int, default=5000,
-                   help="number of synthetic sentences (default 5000)")
-    d.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    d.set_defaults(func=_cmd_demo)
+# -- helpers ------------------------------------------------------------------------------
+
+def _progress(args) -> bool:
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
+
+
+def _info(args, msg: str) -> None:
+    if not getattr(args, "quiet", False):
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _input_file(path: str, what: str = "input") -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{p}: no such file ({what})")
+    if p.is_dir():
+        raise UsageError(f"{p}: is a directory, expected a file ({what})")
     return p
 
 
+def _output_file(path, force: bool) -> Path:
+    """Check an output path before any work is done."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{p}: is a directory, expected an output file name")
+    if p.exists() and not force:
+        raise UsageError(f"{p} exists; pass --force to overwrite it")
+    if not p.parent.is_dir():
+        raise UsageError(f"{p.parent}: no such directory for the output file")
+    return p
+
+
+def _model_output(path, force: bool) -> Path:
+    p = Path(path)
+    if p.suffix != ".npz":
+        p = p.with_name(p.name + ".npz")
+    return _output_file(p, force)
+
+
+def _write_text(text: str, output) -> None:
+    """Write to stdout (output None or '-') or atomically to a file (.gz compressed)."""
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    p = Path(output)
+    data = text.encode("utf-8")
+    if p.name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    tmp = p.with_name(p.name + ".tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _slug(row: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", row.lower()).strip("-")
+    return s.replace("n-gm", "ngram")
+
+
+_INPUT_VIEWS = ("suffix", "charngram")
+
+
+def _reranker_table(seed: int, input_view: str = "suffix") -> dict:
+    """Command-line name -> (Table 2 row name, unfitted reranker).
+
+    ``input_view`` 'charngram' gives the CCA models character 1-2-gram sentence features
+    (the paper's choice for Chinese) instead of suffixes 2-4.
+    """
+    from .features import CharNgramView
+    from .rerank import default_rerankers
+
+    view = CharNgramView(n=(1, 2)) if input_view == "charngram" else None
+    rows = default_rerankers(random_state=seed, input_view=view)
+    table = {}
+    for row, est in rows.items():
+        slug = _slug(row)
+        table[_ALIASES.get(slug, slug)] = (row, est)
+    return table
+
+
+def _pick_rerankers(spec: str | None, seed: int, input_view: str = "suffix") -> dict:
+    table = _reranker_table(seed, input_view)
+    if spec is None:
+        return {row: est for row, est in table.values()}
+    out = {}
+    for name in (s.strip() for s in spec.split(",") if s.strip()):
+        if name not in table:
+            raise UsageError(f"unknown model {name!r}; choose from {', '.join(table)}")
+        row, est = table[name]
+        out[row] = est
+    if not out:
+        raise UsageError("--models names no model")
+    return out
+
+
+def _tag_column(args, info: dict | None = None) -> str:
+    """--tags if given, else the column recorded with the tagger, else upos."""
+    if args.tags is not None:
+        return args.tags
+    col = (info or {}).get("tags")
+    return col if col in _TAG_COLUMNS else "upos"
+
+
+def _load_tagger(path):
+    from ._persist import read_model_meta
+    from .tagging import TrigramHMM
+
+    p = _input_file(path, "tagger model")
+    hmm = TrigramHMM.load(p)
+    return hmm, read_model_meta(p).get("info", {})
+
+
+# -- reading input and writing tagged output ----------------------------------------------
+
+class _Document:
+    """An input to tag: the corpus (words) plus what is needed to write it back.
+
+    ``blocks[i]`` is the list of input lines of sentence i (CoNLL-U input) or None (text
+    input); ``token_lines[i]`` the positions in ``blocks[i]`` of its token lines.
+    """
+
+    def __init__(self, corpus, blocks, token_lines, fmt):
+        self.corpus = corpus
+        self.blocks = blocks
+        self.token_lines = token_lines
+        self.format = fmt
+
+    def sent_id(self, i: int) -> str:
+        if self.blocks is not None:
+            for line in self.blocks[i]:
+                if line.startswith("# sent_id"):
+                    m = re.match(r"#\s*sent_id\s*=\s*(.*)$", line)
+                    if m:
+                        return m.group(1).strip()
+        return str(i + 1)
+
+    def gold(self, column: str):
+        """Gold tag strings per token from the input's ``column``, or None when absent."""
+        if self.blocks is None:
+            return None
+        c = _TAG_COLUMNS[column]
+        out = []
+        for block, pos in zip(self.blocks, self.token_lines):
+            for j in pos:
+                tag = block[j].split("\t")[c]
+                if tag in ("_", ""):
+                    return None
+                out.append(tag)
+        return out
+
+    def render(self, i: int, tags: list[str], column: str, header=(), kbest=False) -> list[str]:
+        """The lines of sentence ``i`` carrying ``tags`` (one per token)."""
+        c = _TAG_COLUMNS[column]
+        out = list(header)
+        if self.blocks is None:
+            words, _ = self.corpus.sentence(i)
+            if not kbest:
+                out.append(f"# sent_id = {i + 1}")
+            out.append("# text = " + " ".join(words))
+            for n, (w, t) in enumerate(zip(words, tags), 1):
+                cols = [str(n), w] + ["_"] * 8
+                cols[c] = t
+                out.append("\t".join(cols))
+        else:
+            block = list(self.blocks[i])
+            for j, t in zip(self.token_lines[i], tags):
+                cols = block[j].split("\t")
+                cols[c] = t
+                block[j] = "\t".join(cols)
+            if kbest:  # our header replaces the input's sent_id
+                block = [x for x in block if not re.match(r"#\s*sent_id\s*=", x)]
+            out.extend(block)
+        out.append("")
+        return out
+
+
+def _read_text_lines(path: Path) -> str:
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8").replace("\r\n", "\n")
+
+
+def _read_document(path: Path, fmt: str) -> _Document:
+    from .data import read_conllu, read_tokenized
+
+    if fmt == "text":
+        corpus = read_tokenized(path)
+        if corpus.n_sentences == 0:
+            raise UsageError(f"{path}: no sentences (text input holds one sentence per line)")
+        return _Document(corpus, None, None, fmt)
+    corpus = read_conllu(path, tags=None)  # validates; raises CorpusFormatError with file:line
+    if corpus.n_sentences == 0:
+        raise UsageError(f"{path}: no sentences")
+    blocks, token_lines, cur = [], [], []
+    # read_conllu accepted the file, so its sentences are exactly the runs of non-blank lines
+    for line in _read_text_lines(path).split("\n"):
+        if line:
+            cur.append(line)
+        elif cur:
+            blocks.append(cur)
+            cur = []
+    if cur:
+        blocks.append(cur)
+    for block in blocks:
+        token_lines.append([j for j, x in enumerate(block)
+                            if x[0] != "#" and x.split("\t", 1)[0].isdigit()])
+    if len(blocks) != corpus.n_sentences:  # pragma: no cover - guarded by read_conllu
+        raise UsageError(f"{path}: could not align {len(blocks)} blocks with "
+                         f"{corpus.n_sentences} sentences")
+    return _Document(corpus, blocks, token_lines, fmt)
+
+
+def _decode(hmm, corpus, k: int, progress: bool):
+    """k-best lists of a corpus, in chunks so that a progress bar can advance."""
+    from .tagging import concatenate
+
+    n = corpus.n_sentences
+    starts = list(range(0, n, _DECODE_CHUNK))
+    it = starts
+    if progress and len(starts) > 1:
+        from tqdm.auto import tqdm
+
+        it = tqdm(starts, desc="decoding", unit="chunk")
+    parts = [hmm.nbest(corpus[s:s + _DECODE_CHUNK], k=k) for s in it]
+    return concatenate(parts)
+
+
+def _format_score(x: float) -> str:
+    return f"{x:.6f}"
+
+
+def _write_nbest(doc: _Document, nb, column: str, top: int, order=None, ranking=None):
+    """Text of the 1-best (top == 1) or k-best output; ``order`` re-ranks candidates."""
+    items = nb.tags.items
+    lines: list[str] = []
+    so = nb.sent_offsets
+    for i in range(nb.n_sentences):
+        a, b = int(so[i]), int(so[i + 1])
+        cands = list(range(a, b)) if order is None else order[a:b].tolist()
+        if top == 1:
+            r = cands[0]
+            tags = [items[t] for t in nb.tag_ids[nb.cand_offsets[r]:nb.cand_offsets[r + 1]]]
+            lines += doc.render(i, tags, column)
+            continue
+        sid = doc.sent_id(i)
+        for j, r in enumerate(cands[:top], 1):
+            tags = [items[t] for t in nb.tag_ids[nb.cand_offsets[r]:nb.cand_offsets[r + 1]]]
+            score = nb.scores[r] if ranking is None else ranking[r]
+            header = [f"# sent_id = {sid}", f"# candidate = {j}",
+                      f"# score = {_format_score(score)}"]
+            if ranking is not None:
+                header += [f"# decoder_rank = {r - a + 1}",
+                           f"# decoder_score = {_format_score(nb.scores[r])}"]
+            lines += doc.render(i, tags, column, header=header, kbest=True)
+    return "\n".join(lines) + "\n"
+
+
+def _accuracy(doc: _Document, nb, column: str, choice) -> float | None:
+    gold = doc.gold(column)
+    if gold is None:
+        return None
+    import numpy as np
+
+    pred = nb.best(choice).tag_ids
+    items = np.array(nb.tags.items, dtype=object)
+    return float(np.mean(items[pred] == np.array(gold, dtype=object)))
+
+
+# -- verbs --------------------------------------------------------------------------------
+
+def _run_protocol(sets, args, rerankers_spec, seed):
+    """Run experiment_on_corpora on each (name, tags, train, dev, test)."""
+    from ._experiment import experiment_on_corpora
+
+    results = []
+    for name, tags, view, data in sets:
+        models = _pick_rerankers(rerankers_spec, seed, view)
+        _info(args, f"[{name}] {tags}, {view} input view: train {data['train'].n_sentences} "
+                    f"sentences, dev {data['dev'].n_sentences}, test "
+                    f"{data['test'].n_sentences}; {len(models)} rerankers")
+        t0 = time.perf_counter()
+        r = experiment_on_corpora(data["train"], data["dev"], data["test"], name=name,
+                                  tags=tags, k=args.k, folds=args.folds, rerankers=models,
+                                  random_state=seed, progress=_progress(args))
+        if "paths" in data:
+            r["paths"] = data["paths"]
+        r["timings"]["total"] = time.perf_counter() - t0
+        _info(args, f"[{name}] done in {r['timings']['total']:.1f} s")
+        results.append(r)
+    return results
+
+
+def _report_targets(out: Path, names, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a directory (--out)")
+    if not force:
+        for f in ["report.md", "report.json"] + [f"{n}_grid.png" for n in names]:
+            if (out / f).exists():
+                raise UsageError(f"{out / f} exists; pass --force to overwrite the report")
+
+
+def _finish_report(results, args) -> None:
+    from ._experiment import format_table, write_report
+
+    print(format_table(results))
+    written = write_report(results, args.out, overwrite=args.force)
+    _info(args, "report: " + ", ".join(sorted(written.values())))
+
+
+def _check_run_args(args) -> None:
+    if args.k < 2:
+        raise UsageError(f"-k must be >= 2 (reranking needs candidates), got {args.k}")
+    if args.folds < 2:
+        raise UsageError(f"--folds must be >= 2, got {args.folds}")
+
+
+def _cmd_demo(args) -> int:
+    from .data import synthetic_corpus, train_test_split
+
+    _check_run_args(args)
+    if args.sentences < 100:
+        raise UsageError(f"--sentences must be >= 100, got {args.sentences}")
+    out = Path(args.out)
+    _report_targets(out, ["synthetic"], args.force)
+    _pick_rerankers(args.models, args.seed)  # unknown names fail before any work
+    t0 = time.perf_counter()
+    corpus = synthetic_corpus(args.sentences, random_state=args.seed)
+    rest, test = train_test_split(corpus, test_size=0.15, random_state=args.seed)
+    train, dev = train_test_split(rest, test_size=0.15 / 0.85, random_state=args.seed + 1)
+    _info(args, f"synthetic corpus: {corpus.n_sentences} sentences, {corpus.n_tokens} tokens, "
+                f"{len(corpus.words)} word types, {len(corpus.tags)} tags")
+    data = {"train": train, "dev": dev, "test": test}
+    results = _run_protocol([("synthetic", "upos", "suffix", data)], args, args.models,
+                            args.seed)
+    _finish_report(results, args)
+    _info(args, f"demo finished in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def _parse_dataset(spec: str, default_tags, default_view):
+    """``DIR[:upos|xpos][:suffix|charngram]`` -> (Path, tags, input view)."""
+    p, tags, view = Path(spec), default_tags, default_view
+    head = spec
+    seen = set()
+    while ":" in head and not Path(head).is_dir():
+        rest, _, opt = head.rpartition(":")
+        if opt in _TAG_COLUMNS and "tags" not in seen:
+            tags, kind = opt, "tags"
+        elif opt in _INPUT_VIEWS and "view" not in seen:
+            view, kind = opt, "view"
+        else:
+            raise UsageError(f"unknown tag column {opt!r} in {spec!r}; use DIR:upos or "
+                             f"DIR:xpos (optionally followed by :suffix or :charngram)")
+        seen.add(kind)
+        head = rest
+    p = Path(head)
+    if not p.is_dir():
+        raise UsageError(f"{p}: no such directory (a data set directory holds train, dev and "
+                         f"test CoNLL-U files)")
+    if tags is None:
+        raise UsageError(f"{p}: which tag column? give --tags upos|xpos or {spec}:upos")
+    return p, tags, view
+
+
+def _cmd_experiment(args) -> int:
+    from ._experiment import _find_split, load_splits
+
+    _check_run_args(args)
+    specs = [_parse_dataset(s, args.tags, args.input_view) for s in args.data_dirs]
+    for d, _, _ in specs:  # every directory is checked before anything runs
+        for split in ("train", "dev", "test"):
+            _find_split(d, split)
+    names, seen = [], {}
+    for d, _, _ in specs:
+        base = d.resolve().name or "data"
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    out = Path(args.out)
+    _report_targets(out, names, args.force)
+    _pick_rerankers(args.models, args.seed)  # unknown names fail now, not after hours
+    sets = []
+    for (d, tags, view), name in zip(specs, names):
+        t0 = time.perf_counter()
+        data = load_splits(d, tags)  # all files are read (and validated) before any training
+        _info(args, f"read {d} ({tags}) in {time.perf_counter() - t0:.1f} s")
+        sets.append((name, tags, view, data))
+    results = _run_protocol(sets, args, args.models, args.seed)
+    _finish_report(results, args)
+    return 0
+
+
+def _cmd_train_tagger(args) -> int:
+    from .data import read_conllu
+    from .tagging import TrigramHMM
+
+    src = _input_file(args.train, "training file")
+    out = _model_output(args.output, args.force)
+    t0 = time.perf_counter()
+    corpus = read_conllu(src, tags=args.tags)
+    if corpus.n_tokens == 0:
+        raise UsageError(f"{src}: no tokens to train on")
+    hmm = TrigramHMM().fit(corpus)
+    path = hmm.save(out, overwrite=args.force,
+                    info={"tags": args.tags, "train": str(src),
+                          "sentences": corpus.n_sentences, "tokens": corpus.n_tokens})
+    _info(args, f"TrigramHMM: {corpus.n_sentences} sentences, {corpus.n_tokens} tokens, "
+                f"{len(hmm.tags_)} {args.tags} tags, {len(hmm.words_)} words; "
+                f"{time.perf_counter() - t0:.1f} s; saved to {path}")
+    return 0
+
+
+def _cmd_tag(args) -> int:
+    if args.k < 1:
+        raise UsageError(f"-k must be >= 1, got {args.k}")
+    hmm, info = _load_tagger(args.model)
+    column = _tag_column(args, info)
+    src = _input_file(args.input)
+    if args.output is not None and args.output != "-":
+        _output_file(args.output, args.force)
+    t0 = time.perf_counter()
+    doc = _read_document(src, args.format)
+    nb = _decode(hmm, doc.corpus, args.k, _progress(args))
+    text = _write_nbest(doc, nb, column, top=args.k)
+    _write_text(text, args.output)
+    acc = _accuracy(doc, nb, column, None)
+    msg = (f"tagged {nb.n_sentences} sentences, {doc.corpus.n_tokens} tokens "
+           f"({int(nb.unknown.sum())} unknown) in {time.perf_counter() - t0:.1f} s")
+    if acc is not None:
+        msg += f"; accuracy against the input's {column} column {100 * acc:.2f}%"
+    _info(args, msg)
+    return 0
+
+
+def _cmd_train_reranker(args) -> int:
+    from .data import read_conllu
+    from .tagging import jackknife_nbest
+
+    if args.k < 2:
+        raise UsageError(f"-k must be >= 2 (reranking needs candidates), got {args.k}")
+    if args.folds < 2:
+        raise UsageError(f"--folds must be >= 2, got {args.folds}")
+    table = _reranker_table(args.seed, args.input_view)
+    if args.model not in table:
+        raise UsageError(f"unknown model {args.model!r}; choose from {', '.join(table)}")
+    row, est = table[args.model]
+    if not hasattr(est, "save"):
+        raise UsageError(f"the {row} reranker ({type(est).__name__}) cannot be saved by this "
+                         f"version; choose another --model")
+    hmm, info = _load_tagger(args.tagger)
+    column = _tag_column(args, info)
+    train_p = _input_file(args.train, "training file")
+    dev_p = _input_file(args.dev, "dev file")
+    out = _model_output(args.output, args.force)
+    t0 = time.perf_counter()
+    train = read_conllu(train_p, tags=column)
+    dev = read_conllu(dev_p, tags=column)
+    if train.n_sentences < args.folds:
+        raise UsageError(f"{train_p}: {train.n_sentences} sentences, fewer than --folds "
+                         f"{args.folds}")
+    train_nb = jackknife_nbest(hmm, train, k=args.k, folds=args.folds, random_state=args.seed,
+                               progress=_progress(args))
+    dev_nb = hmm.nbest(dev, k=args.k)
+    _info(args, f"n-best lists: train {train_nb.n_total} candidates (jackknifed, {args.folds} "
+                f"folds), dev {dev_nb.n_total}; fitting {row}")
+    est.fit(train_nb, dev_nb)
+    acc = est.score(dev_nb)
+    path = est.save(out, overwrite=args.force,
+                    info={"tags": column, "k": args.k, "model": args.model, "row": row,
+                          "tagger": str(args.tagger), "train": str(train_p), "dev": str(dev_p)})
+    _info(args, f"{row}: dev accuracy {100 * acc:.2f}% (HMM {100 * dev_nb.top1_accuracy():.2f}%, "
+                f"oracle {100 * dev_nb.oracle_accuracy():.2f}%); "
+                f"{time.perf_counter() - t0:.1f} s; saved to {path}")
+    return 0
+
+
+def _cmd_rerank(args) -> int:
+    import numpy as np
+
+    from ._persist import load_model, read_model_meta
+    from .rerank import BaseReranker
+
+    if args.top < 1:
+        raise UsageError(f"--top must be >= 1, got {args.top}")
+    hmm, tinfo = _load_tagger(args.tagger)
+    rpath = _input_file(args.reranker, "reranker model")
+    rinfo = read_model_meta(rpath).get("info", {})
+    reranker = load_model(rpath)
+    if not isinstance(reranker, BaseReranker):
+        raise UsageError(f"{rpath}: holds a {type(reranker).__name__}, not a reranker")
+    column = _tag_column(args, rinfo or tinfo)
+    k = args.k if args.k is not None else int(rinfo.get("k", 10))
+    if k < 1:
+        raise UsageError(f"-k must be >= 1, got {k}")
+    src = _input_file(args.input)
+    if args.output is not None and args.output != "-":
+        _output_file(args.output, args.force)
+    t0 = time.perf_counter()
+    doc = _read_document(src, args.format)
+    nb = _decode(hmm, doc.corpus, k, _progress(args))
+    scores = np.asarray(reranker.decision_function(nb), dtype=np.float64)
+    # best first within each sentence; ties keep the decoder's order
+    order = np.lexsort((np.arange(nb.n_total), -scores, nb.cand_sentence))
+    text = _write_nbest(doc, nb, column, top=args.top, order=order, ranking=scores)
+    _write_text(text, args.output)
+    choice = order[nb.sent_offsets[:-1]] - nb.sent_offsets[:-1]
+    msg = f"reranked {nb.n_sentences} sentences ({nb.n_total} candidates) in " \
+          f"{time.perf_counter() - t0:.1f} s"
+    acc = _accuracy(doc, nb, column, choice)
+    if acc is not None:
+        base = _accuracy(doc, nb, column, None)
+        msg += (f"; accuracy against the input's {column} column: HMM {100 * base:.2f}%, "
+                f"reranked {100 * acc:.2f}%")
+    _info(args, msg)
+    return 0
+
+
+# -- the parser ---------------------------------------------------------------------------
+
+def _add_run_options(p, out_default: str) -> None:
+    p.add_argument("--out", default=out_default, metavar="DIR",
+                   help=f"report directory (default {out_default}): report.md, report.json "
+                        "and one <set>_grid.png per data set")
+    p.add_argument("-k", type=int, default=10, metavar="K",
+                   help="candidates per sentence (default 10)")
+    p.add_argument("--folds", type=int, default=10,
+                   help="jackknife folds for the training n-best lists (default 10)")
+    p.add_argument("--models", metavar="M1,M2,...",
+                   help=f"rerankers to run (default all): {_MODEL_HELP}")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    _add_common(p)
+
+
+def _add_common(p) -> None:
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bars or messages on stderr")
+
+
+def _add_output(p, what: str) -> None:
+    p.add_argument("-o", "--output", metavar="OUTPUT",
+                   help=f"{what} (default: stdout; a .gz name is compressed)")
+    p.add_argument("--format", choices=("conllu", "text"), default="conllu",
+                   help="INPUT is CoNLL-U (default; .gz allowed) or text: one sentence per "
+                        "line, tokens separated by white space")
+    p.add_argument("--tags", choices=tuple(_TAG_COLUMNS),
+                   help="column receiving the tags (default: the column the model was "
+                        "trained on, else upos)")
+
+
+_FORMAT_EPILOG = """k-best output: each sentence becomes up to K CoNLL-U blocks, best first, each
+starting with
+  # sent_id = <input sent_id, or the 1-based sentence number>
+  # candidate = <rank, 1 = best>
+  # score = <HMM log-probability (tag) or reranker score (rerank)>
+rerank adds '# decoder_rank' and '# decoder_score'.  The input's other comments
+follow, then the token lines with that candidate's tags."""
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="sparsecca",
+                description="Low-dimensional discriminative reranking (sparse CCA) for POS "
+                            "tagging: a trigram HMM proposes k-best tag sequences, CCA "
+                            "rerankers choose among them.",
+                epilog="Run 'sparsecca VERB --help' for the options of a verb.  Errors exit "
+                       "with status 2 and one line on stderr.")
+    p.add_argument("--version", action="version", version=f"sparsecca {__version__}")
+    sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    sub.required = True
+    raw = argparse.RawDescriptionHelpFormatter
+
+    d = sub.add_parser(
+        "demo", help="the whole protocol on the built-in synthetic corpus",
+        description="Generate the synthetic corpus, split it 70/15/15 into train/dev/test, "
+                    "train the trigram HMM, build jackknifed 10-best lists, fit every "
+                    "reranker (tuned on dev), print Table 2 and write the report and the "
+                    "Figure-1 plot.")
+    d.add_argument("--sentences", type=int, default=DEFAULT_DEMO_SENTENCES,
+                   help=f"synthetic sentences (default {DEFAULT_DEMO_SENTENCES}, >= 100)")
+    _add_run_options(d, "sparsecca-demo")
+    d.set_defaults(func=_cmd_demo)
+
+    e = sub.add_parser(
+        "experiment", help="the Table 2 protocol on CoNLL-U data set directories",
+        formatter_class=raw,
+        description="Run the Table 2 protocol (HMM, jackknifed k-best lists, every reranker "
+                    "tuned on dev,\ntest accuracy with paired significance) on each data set "
+                    "directory, and write one\ncombined report.  A directory holds "
+                    "train/dev/test .conllu or .conllu.gz files.",
+        epilog="example, the five shared sets with one command:\n"
+               "  sparsecca experiment data/en-wsj:xpos data/zh-gsd:charngram \\\n"
+               "      data/fr-sequoia data/sv-talbanken data/en-brown --tags upos --out report")
+    e.add_argument("data_dirs", nargs="+", metavar="DATA_DIR[:upos|xpos][:suffix|charngram]",
+                   help="data set directory; a ':upos' or ':xpos' suffix overrides --tags "
+                        "for it, ':charngram' / ':suffix' overrides --input-view")
+    e.add_argument("--tags", choices=tuple(_TAG_COLUMNS),
+                   help="tag column of the directories without a suffix")
+    e.add_argument("--input-view", choices=_INPUT_VIEWS, default="suffix",
+                   help="sentence features of the CCA models: suffixes 2-4 (default) or "
+                        "character 1-2-grams (the paper's choice for Chinese)")
+    _add_run_options(e, "sparsecca-report")
+    e.set_defaults(func=_cmd_experiment)
+
+    t = sub.add_parser("train-tagger", help="fit a trigram HMM tagger and save it",
+                       description="Fit a TrigramHMM on a tagged CoNLL-U file and save it as "
+                                   "a .npz model file.")
+    t.add_argument("train", metavar="TRAIN", help="tagged CoNLL-U file (.gz allowed)")
+    t.add_argument("--tags", choices=tuple(_TAG_COLUMNS), default="upos",
+                   help="tag column to learn (default upos)")
+    t.add_argument("-o", "--output", required=True, metavar="MODEL",
+                   help="model file to write (.npz appended when missing)")
+    _add_common(t)
+    t.set_defaults(func=_cmd_train_tagger)
+
+    g = sub.add_parser("tag", help="tag CoNLL-U or text with a saved tagger",
+                       formatter_class=raw, epilog=_FORMAT_EPILOG,
+                       description="Tag INPUT with a saved TrigramHMM and write CoNLL-U: the "
+                                   "best tag sequence,\nor with -k K > 1 the K best with their "
+                                   "scores.")
+    g.add_argument("model", metavar="MODEL", help="tagger model file (from train-tagger)")
+    g.add_argument("input", metavar="INPUT", help="CoNLL-U file or tokenised text")
+    g.add_argument("-k", type=int, default=1, metavar="K",
+                   help="write the K best tag sequences (default 1)")
+    _add_output(g, "CoNLL-U output file")
+    _add_common(g)
+    g.set_defaults(func=_cmd_tag)
+
+    r = sub.add_parser(
+        "train-reranker", help="fit a reranker on a saved tagger's n-best lists and save it",
+        description="Decode TRAIN with jackknifed copies of the tagger (each fold decoded by a "
+                    "model that never saw it) and DEV with the tagger itself, fit the reranker "
+                    "(tuned on DEV) and save it.")
+    r.add_argument("--tagger", required=True, metavar="MODEL", help="tagger model file")
+    r.add_argument("train", metavar="TRAIN", help="tagged CoNLL-U training file")
+    r.add_argument("dev", metavar="DEV", help="tagged CoNLL-U dev file (tuning)")
+    r.add_argument("--model", required=True, metavar="NAME", help=f"reranker: {_MODEL_HELP}")
+    r.add_argument("-o", "--output", required=True, metavar="MODEL",
+                   help="model file to write (.npz appended when missing)")
+    r.add_argument("-k", type=int, default=10, metavar="K",
+                   help="candidates per sentence (default 10)")
+    r.add_argument("--folds", type=int, default=10, help="jackknife folds (default 10)")
+    r.add_argument("--tags", choices=tuple(_TAG_COLUMNS),
+                   help="tag column (default: the tagger's, else upos)")
+    r.add_argument("--input-view", choices=_INPUT_VIEWS, default="suffix",
+                   help="sentence features of the CCA models: suffixes 2-4 (default) or "
+                        "character 1-2-grams (the paper's choice for Chinese)")
+    r.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    _add_common(r)
+    r.set_defaults(func=_cmd_train_reranker)
+
+    q = sub.add_parser("rerank", help="tag with a saved tagger and a saved reranker",
+                       formatter_class=raw, epilog=_FORMAT_EPILOG,
+                       description="Decode the K best tag sequences of each sentence of INPUT "
+                                   "with the tagger,\nrerank them with the reranker and write "
+                                   "the reranker's choice (or its --top N) as CoNLL-U.")
+    q.add_argument("--tagger", required=True, metavar="MODEL", help="tagger model file")
+    q.add_argument("--reranker", required=True, metavar="MODEL",
+                   help="reranker model file (from train-reranker)")
+    q.add_argument("input", metavar="INPUT", help="CoNLL-U file or tokenised text")
+    q.add_argument("-k", type=int, default=None, metavar="K",
+                   help="candidates to rerank (default: as in training, else 10)")
+    q.add_argument("--top", type=int, default=1, metavar="N",
+                   help="write the N best after reranking (default 1)")
+    _add_output(q, "CoNLL-U output file")
+    _add_common(q)
+    q.set_defaults(func=_cmd_rerank)
+    return p
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = str(exc) or type(exc).__name__
+    if isinstance(exc, KeyError):
+        msg = f"missing {msg}"
+    return " ".join(msg.split())
+
+
 def main(argv=None) -> int:
+    """Entry point of the ``sparsecca`` console script; returns the exit status."""
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except UsageError as exc:
-        print(f"sparsecca {args.verb}: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"sparsecca {args.verb}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. '| head': the reader went away
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the final flush
+        except OSError:
+            pass
+        return 1
+    except (UsageError, ValueError, OSError) as exc:
+        # ValueError covers CorpusFormatError (file:line), DatasetError, ModelFormatError and
+        # the library's argument checks; OSError missing / existing / unreadable files
+        if os.environ.get("SPARSECCA_DEBUG"):
+            raise
+        print(f"sparsecca {args.verb}: error: {_one_line(exc)}", file=sys.stderr)
         return 2

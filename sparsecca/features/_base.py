@@ -7,6 +7,7 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
+from .._persist import PersistMixin
 from ..data import TaggedCorpus, Vocabulary
 
 __all__ = ["NotFittedError"]
@@ -276,8 +277,15 @@ def type_features(strings: list[str], featurize) -> tuple[np.ndarray, np.ndarray
 
 # -- base class -----------------------------------------------------------------------------
 
-class BaseView:
-    """Common estimator protocol: parameters, ``get_params``/``set_params``, fitted checks."""
+class BaseView(PersistMixin):
+    """Common estimator protocol: parameters, ``get_params``/``set_params``, fitted checks.
+
+    Every view is saved with ``save(path)`` / ``load(path)`` (a ``.npz`` model file, see
+    :mod:`sparsecca._persist`), and exposes its fitted state as ``get_state()`` /
+    ``from_state(params, arrays, extra)`` so that models holding views (the rerankers) embed
+    them in their own files.  Loading validates every array, so a damaged file is refused
+    before a transform can reach a kernel.
+    """
 
     @classmethod
     def _param_names(cls) -> list[str]:

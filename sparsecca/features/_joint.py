@@ -5,6 +5,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._persist import (
+    ModelFormatError,
+    check_index,
+    pack_strings,
+    state_array,
+    state_value,
+    unpack_strings,
+)
 from ..data import TaggedCorpus, Vocabulary
 from ._base import (
     BaseView,
@@ -219,6 +227,42 @@ class JointView(BaseView):
         self.n_features_ = int(self.keys_.size)
         self.n_dropped_ = int(occ[~keep].sum())
         return self
+
+    # -- persistence -------------------------------------------------------------------------
+    def _get_state(self):
+        self._check_fitted()
+        arrays = {**pack_strings("tags", self.tags_.items),
+                  **pack_strings("lexical_vocabulary", self.lexical_vocabulary_.items),
+                  "keys": self.keys_}
+        return self._persist_params(), arrays, {"n_dropped": self.n_dropped_}
+
+    def _set_state(self, arrays, extra):
+        params = self._validated()
+        check_min_count(self.min_count)
+        tags = Vocabulary(unpack_strings(arrays, "tags"))
+        units = Vocabulary(unpack_strings(arrays, "lexical_vocabulary"))
+        T = len(tags)
+        B = T + 2
+        nt = B + B * B + (B ** 3 if params["kind"] == "ngram" else 0)
+        n_units = len(units) + (1 if params["kind"] == "ngram" else 0)
+        if n_units * nt >= _KEY_LIMIT:
+            raise ModelFormatError(f"{n_units} lexical units x {nt} tag features exceed 2**62 "
+                                   f"codes")
+        keys = check_index("keys", state_array(arrays, "keys", "int"), n_units * nt)
+        if keys.size > 1 and np.any(np.diff(keys) <= 0):
+            raise ModelFormatError("array 'keys' must be strictly increasing")
+        self._params = params
+        self._n_tags, self._nt = T, nt
+        self.tags_ = tags
+        self.lexical_vocabulary_ = units
+        self.keys_ = keys
+        self._vocabulary = None
+        # the kernel's lookup tables are derived here, never read from the file, so they are
+        # consistent with keys_ by construction
+        self._unit_start = np.searchsorted(keys // nt, np.arange(n_units + 1))
+        self._keys_tf = keys % nt
+        self.n_features_ = int(keys.size)
+        self.n_dropped_ = state_value(extra, "n_dropped", int, low=0)
 
     @property
     def vocabulary_(self) -> Vocabulary:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._persist import pack_strings, state_value, unpack_strings
 from ..data import TaggedCorpus, Vocabulary
 from ._base import (
     BaseView,
@@ -127,6 +128,21 @@ class _LexicalView(BaseView):
         word_ids = check_id_array("word_ids", word_ids, len(words), "words")
         offsets = check_offsets(offsets, word_ids.size)
         return self._transform(word_ids, offsets, words)
+
+    # -- persistence -------------------------------------------------------------------------
+    def _get_state(self):
+        self._check_fitted()
+        return (self._persist_params(), pack_strings("vocabulary", self.vocabulary_.items),
+                {"n_dropped": self.n_dropped_})
+
+    def _set_state(self, arrays, extra):
+        params = self._validated()
+        check_min_count(self.min_count)
+        vocab = Vocabulary(unpack_strings(arrays, "vocabulary"))  # refuses repeated names
+        self._params = params
+        self.vocabulary_ = vocab
+        self.n_features_ = len(vocab)
+        self.n_dropped_ = state_value(extra, "n_dropped", int, low=0)
 
     def _transform(self, word_ids, offsets, words) -> sp.csr_matrix:
         params = self._params

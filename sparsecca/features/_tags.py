@@ -5,6 +5,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._persist import (
+    ModelFormatError,
+    check_index,
+    pack_strings,
+    state_array,
+    state_value,
+    unpack_strings,
+)
 from ..data import TaggedCorpus, Vocabulary
 from ._base import (
     BaseView,
@@ -143,16 +151,7 @@ class TagNgramView(BaseView):
         min_count = check_min_count(self.min_count)
         corpus = check_corpus(corpus, tagged=True)
         T = len(corpus.tags)
-        base = T + 3
-        order_base, acc = {}, 0
-        for n in orders:
-            order_base[n] = acc
-            acc += base ** n
-        if acc >= _KEY_LIMIT:
-            raise ValueError(
-                f"orders={self.orders!r} with {T} tags gives more than 2**62 possible n-grams; "
-                f"use lower orders"
-            )
+        order_base, _ = self._layout(orders, T)
         self._params, self._n_tags, self._order_base = params, T, order_base
         t_all, offsets = corpus.tag_ids.astype(np.int64), corpus.offsets
         uniq_parts, occ_parts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
@@ -172,6 +171,44 @@ class TagNgramView(BaseView):
         self.n_features_ = int(self.keys_.size)
         self.n_dropped_ = int(occ[~keep].sum())
         return self
+
+    def _layout(self, orders, T):
+        """Code offset of each order and the size of the code space."""
+        base = T + 3
+        order_base, acc = {}, 0
+        for n in orders:
+            order_base[n] = acc
+            acc += base ** n
+        if acc >= _KEY_LIMIT:
+            raise ValueError(
+                f"orders={self.orders!r} with {T} tags gives more than 2**62 possible n-grams; "
+                f"use lower orders"
+            )
+        return order_base, acc
+
+    # -- persistence -------------------------------------------------------------------------
+    def _get_state(self):
+        self._check_fitted()
+        arrays = {**pack_strings("tags", self.tags_.items), "keys": self.keys_}
+        return self._persist_params(), arrays, {"n_dropped": self.n_dropped_}
+
+    def _set_state(self, arrays, extra):
+        orders = check_int_tuple("orders", self.orders)
+        params = dict(orders=orders, boundaries=check_bool("boundaries", self.boundaries),
+                      dtype=check_dtype(self.dtype))
+        check_min_count(self.min_count)
+        tags = Vocabulary(unpack_strings(arrays, "tags"))
+        T = len(tags)
+        order_base, n_codes = self._layout(orders, T)
+        keys = check_index("keys", state_array(arrays, "keys", "int"), n_codes)
+        if keys.size > 1 and np.any(np.diff(keys) <= 0):
+            raise ModelFormatError("array 'keys' must be strictly increasing")
+        self._params, self._n_tags, self._order_base = params, T, order_base
+        self.tags_ = tags
+        self.keys_ = keys
+        self.vocabulary_ = Vocabulary(self._names(keys))
+        self.n_features_ = int(keys.size)
+        self.n_dropped_ = state_value(extra, "n_dropped", int, low=0)
 
     def _names(self, keys: np.ndarray) -> list[str]:
         T = self._n_tags

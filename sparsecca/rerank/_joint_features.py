@@ -18,8 +18,17 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
-from .._persist import load_model_file, save_model_file
-from ..data import TaggedCorpus, Vocabulary
+from .._persist import (
+    ModelFormatError,
+    check_index,
+    from_json,
+    get_child,
+    put_child,
+    state_array,
+    to_json,
+)
+from .._persist import PersistMixin as BasePersistMixin
+from ..data import TaggedCorpus
 from ..features import JointView
 from ..tagging import NBestList, NotFittedError
 from ._base import check_nbest
@@ -149,103 +158,56 @@ def candidate_word_ids(nbest: NBestList) -> np.ndarray:
     return c.word_ids[tok]
 
 
-def json_params(params: dict) -> dict:
-    """Constructor parameters as JSON values (tuples -> lists; a Generator seed -> None)."""
-    out = {}
-    for k, v in params.items():
-        if isinstance(v, np.random.Generator):
-            v = None
-        elif isinstance(v, (tuple, list)):
-            v = [x.item() if isinstance(x, np.generic) else x for x in v]
-        elif isinstance(v, np.generic):
-            v = v.item()
-        out[k] = v
-    return out
-
-
-def _encode(value, name):
-    """Tagged JSON of a plain attribute value (scalars, dtypes, tuples, lists, str-keyed dicts)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-        return {"__dtype__": np.dtype(value).str}
-    if isinstance(value, tuple):
-        return {"__tuple__": [_encode(x, name) for x in value]}
-    if isinstance(value, list):
-        return [_encode(x, name) for x in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"__dict__": {k: _encode(x, name) for k, x in value.items()}}
-    raise TypeError(f"cannot store JointView attribute {name!r} of type {type(value).__name__}")
-
-
-def _decode(value):
-    if isinstance(value, list):
-        return [_decode(x) for x in value]
-    if isinstance(value, dict):
-        if "__dtype__" in value:
-            return np.dtype(value["__dtype__"])
-        if "__tuple__" in value:
-            return tuple(_decode(x) for x in value["__tuple__"])
-        return {k: _decode(x) for k, x in value["__dict__"].items()}
-    return value
-
-
-def tuple_params(params: dict) -> dict:
-    """Inverse of :func:`json_params` for the sequence parameters (lists -> tuples)."""
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
-
-
-class PersistMixin:
+class PersistMixin(BasePersistMixin):
     """``save(path)`` / ``load(path)`` of a fitted baseline reranker (.npz + JSON, no pickle).
 
     Subclasses list their fitted array attributes in ``_array_attrs`` (None allowed) and their
-    JSON-able fitted attributes in ``_extra_attrs``.
+    JSON-able fitted attributes in ``_extra_attrs``; the fitted :class:`JointFeatures` is
+    stored as a nested object.  Loading checks that ``coef_`` matches the features, so a
+    damaged file is refused before a candidate is scored.
     """
 
     _array_attrs: tuple[str, ...] = ()
     _extra_attrs: tuple[str, ...] = ()
 
-    def save(self, path, *, overwrite: bool = False):
-        """Write the fitted model to ``path`` (``.npz`` appended when missing).
-
-        Returns
-        -------
-        pathlib.Path
-            The file written.
-        """
+    def _get_state(self):
         self._check_fitted("coef_")
-        arrays, extra = self.features_._state()
-        none = []
+        arrays: dict = {}
+        extra: dict = {"none": []}
+        put_child(arrays, extra, "features_", self.features_)
         for name in self._array_attrs:
             value = getattr(self, name)
             if value is None:
-                none.append(name)
+                extra["none"].append(name)
             else:
                 arrays[name] = np.asarray(value)
-        extra.update({name: getattr(self, name) for name in self._extra_attrs})
-        extra["none_arrays"] = none
-        return save_model_file(path, type(self).__name__, json_params(self.get_params()),
-                               arrays, extra=extra, overwrite=overwrite)
+        for name in self._extra_attrs:
+            extra[name] = to_json(getattr(self, name), name)
+        return self._persist_params(), arrays, extra
 
-    @classmethod
-    def load(cls, path):
-        """Read a model written by :meth:`save` (refuses files of another class)."""
-        meta, arrays = load_model_file(path, cls.__name__)
-        est = cls(**tuple_params(meta["params"]))
-        extra = meta["extra"]
-        est.features_ = JointFeatures._from_state(arrays, extra)
-        for name in cls._array_attrs:
-            setattr(est, name, None if name in extra["none_arrays"] else arrays[name])
-        for name in cls._extra_attrs:
-            setattr(est, name, extra[name])
-        return est
+    def _set_state(self, arrays, extra):
+        none = extra.get("none")
+        if not isinstance(none, list):
+            raise ModelFormatError("metadata value 'none' must be a list")
+        feats = get_child(arrays, extra, "features_", allowed=(JointFeatures,))
+        for name in self._array_attrs:
+            if name in none:
+                setattr(self, name, None)
+            elif name not in arrays:
+                raise ModelFormatError(f"array {name!r} is missing")
+            else:
+                setattr(self, name, arrays[name])
+        for name in self._extra_attrs:
+            if name not in extra:
+                raise ModelFormatError(f"metadata value {name!r} is missing")
+            setattr(self, name, from_json(extra[name]))
+        self.coef_ = state_array(arrays, "coef_", "float", shape=(feats.n_features_,))
+        self.features_ = feats
 
 
 # -- the feature extractor -------------------------------------------------------------------
 
-class JointFeatures(ParamsMixin):
+class JointFeatures(BasePersistMixin, ParamsMixin):
     """Candidate -> sparse joint feature vector (paper section 4.1), decoder score in column 0.
 
     The vocabulary is fitted on a training n-best list: a joint feature is kept when its
@@ -365,54 +327,26 @@ class JointFeatures(ParamsMixin):
         return sp.hstack([s, H], format="csr")
 
     # -- persistence (arrays + JSON only) -----------------------------------------------------
-    def _state(self) -> tuple[dict, dict]:
-        """Fitted state as (arrays, JSON-able extra).
-
-        The joint view is stored attribute by attribute (arrays as arrays, vocabularies as str
-        arrays, everything else as tagged JSON), so its fitted state round-trips without
-        knowing its internals; an attribute of another type is a TypeError at save time.
-        Its lazily built feature-name cache is not stored.
-        """
+    def _get_state(self):
+        """Fitted state: the kept columns, and the joint view as a nested object."""
         self._check_fitted()
-        arrays = {"jf_columns": self.columns_}
-        kinds = {}
-        for name, value in vars(self.view_).items():
-            if name == "_vocabulary":
-                continue
-            if isinstance(value, np.ndarray):
-                if value.dtype == object:
-                    raise TypeError(f"cannot store JointView attribute {name!r} (object array)")
-                arrays["jv_" + name] = value
-                kinds[name] = "array"
-            elif isinstance(value, Vocabulary):
-                arrays["jv_" + name] = np.array(value.items, dtype=str)
-                kinds[name] = "vocab"
-            else:
-                kinds[name] = {"json": _encode(value, name)}
-        extra = {"jf_params": json_params(self.get_params()), "jv_attrs": kinds}
-        return arrays, extra
+        arrays = {"columns": self.columns_}
+        extra: dict = {}
+        put_child(arrays, extra, "view_", self.view_)
+        return self._persist_params(), arrays, extra
 
-    @classmethod
-    def _from_state(cls, arrays: dict, extra: dict) -> "JointFeatures":
-        jf = cls(**tuple_params(extra["jf_params"]))
-        jf._validate()
-        v = JointView.__new__(JointView)
-        for name, kind in extra["jv_attrs"].items():
-            if kind == "array":
-                value = arrays["jv_" + name]
-            elif kind == "vocab":
-                value = Vocabulary([str(x) for x in arrays["jv_" + name]])
-            else:
-                value = _decode(kind["json"])
-            setattr(v, name, value)
-        v._vocabulary = None
-        jf.view_ = v
-        jf.columns_ = np.ascontiguousarray(arrays["jf_columns"], dtype=np.int64)
-        jf._remap = np.full(v.n_features_, -1, dtype=np.int64)
-        jf._remap[jf.columns_] = np.arange(jf.columns_.size, dtype=np.int64)
-        jf.n_features_ = int(jf.columns_.size) + 1
-        jf._names = None
-        return jf
+    def _set_state(self, arrays, extra):
+        self._validate()
+        view = get_child(arrays, extra, "view_", allowed=(JointView,))
+        cols = check_index("columns", state_array(arrays, "columns", "int"), view.n_features_)
+        if cols.size > 1 and np.any(np.diff(cols) <= 0):
+            raise ModelFormatError("array 'columns' must be strictly increasing")
+        self.view_ = view
+        self.columns_ = cols
+        self._remap = np.full(view.n_features_, -1, dtype=np.int64)
+        self._remap[cols] = np.arange(cols.size, dtype=np.int64)
+        self.n_features_ = int(cols.size) + 1
+        self._names = None
 
     @property
     def feature_names_(self) -> list[str]:

@@ -40,6 +40,17 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
+from .._persist import (
+    ModelFormatError,
+    PersistMixin,
+    check_csr_rows,
+    check_index,
+    check_offsets,
+    pack_strings,
+    state_array,
+    state_value,
+    unpack_strings,
+)
 from ..data import TaggedCorpus, Vocabulary
 from ..kernels import kbest_viterbi
 from ._nbest import NBestList
@@ -103,6 +114,13 @@ def _csr_rows(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     pos = np.repeat(indptr[rows] - new[:-1], lengths) + np.arange(new[-1], dtype=np.int64)
     return pos, new
 
+
+# what a saved model holds: vocabularies / affix keys (as UTF-8 strings) and arrays
+_STRING_ATTRS = ("tags", "words", "suffixes", "prefixes")
+_ARRAY_ATTRS = ("lambdas", "tag_counts", "word_counts", "bigram_logp", "context_adj",
+                "tri_indptr", "tri_tags", "tri_logp", "lex_indptr", "lex_tags", "lex_logp",
+                "lex_counts", "suffix_indptr", "suffix_tags", "suffix_probs", "prefix_indptr",
+                "prefix_tags", "prefix_probs", "tag_prior")
 
 _PREFIX_GRID = (0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0)
 
@@ -191,7 +209,7 @@ def _combine(P_suffix, P_prefix, prior, alpha):
     return P / P.sum(axis=1, keepdims=True)
 
 
-class TrigramHMM(_ParamsMixin):
+class TrigramHMM(PersistMixin, _ParamsMixin):
     """Second-order HMM POS tagger with TnT smoothing and exact k-best decoding.
 
     Parameters
@@ -251,6 +269,12 @@ class TrigramHMM(_ParamsMixin):
         ``P(t)``, the start of successive abstraction and the Bayes-inversion denominator.
     theta_ : float
         Successive-abstraction weight.
+
+    Notes
+    -----
+    A fitted model is saved with ``save(path)`` and read back with ``TrigramHMM.load(path)``
+    (a ``.npz`` model file, see :mod:`sparsecca._persist`); loading checks every array the
+    decoder indexes with, so a damaged file is refused before it reaches the Viterbi kernel.
     """
 
     def __init__(self, rare_threshold: int = 10, max_suffix_length: int = 10,
@@ -458,6 +482,79 @@ class TrigramHMM(_ParamsMixin):
 
     def _reset_caches(self):
         self._affix_cache = None
+
+    # ------------------------------------------------------------------ persistence
+    def _get_state(self):
+        self._check_fitted()
+        arrays = {}
+        for name in _STRING_ATTRS:
+            value = getattr(self, name + "_")
+            arrays.update(pack_strings(name, value.items if isinstance(value, Vocabulary)
+                                       else value))
+        for name in _ARRAY_ATTRS:
+            arrays[name] = getattr(self, name + "_")
+        extra = {"n_sentences": self.n_sentences_, "prefix_weight": self.prefix_weight_,
+                 "theta": self.theta_}
+        return self._persist_params(), arrays, extra
+
+    def _set_state(self, arrays, extra):
+        """Restore a saved model, checking every array the decoder indexes with."""
+        self._validate_params()
+        tags = Vocabulary(unpack_strings(arrays, "tags"))
+        words = Vocabulary(unpack_strings(arrays, "words"))
+        T, V = len(tags), len(words)
+        if T < 1:
+            raise ModelFormatError("the model has no tags")
+        S = T + 2
+
+        def arr(name, kind, **kw):
+            return state_array(arrays, name, kind, **kw)
+
+        lambdas = arr("lambdas", "float", shape=(3,))
+        if np.any(lambdas < 0) or not np.isclose(lambdas.sum(), 1.0):
+            raise ModelFormatError(f"array 'lambdas' must be >= 0 and sum to 1, got {lambdas}")
+        tag_counts = check_index("tag_counts", arr("tag_counts", "int", shape=(T,)), 2**62, 1)
+        word_counts = check_index("word_counts", arr("word_counts", "int", shape=(V,)), 2**62, 1)
+        bigram_logp = arr("bigram_logp", "float", ndim=2, shape=(S, S), allow_inf="-")
+        context_adj = arr("context_adj", "float", ndim=2, shape=(S, S))
+        tri_tags = check_index("tri_tags", arr("tri_tags", "int", dtype=np.int32), S)
+        tri_indptr = check_offsets("tri_indptr", arr("tri_indptr", "int"), tri_tags.size, S * S)
+        check_csr_rows("tri_tags", tri_indptr, tri_tags)
+        tri_logp = arr("tri_logp", "float", shape=tri_tags.shape, allow_inf="-")
+        lex_tags = check_index("lex_tags", arr("lex_tags", "int", dtype=np.int32), T)
+        lex_indptr = check_offsets("lex_indptr", arr("lex_indptr", "int"), lex_tags.size, V)
+        check_csr_rows("lex_tags", lex_indptr, lex_tags, nonempty=True)
+        lex_logp = arr("lex_logp", "float", shape=lex_tags.shape, allow_inf="-")
+        lex_counts = check_index("lex_counts", arr("lex_counts", "int", shape=lex_tags.shape),
+                                 2**62, 1)
+        affix = {}
+        for kind in ("suffix", "prefix"):
+            keys = unpack_strings(arrays, kind + "es")
+            t = check_index(f"{kind}_tags", arr(f"{kind}_tags", "int", dtype=np.int32), T)
+            ptr = check_offsets(f"{kind}_indptr", arr(f"{kind}_indptr", "int"), t.size, len(keys))
+            check_csr_rows(f"{kind}_tags", ptr, t)
+            probs = arr(f"{kind}_probs", "float", shape=t.shape)
+            if probs.size and (probs.min() < 0 or probs.max() > 1):
+                raise ModelFormatError(f"array '{kind}_probs' must lie in [0, 1]")
+            affix[kind] = (keys, ptr, t, probs)
+        prior = arr("tag_prior", "float", shape=(T,))
+        if np.any(prior < 0):
+            raise ModelFormatError("array 'tag_prior' must be >= 0")
+        self.tags_, self.words_ = tags, words
+        self.lambdas_, self.tag_counts_, self.word_counts_ = lambdas, tag_counts, word_counts
+        self.n_sentences_ = state_value(extra, "n_sentences", int, low=0)
+        self.bigram_logp_, self.context_adj_ = bigram_logp, context_adj
+        self.tri_indptr_, self.tri_tags_, self.tri_logp_ = tri_indptr, tri_tags, tri_logp
+        self.lex_indptr_, self.lex_tags_, self.lex_logp_ = lex_indptr, lex_tags, lex_logp
+        self.lex_counts_ = lex_counts
+        (self.suffixes_, self.suffix_indptr_, self.suffix_tags_,
+         self.suffix_probs_) = affix["suffix"]
+        (self.prefixes_, self.prefix_indptr_, self.prefix_tags_,
+         self.prefix_probs_) = affix["prefix"]
+        self.tag_prior_ = prior
+        self.theta_ = state_value(extra, "theta", float, low=0.0)
+        self.prefix_weight_ = state_value(extra, "prefix_weight", float, low=0.0, high=1.0)
+        self._reset_caches()
 
     # ------------------------------------------------------------------ lexicon at decode time
     def _affix_lookup(self):

@@ -1,0 +1,429 @@
+"""The three low-dimensional rerankers of Jagarlamudi & Daume III (2012).
+
+All three learn projections A (input view) and B (output view) from one eigenproblem
+(Eq. 11 / 12, solved in the reduced form of Eq. 14-15 by :mod:`sparsecca.linalg`); they differ
+only in the cross-covariance factor M of C_xy = X^T M:
+
+* generative (plain CCA): M = Y
+* softened discriminative: M = (1 - lam) Y + lam R_L, R_L the loss-weighted mean residuals
+* discriminative (Algorithm 1): M = ((1 - lam) / lam) Y + R_alpha, the multipliers alpha
+  updated from the slacks of the margin constraints.
+
+A candidate is scored by p_ij = cos(A^T x_i, B^T yhat_ij) (Eq. 1) and the final score is
+s_ij + w p_ij (Eq. 13), w tuned on dev.  The number of components k is tuned on dev from one
+fit at the largest k (components are nested), tau and lam on small grids that reuse the X
+factorisation across every solve.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..features import SuffixView, TagNgramView
+from ..kernels import aggregate_residuals, slack_update
+from .._persist import ModelFormatError, PersistMixin, state_array
+from ..linalg import CCAEngine
+from ._base import BaseReranker, check_nbest, losses_of_choice, tune_weight
+
+__all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
+
+
+def _as_grid(name, value, low, high, *, low_open=False):
+    vals = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    if vals.ndim != 1 or vals.size == 0:
+        raise ValueError(f"{name} must be a number or a non-empty 1-d sequence, got {value!r}")
+    lo_ok = vals > low if low_open else vals >= low
+    if not np.all(np.isfinite(vals) & lo_ok & (vals <= high)):
+        bracket = "(" if low_open else "["
+        bad = vals[~(np.isfinite(vals) & lo_ok & (vals <= high))][0]
+        raise ValueError(f"{name} must lie in {bracket}{low}, {high}], got {float(bad)!r}")
+    return vals
+
+
+def _cosine_prefix_scores(PX, PY, cand_sent):
+    """cos(A_k^T x_i, B_k^T yhat_ij) for every prefix k = 1..K at once.
+
+    Parameters
+    ----------
+    PX : (n, K) projections of the sentences; PY : (n_candidates, K) of the candidates.
+
+    Returns
+    -------
+    (n_candidates, K) array; column k-1 uses the first k components.  A zero vector has
+    cosine 0 (it carries no evidence either way).
+    """
+    px = PX[cand_sent]
+    dots = np.cumsum(px * PY, axis=1)
+    nx = np.sqrt(np.cumsum(px * px, axis=1))
+    ny = np.sqrt(np.cumsum(PY * PY, axis=1))
+    den = nx * ny
+    out = np.zeros_like(dots)
+    np.divide(dots, den, out=out, where=den > 0)
+    return out
+
+
+class _LowDimReranker(PersistMixin, BaseReranker):
+    """Shared fitting, tuning and scoring; subclasses define the cross-covariance factor."""
+
+    _has_lam = True
+    # what save() stores; load() rebuilds the views from their own (validated) state
+    _state_arrays = ("x_weights_", "y_weights_", "eigenvalues_")
+    _state_values = ("n_components_", "tau_", "w_", "solver_", "dev_accuracy_", "grid_scores_")
+    _state_children = ("input_view_", "output_view_")
+
+    def _check_state(self):
+        """Validate what load() restored (shapes against the views, finite values)."""
+        k = self.n_components_
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ModelFormatError(f"n_components_ must be an int >= 1, got {k!r}")
+        d1, d2 = self.input_view_.n_features_, self.output_view_.n_features_
+        a = {"x_weights_": self.x_weights_, "y_weights_": self.y_weights_,
+             "eigenvalues_": self.eigenvalues_}
+        self.x_weights_ = state_array(a, "x_weights_", "float", ndim=2, shape=(d1, k))
+        self.y_weights_ = state_array(a, "y_weights_", "float", ndim=2, shape=(d2, k))
+        self.eigenvalues_ = state_array(a, "eigenvalues_", "float", shape=(k,))
+        if not isinstance(self.w_, float) or not np.isfinite(self.w_):
+            raise ModelFormatError(f"w_ must be a finite float, got {self.w_!r}")
+
+    def __init__(self, n_components=50, tau=(0.1, 0.5, 0.9), lam=(0.25, 0.5, 0.75),
+                 k_grid=None, w=None, solver="auto", input_view=None, output_view=None,
+                 random_state=0):
+        self.n_components = n_components
+        self.tau = tau
+        self.lam = lam
+        self.k_grid = k_grid
+        self.w = w
+        self.solver = solver
+        self.input_view = input_view
+        self.output_view = output_view
+        self.random_state = random_state
+
+    # -- sklearn-style parameter access ---------------------------------------------------
+    def get_params(self, deep=True):
+        return {k: getattr(self, k) for k in ("n_components", "tau", "lam", "k_grid", "w",
+                                              "solver", "input_view", "output_view",
+                                              "random_state")}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            if k not in self.get_params():
+                raise ValueError(f"unknown parameter {k!r} for {type(self).__name__}")
+            setattr(self, k, v)
+        return self
+
+    # -- validation ------------------------------------------------------------------------
+    def _validate(self):
+        K = self.n_components
+        if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 1:
+            raise ValueError(f"n_components must be an int >= 1, got {K!r}")
+        taus = _as_grid("tau", self.tau, 0.0, 1.0)
+        lams = self._lam_grid()
+        if self.k_grid is None:
+            ks = np.unique(np.clip([1, 2, 5, 10, 15, 20, 30, 40, 50, 75, 100, K], 1, K))
+        else:
+            ks = np.unique(np.asarray(self.k_grid, dtype=np.int64))
+            if ks.size == 0 or ks.min() < 1 or ks.max() > K:
+                raise ValueError(f"k_grid values must lie in [1, n_components={K}], "
+                                 f"got {self.k_grid!r}")
+        if self.w is not None:
+            w = float(self.w)
+            if not (np.isfinite(w) and w >= 0):
+                raise ValueError(f"w must be None (tuned on dev) or a finite number >= 0, "
+                                 f"got {self.w!r}")
+        if self.solver not in ("auto", "dense", "randomized", "iterative"):
+            raise ValueError(f"solver must be 'auto', 'dense', 'randomized' or 'iterative', "
+                             f"got {self.solver!r}")
+        return taus, lams, ks
+
+    def _lam_grid(self):
+        return _as_grid("lam", self.lam, 0.0, 1.0)
+
+    # -- views -----------------------------------------------------------------------------
+    def _candidate_view(self, nbest):
+        return self.output_view_.transform_sequences(nbest.tag_ids, nbest.cand_offsets,
+                                                     nbest.tags)
+
+    def _views(self, nbest):
+        X = self.input_view_.transform(nbest.corpus)
+        return X, self._candidate_view(nbest)
+
+    # -- the model-specific part -----------------------------------------------------------
+    def _cross_factor(self, Y, R, lam):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K):
+        """Projections (A, B, omega, info) for one (tau, lam)."""
+        R = aggregate_residuals(Y, Yhat, train.losses.astype(np.float64), train.sent_offsets)
+        return (*engine.solve(self._cross_factor(Y, R, lam), tau, K), {})
+
+    # -- fitting ---------------------------------------------------------------------------
+    def fit(self, train, dev=None):
+        """Learn A and B on the (jackknifed) training n-best lists and tune on ``dev``.
+
+        Parameters
+        ----------
+        train : NBestList with gold tags
+        dev : NBestList with gold tags, optional
+            Needed when any of tau, lam, k or w is to be tuned; without it the first grid
+            values, k = n_components and w (which must then be given) are used.
+
+        Returns
+        -------
+        self
+        """
+        taus, lams, ks = self._validate()
+        train = check_nbest(train, "train", need_gold=True)
+        tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or self.w is None
+        if dev is not None:
+            dev = check_nbest(dev, "dev", need_gold=True)
+        elif tuning:
+            raise ValueError(
+                "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "
+                "them (scalar tau and lam, k_grid=[n_components], a number for w)")
+        self.input_view_ = (SuffixView() if self.input_view is None
+                            else _clone_view(self.input_view))
+        self.output_view_ = (TagNgramView() if self.output_view is None
+                             else _clone_view(self.output_view))
+        X = self.input_view_.fit_transform(train.corpus)
+        Y = self.output_view_.fit_transform(train.corpus)
+        Yhat = self._candidate_view(train)
+        K = min(int(self.n_components), X.shape[1], Y.shape[1])
+        ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
+        engine = CCAEngine(X, Y, solver=self.solver, random_state=self.random_state)
+        if dev is not None:
+            Xd, Yhat_d = self._views(dev)
+        grid_acc = np.full((taus.size, lams.size), -np.inf)
+        best = None
+        for a, tau in enumerate(taus):
+            for b, lam in enumerate(lams):
+                A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K)
+                if dev is None:
+                    cand = (-np.inf, tau, lam, K, float(self.w), A, B, omega, info)
+                else:
+                    acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks)
+                    grid_acc[a, b] = acc
+                    cand = (acc, tau, lam, k, w, A, B, omega, info)
+                if best is None or cand[0] > best[0]:
+                    best = cand
+        acc, tau, lam, k, w, A, B, omega, info = best
+        self._set_info(info)
+        self.x_weights_ = np.ascontiguousarray(A[:, :k])
+        self.y_weights_ = np.ascontiguousarray(B[:, :k])
+        self.eigenvalues_ = np.asarray(omega[:k])
+        self.n_components_ = int(k)
+        self.tau_ = float(tau)
+        self.w_ = float(w)
+        if self._has_lam:
+            self.lam_ = float(lam)
+        self.solver_ = engine.solver_
+        self.dev_accuracy_ = None if dev is None else float(acc)
+        self.grid_scores_ = None if dev is None else {
+            "tau": taus.tolist(), "lam": lams.tolist(), "accuracy": grid_acc.tolist()}
+        return self
+
+    def _set_info(self, info):
+        """Record what the solve of the selected grid point reported (subclass hook)."""
+
+    def _tune_k_w(self, dev, Xd, Yhat_d, A, B, ks):
+        P = _cosine_prefix_scores(np.asarray(Xd @ A), np.asarray(Yhat_d @ B), dev.cand_sentence)
+        best = (-np.inf, None, None)
+        for k in ks:
+            p = P[:, k - 1]
+            if self.w is None:
+                w, acc, _ = tune_weight(dev, p)
+            else:
+                w = float(self.w)
+                acc = 1.0 - losses_of_choice(dev, dev.argmax(dev.scores + w * p)) \
+                    / dev.corpus.n_tokens
+            if acc > best[0]:
+                best = (acc, int(k), w)
+        return best
+
+    # -- scoring ---------------------------------------------------------------------------
+    def projection_scores(self, nbest):
+        """p_ij = cos(A^T x_i, B^T yhat_ij) (Eq. 1), shape (n_candidates,)."""
+        self._check_fitted("x_weights_")
+        nbest = check_nbest(nbest)
+        X, Yhat = self._views(nbest)
+        P = _cosine_prefix_scores(np.asarray(X @ self.x_weights_),
+                                  np.asarray(Yhat @ self.y_weights_), nbest.cand_sentence)
+        return P[:, -1]
+
+    def decision_function(self, nbest):
+        """s_ij + w p_ij (Eq. 13), shape (n_candidates,)."""
+        return nbest.scores + self.w_ * self.projection_scores(nbest)
+
+    def tuned_params(self) -> dict:
+        """The values chosen on dev (for reports)."""
+        self._check_fitted("x_weights_")
+        out = {"k": self.n_components_, "tau": self.tau_, "w": self.w_, "solver": self.solver_}
+        if self._has_lam:
+            out["lam"] = self.lam_
+        return out
+
+
+def _clone_view(view):
+    return type(view)(**view.get_params())
+
+
+class GenerativeReranker(_LowDimReranker):
+    """Plain regularised CCA between the sentence view and the gold tag-sequence view (M = Y).
+
+    Parameters
+    ----------
+    n_components : int >= 1
+        Largest number of components fitted; k <= n_components is tuned on dev.
+    tau : float in [0, 1] or sequence
+        Regularisation, C = (1 - tau) X^T X + tau I; a sequence is tuned on dev.
+    k_grid : sequence of int, optional
+        Prefix sizes tried on dev (default: 1, 2, 5, 10, 15, 20, 30, ... up to n_components).
+    w : float >= 0 or None
+        Weight of the projection score in Eq. 13; None tunes it on dev (grid 0..100 step 1,
+        then a finer search around the best).
+    solver : {'auto', 'dense', 'randomized', 'iterative'}
+        Passed to the engine.
+    input_view, output_view : unfitted views
+        Default ``SuffixView()`` (suffixes 2-4) and ``TagNgramView()`` (tag 1- and 2-grams).
+    random_state : int or None
+
+    Attributes
+    ----------
+    x_weights_ : (d1, k) A;  y_weights_ : (d2, k) B;  eigenvalues_ : (k,) omega of Eq. 14
+    n_components_, tau_, w_ : the tuned values;  solver_ : the engine solver used
+    grid_scores_ : dict of the dev accuracies over the tau grid (for Figure 1)
+    """
+
+    _has_lam = False
+
+    def __init__(self, n_components=50, tau=(0.1, 0.5, 0.9), k_grid=None, w=None,
+                 solver="auto", input_view=None, output_view=None, random_state=0):
+        super().__init__(n_components=n_components, tau=tau, lam=0.0, k_grid=k_grid, w=w,
+                         solver=solver, input_view=input_view, output_view=output_view,
+                         random_state=random_state)
+
+    def get_params(self, deep=True):
+        p = super().get_params(deep)
+        p.pop("lam")
+        return p
+
+    def _lam_grid(self):
+        return np.array([0.0])
+
+    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K):
+        return (*engine.solve(Y, tau, K), {})
+
+
+class SoftenedReranker(_LowDimReranker):
+    """Softened discriminative model (section 2.5): M = (1 - lam) Y + lam R.
+
+    R's row i is (1/m_i) sum_j L_ij (y_i - yhat_ij), the loss-weighted mean residual of the
+    sentence's candidates.  Parameters as :class:`GenerativeReranker`, plus
+
+    lam : float in [0, 1] or sequence
+        Weight of the residual term; a sequence is tuned on dev.
+    """
+
+    _state_values = _LowDimReranker._state_values + ("lam_",)
+
+    def _cross_factor(self, Y, R, lam):
+        return ((1.0 - lam) * Y + lam * R).tocsr()
+
+
+class DiscriminativeReranker(_LowDimReranker):
+    """Discriminative model (section 2.4), solved by Algorithm 1.
+
+    The multipliers alpha start at the losses L (so iteration 0 is the softened model up to
+    the factor 1/lam); each iteration solves Eq. 12 with M = ((1 - lam)/lam) Y + R_alpha,
+    normalises A and B to the length constraints ||X a|| = ||Y b|| = 1, computes the margins
+    x_i^T A_n B_n^T r_ij, the slacks xi_i (smallest positive psi_ij = (1 - margin) L_ij) and
+    moves alpha by gamma * d_ij for sentences with positive slack; it stops after ``n_iter``
+    iterations or when no slack changes.
+
+    Parameters as :class:`SoftenedReranker`, plus
+
+    lam : float in (0, 1] or sequence
+        lam = 0 is refused (the objective divides by lam).
+    gamma : float > 0
+        Step size of the multiplier update.
+    n_iter : int >= 0
+        Multiplier updates (the paper uses 5); 0 gives the softened model.
+
+    Attributes
+    ----------
+    n_iter_ : int, updates run;  slacks_ : (n_iter_, n) history of the slacks
+    """
+
+    _state_arrays = _LowDimReranker._state_arrays + ("slacks_",)
+    _state_values = _LowDimReranker._state_values + ("lam_", "n_iter_")
+
+    def __init__(self, n_components=50, tau=(0.1, 0.5, 0.9), lam=(0.25, 0.5, 0.75),
+                 gamma=0.1, n_iter=5, k_grid=None, w=None, solver="auto", input_view=None,
+                 output_view=None, random_state=0):
+        super().__init__(n_components=n_components, tau=tau, lam=lam, k_grid=k_grid, w=w,
+                         solver=solver, input_view=input_view, output_view=output_view,
+                         random_state=random_state)
+        self.gamma = gamma
+        self.n_iter = n_iter
+
+    def get_params(self, deep=True):
+        p = super().get_params(deep)
+        p.update(gamma=self.gamma, n_iter=self.n_iter)
+        return p
+
+    def _lam_grid(self):
+        return _as_grid("lam", self.lam, 0.0, 1.0, low_open=True)
+
+    def _validate(self):
+        out = super()._validate()
+        g = self.gamma
+        if isinstance(g, bool) or not isinstance(g, numbers.Real) or not (np.isfinite(g)
+                                                                           and g > 0):
+            raise ValueError(f"gamma must be a finite number > 0, got {g!r}")
+        n = self.n_iter
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"n_iter must be an int >= 0, got {n!r}")
+        return out
+
+    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K):
+        L = train.losses.astype(np.float64)
+        alpha = L.copy()
+        off = train.sent_offsets
+        cand_sent = train.cand_sentence
+        X = engine.X
+        scale = (1.0 - lam) / lam
+        xi_prev = None
+        history = []
+        for it in range(int(self.n_iter) + 1):
+            R = aggregate_residuals(Y, Yhat, alpha, off)
+            A, B, omega = engine.solve((scale * Y + R).tocsr(), tau, K)
+            if it == int(self.n_iter):
+                break
+            # normalise to the length constraints ||X a|| = ||Y b|| = 1 (Eq. 4)
+            PX = np.asarray(X @ A)
+            PY = np.asarray(Y @ B)
+            nx = np.linalg.norm(PX, axis=0)
+            ny = np.linalg.norm(PY, axis=0)
+            nx[nx == 0] = 1.0
+            ny[ny == 0] = 1.0
+            PX /= nx
+            QY = PY / ny
+            QH = np.asarray(Yhat @ B) / ny
+            margins = np.einsum("ij,ij->i", PX[cand_sent], QY[cand_sent] - QH)
+            xi, alpha = slack_update(margins, L, alpha, off, float(self.gamma))
+            history.append(xi)
+            if xi_prev is not None and np.allclose(xi, xi_prev, rtol=1e-9, atol=1e-12):
+                break
+            xi_prev = xi
+        return A, B, omega, {"slacks": history, "n": train.n_sentences}
+
+    def _set_info(self, info):
+        hist = info["slacks"]
+        self.n_iter_ = len(hist)
+        self.slacks_ = np.array(hist) if hist else np.zeros((0, info["n"]))
+
+    def tuned_params(self) -> dict:
+        out = super().tuned_params()
+        out.update(gamma=float(self.gamma), n_iter=self.n_iter_)
+        return out

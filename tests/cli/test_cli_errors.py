@@ -1,0 +1,125 @@
+"""Bad command-line input: exit status 2, one line on stderr, never a traceback."""
+
+import gzip
+import pickle
+
+import numpy as np
+import pytest
+from cli_helpers import run_cli
+
+
+@pytest.fixture(scope="module")
+def bad_files(dataset, tagger, tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    good = dataset["test"].read_text(encoding="utf-8").split("\n")
+    # line 4 of the file (1-based) loses its last column
+    lines = list(good)
+    lines[3] = "\t".join(lines[3].split("\t")[:9])
+    (d / "bad.conllu").write_text("\n".join(lines), encoding="utf-8")
+    (d / "fake.conllu.gz").write_text("\n".join(good), encoding="utf-8")
+    (d / "bin.conllu").write_bytes(gzip.compress(b"\xff\xfe\x00bad") + b"trailing")
+    (d / "empty").mkdir()
+    (d / "only-train").mkdir()
+    (d / "only-train" / "train.conllu").write_text("\n".join(good), encoding="utf-8")
+    raw = tagger.read_bytes()
+    (d / "truncated.npz").write_bytes(raw[: len(raw) // 2])
+    (d / "evil.npz").write_bytes(pickle.dumps({"lambdas": np.ones(3)}))
+    (d / "exists.conllu").write_text("keep me", encoding="utf-8")
+    (d / "exists.npz").write_bytes(b"keep me")
+    view = d / "view.npz"
+    from sparsecca.data import read_conllu
+    from sparsecca.features import SuffixView
+
+    SuffixView().fit(read_conllu(dataset["train"])).save(view)
+    return d
+
+
+# (argv with placeholders, regex the one-line message must match)
+CASES = {
+    "no verb": ([], r"sparsecca: error: the following arguments are required: VERB"),
+    "unknown verb": (["bogus"], r"invalid choice: 'bogus'"),
+    "missing input file": (["tag", "{tagger}", "{bad}/nope.conllu"],
+                           r"nope.conllu: no such file \(input\)"),
+    "input is a directory": (["tag", "{tagger}", "{bad}/empty"], r"empty: is a directory"),
+    "missing model file": (["tag", "{bad}/nope.npz", "{test}"], r"nope.npz: no such file"),
+    "malformed CoNLL-U line": (["tag", "{tagger}", "{bad}/bad.conllu"],
+                               r"bad.conllu:4: expected 10 tab-separated columns, found 9"),
+    "gz suffix on plain text": (["train-tagger", "{bad}/fake.conllu.gz", "-o", "{bad}/m"],
+                                r"fake.conllu.gz: has a .gz suffix but is not gzip data"),
+    "corrupt gzip": (["tag", "{tagger}", "{bad}/bin.conllu"], r"bin.conllu"),
+    "directory without splits": (["experiment", "{bad}/empty", "--tags", "upos"],
+                                 r"empty: no train.conllu or train.conllu.gz"),
+    "directory without dev": (["experiment", "{bad}/only-train", "--tags", "upos"],
+                              r"only-train: no dev.conllu"),
+    "not a directory": (["experiment", "{bad}/nope", "--tags", "upos"],
+                        r"nope: no such directory"),
+    "unknown tag column suffix": (["experiment", "{dir}:lemma"],
+                                  r"unknown tag column 'lemma' in '.*:lemma'"),
+    "unknown --tags value": (["train-tagger", "{train}", "--tags", "feats", "-o", "{bad}/m"],
+                             r"argument --tags: invalid choice: 'feats'"),
+    "tag column absent from the file": (["train-tagger", "{dev}", "--tags", "xpos",
+                                         "-o", "{bad}/m"],
+                                        r"dev.conllu.gz:\d+: tag column 5 \(xpos\) is '_'"),
+    "no tag column given": (["experiment", "{dir}"], r"which tag column\?"),
+    "existing output (tag)": (["tag", "{tagger}", "{test}", "-o", "{bad}/exists.conllu"],
+                              r"exists.conllu exists; pass --force"),
+    "existing output (model)": (["train-tagger", "{train}", "-o", "{bad}/exists"],
+                                r"exists.npz exists; pass --force"),
+    "output in a missing directory": (["tag", "{tagger}", "{test}", "-o", "{bad}/no/out"],
+                                      r"no: no such directory"),
+    "truncated model": (["tag", "{bad}/truncated.npz", "{test}"],
+                        r"truncated.npz: corrupted or truncated model file"),
+    "pickle renamed to npz": (["tag", "{bad}/evil.npz", "{test}"],
+                              r"evil.npz: not a sparsecca model file"),
+    "model of another class": (["tag", "{bad}/view.npz", "{test}"],
+                               r"holds a 'SuffixView', not a 'TrigramHMM'"),
+    "tagger given as reranker": (["rerank", "--tagger", "{tagger}", "--reranker", "{tagger}",
+                                  "{test}"], r"hmm.npz: holds a TrigramHMM, not a reranker"),
+    "unknown reranker name": (["train-reranker", "--tagger", "{tagger}", "{train}", "{dev}",
+                               "--model", "svm", "-o", "{bad}/r"], r"unknown model 'svm'"),
+    "unknown --models name": (["demo", "--models", "svm", "--out", "{bad}/demo"],
+                              r"unknown model 'svm'"),
+    "k too small": (["tag", "{tagger}", "{test}", "-k", "0"], r"-k must be >= 1, got 0"),
+    "k not an int": (["tag", "{tagger}", "{test}", "-k", "two"], r"invalid int value: 'two'"),
+    "too few demo sentences": (["demo", "--sentences", "5", "--out", "{bad}/demo"],
+                               r"--sentences must be >= 100, got 5"),
+    "text input in CoNLL-U mode": (["tag", "{tagger}", "{text}"],
+                                   r"test.txt:1: expected 10 tab-separated columns"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_exits_2_with_one_line(dataset, tagger, bad_files, case):
+    argv, pattern = CASES[case]
+    fill = {"tagger": tagger, "bad": bad_files, "test": dataset["test"], "dir": dataset["dir"],
+            "train": dataset["train"], "dev": dataset["dev"], "text": dataset["text"]}
+    r = run_cli(*[a.format(**fill) for a in argv], cwd=bad_files)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("sparsecca"), lines[0]
+    assert __import__("re").search(pattern, lines[0]), lines[0]
+    # nothing was overwritten
+    assert (bad_files / "exists.conllu").read_text(encoding="utf-8") == "keep me"
+    assert (bad_files / "exists.npz").read_bytes() == b"keep me"
+    assert not (bad_files / "m.npz").exists() and not (bad_files / "r.npz").exists()
+
+
+def test_force_overwrites(dataset, tagger, tmp_path):
+    out = tmp_path / "out.conllu"
+    out.write_text("old", encoding="utf-8")
+    r = run_cli("tag", tagger, dataset["test"], "-o", out, "--force", "-q")
+    assert r.returncode == 0 and r.stderr == ""
+    assert out.read_text(encoding="utf-8").startswith("# sent_id = te-0")
+
+
+def test_debug_env_shows_traceback(dataset, tagger, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SPARSECCA_DEBUG="1")
+    r = subprocess.run([sys.executable, "-m", "sparsecca", "tag", str(tagger),
+                        str(tmp_path / "nope.conllu")], capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and "Traceback" in r.stderr and "UsageError" in r.stderr

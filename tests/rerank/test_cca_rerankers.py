@@ -1,0 +1,234 @@
+"""The three low-dimensional rerankers against slow references and the paper's identities."""
+
+from functools import cache
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+
+from sparsecca.data import TaggedCorpus, synthetic_corpus, train_test_split
+from sparsecca.features import SuffixView, TagNgramView
+from sparsecca.kernels import aggregate_residuals
+from sparsecca.rerank import (
+    DiscriminativeReranker,
+    GenerativeReranker,
+    SoftenedReranker,
+    default_rerankers,
+    tune_weight,
+)
+from sparsecca.tagging import NBestList, NotFittedError, TrigramHMM, jackknife_nbest
+
+
+@cache
+def lists(n=700, k=5, seed=0):
+    corpus = synthetic_corpus(n, random_state=seed)
+    train, rest = train_test_split(corpus, test_size=0.4, random_state=seed)
+    dev, test = rest[: rest.n_sentences // 2], rest[rest.n_sentences // 2:]
+    hmm = TrigramHMM().fit(train)
+    return (jackknife_nbest(TrigramHMM(), train, k=k, folds=5, random_state=seed),
+            hmm.nbest(dev, k=k), hmm.nbest(test, k=k))
+
+
+FIXED = dict(n_components=8, tau=0.5, k_grid=[8], w=3.0, solver="dense")
+
+
+def _reference_projections(train, tau, M_of, k):
+    """Eq. 11 as one dense symmetric-definite generalized eigenproblem (scipy.linalg.eigh)."""
+    X = SuffixView().fit_transform(train.corpus).toarray()
+    view = TagNgramView().fit(train.corpus)
+    Y = view.transform(train.corpus).toarray()
+    Yh = view.transform_sequences(train.tag_ids, train.cand_offsets, train.tags).toarray()
+    M = M_of(Y, Yh)
+    d1, d2 = X.shape[1], Y.shape[1]
+    Cxy = X.T @ M
+    lhs = np.zeros((d1 + d2, d1 + d2))
+    lhs[:d1, d1:] = Cxy
+    lhs[d1:, :d1] = Cxy.T
+    rhs = sla.block_diag((1 - tau) * X.T @ X + tau * np.eye(d1),
+                         (1 - tau) * Y.T @ Y + tau * np.eye(d2))
+    w, V = sla.eigh(lhs, rhs)
+    order = np.argsort(w)[::-1][:k]
+    # eigh normalises v^T rhs v = 1 over the stacked vector; the blocks carry 1/2 each
+    return w[order], V[:d1, order] * np.sqrt(2), V[d1:, order] * np.sqrt(2)
+
+
+def _match_signs(A, B):
+    s = np.sign(np.sum(A * B, axis=0))
+    return B * s
+
+
+def test_generative_equals_block_eigenproblem():
+    train, dev, _ = lists()
+    model = GenerativeReranker(**FIXED).fit(train, dev)
+    w, A, B = _reference_projections(train, 0.5, lambda Y, Yh: Y, 8)
+    np.testing.assert_allclose(np.sqrt(model.eigenvalues_), w, rtol=1e-8)
+    np.testing.assert_allclose(_match_signs(A, model.x_weights_), A, atol=1e-6)
+    np.testing.assert_allclose(_match_signs(B, model.y_weights_), B, atol=1e-6)
+
+
+def test_softened_equals_block_eigenproblem():
+    train, dev, _ = lists()
+    lam = 0.4
+    model = SoftenedReranker(lam=lam, **FIXED).fit(train, dev)
+
+    def M_of(Y, Yh):
+        R = aggregate_residuals(Y, Yh, train.losses, train.sent_offsets).toarray()
+        return (1 - lam) * Y + lam * R
+
+    w, A, B = _reference_projections(train, 0.5, M_of, 8)
+    np.testing.assert_allclose(np.sqrt(model.eigenvalues_), w, rtol=1e-8)
+    np.testing.assert_allclose(_match_signs(A, model.x_weights_), A, atol=1e-6)
+
+
+@pytest.mark.parametrize("lam", [0.25, 0.7])
+def test_discriminative_without_updates_is_softened(lam):
+    """alpha = L: C_xy^alpha = C_xy(softened) / lam, so the directions agree (paper, 3.3)."""
+    train, dev, _ = lists()
+    soft = SoftenedReranker(lam=lam, **FIXED).fit(train, dev)
+    disc = DiscriminativeReranker(lam=lam, n_iter=0, **FIXED).fit(train, dev)
+    np.testing.assert_allclose(_match_signs(soft.x_weights_, disc.x_weights_),
+                               soft.x_weights_, atol=1e-8)
+    np.testing.assert_allclose(_match_signs(soft.y_weights_, disc.y_weights_),
+                               soft.y_weights_, atol=1e-8)
+    np.testing.assert_allclose(disc.eigenvalues_, soft.eigenvalues_ / lam**2, rtol=1e-8)
+    np.testing.assert_array_equal(disc.rerank(dev), soft.rerank(dev))
+    assert disc.n_iter_ == 0
+
+
+def test_discriminative_updates_change_the_model():
+    train, dev, _ = lists()
+    disc = DiscriminativeReranker(lam=0.5, n_iter=3, gamma=0.5, **FIXED).fit(train, dev)
+    soft = SoftenedReranker(lam=0.5, **FIXED).fit(train, dev)
+    assert 1 <= disc.n_iter_ <= 3
+    assert disc.slacks_.shape == (disc.n_iter_, train.n_sentences)
+    assert np.all(disc.slacks_ >= 0)
+    assert not np.allclose(np.abs(disc.x_weights_), np.abs(soft.x_weights_), atol=1e-6)
+
+
+def test_projection_scores_are_cosines():
+    train, dev, _ = lists()
+    model = SoftenedReranker(lam=0.5, **FIXED).fit(train, dev)
+    p = model.projection_scores(dev)
+    X = model.input_view_.transform(dev.corpus).toarray()
+    Yh = model.output_view_.transform_sequences(dev.tag_ids, dev.cand_offsets,
+                                                dev.tags).toarray()
+    for r in range(0, dev.n_total, 7):
+        u = X[dev.cand_sentence[r]] @ model.x_weights_
+        v = Yh[r] @ model.y_weights_
+        den = np.linalg.norm(u) * np.linalg.norm(v)
+        ref = 0.0 if den == 0 else u @ v / den
+        assert p[r] == pytest.approx(ref, abs=1e-12)
+    assert np.all(np.abs(p) <= 1 + 1e-12)
+    np.testing.assert_allclose(model.decision_function(dev), dev.scores + 3.0 * p)
+
+
+def test_tuning_picks_best_dev_point():
+    train, dev, _ = lists()
+    model = GenerativeReranker(n_components=6, tau=(0.3, 0.9), k_grid=[2, 6],
+                               solver="dense").fit(train, dev)
+    assert model.tau_ in (0.3, 0.9) and model.n_components_ in (2, 6)
+    # brute force over the same grid: refit with each point fixed and score on dev
+    best = -1.0
+    for tau in (0.3, 0.9):
+        for k in (2, 6):
+            m = GenerativeReranker(n_components=6, tau=tau, k_grid=[k], solver="dense")
+            m.fit(train, dev)
+            best = max(best, m.score(dev))
+    assert model.dev_accuracy_ == pytest.approx(best)
+    assert model.score(dev) == pytest.approx(model.dev_accuracy_)
+    assert model.score(dev) >= dev.top1_accuracy()   # w = 0 is on the grid
+    grid = np.array(model.grid_scores_["accuracy"])
+    assert grid.shape == (2, 1) and grid.max() == pytest.approx(model.dev_accuracy_)
+
+
+def test_tune_weight_against_brute_force():
+    _, dev, _ = lists()
+    rng = np.random.default_rng(0)
+    p = rng.normal(size=dev.n_total)
+    w, acc, (grid, accs) = tune_weight(dev, p, refine=False)
+    brute = [dev.accuracy(dev.argmax(dev.scores + g * p)) for g in range(101)]
+    assert accs.tolist() == pytest.approx(brute)
+    assert w == float(np.argmax(brute)) and acc == pytest.approx(max(brute))
+
+
+def test_default_rerankers_rows():
+    rows = default_rerankers()
+    assert list(rows)[:3] == ["Generative", "Softened-Disc", "Discriminative"]
+    assert "Collins (Sufx)" in rows and "Perceptron (Sufx)" in rows
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+def _single_candidate_lists():
+    train, dev, _ = lists()
+    return train.truncate(1), dev.truncate(1)
+
+
+def test_single_candidate_sentences_fit():
+    train, dev = _single_candidate_lists()
+    model = SoftenedReranker(lam=0.5, **FIXED).fit(train, dev)
+    assert model.score(dev) == pytest.approx(dev.top1_accuracy())
+
+
+def test_all_zero_losses():
+    """Every candidate correct: R = 0, the softened model reduces to scaled CCA."""
+    train, dev, _ = lists()
+    oracle = train.reorder(train.sent_offsets[:-1] + 0)
+    zero = NBestList(oracle.corpus.tag_ids, oracle.cand_offsets, oracle.sent_offsets,
+                     oracle.scores, oracle.corpus, oracle.corpus.tags)
+    assert zero.losses.sum() == 0
+    soft = SoftenedReranker(lam=0.5, **FIXED).fit(zero, dev)
+    gen = GenerativeReranker(**FIXED).fit(zero, dev)
+    np.testing.assert_allclose(np.abs(soft.x_weights_), np.abs(gen.x_weights_), atol=1e-8)
+    disc = DiscriminativeReranker(lam=0.5, n_iter=2, **FIXED).fit(zero, dev)
+    assert disc.n_iter_ >= 1 and np.all(disc.slacks_ == 0)
+
+
+def test_no_gold_refused():
+    train, dev, _ = lists()
+    untagged = TaggedCorpus(train.corpus.word_ids, None, train.corpus.offsets,
+                            train.corpus.words, None)
+    nb = NBestList(train.tag_ids, train.cand_offsets, train.sent_offsets, train.scores,
+                   untagged, train.tags)
+    with pytest.raises(ValueError, match="train has no gold tags"):
+        GenerativeReranker(**FIXED).fit(nb, dev)
+
+
+@pytest.mark.parametrize(("cls", "kw", "pattern"), [
+    (SoftenedReranker, dict(lam=1.5), r"lam must lie in \[0.0, 1.0\], got 1.5"),
+    (SoftenedReranker, dict(lam=-0.1), r"lam must lie in \[0.0, 1.0\], got -0.1"),
+    (GenerativeReranker, dict(tau=1.2), r"tau must lie in \[0.0, 1.0\], got 1.2"),
+    (DiscriminativeReranker, dict(lam=0.0), r"lam must lie in \(0.0, 1.0\], got 0.0"),
+    (DiscriminativeReranker, dict(gamma=0), "gamma must be a finite number > 0, got 0"),
+    (DiscriminativeReranker, dict(n_iter=-1), "n_iter must be an int >= 0, got -1"),
+    (GenerativeReranker, dict(n_components=0), "n_components must be an int >= 1, got 0"),
+    (GenerativeReranker, dict(k_grid=[50]), r"k_grid values must lie in \[1, n_components=8\]"),
+    (GenerativeReranker, dict(solver="magic"), "solver must be 'auto', 'dense'"),
+    (GenerativeReranker, dict(w=-1.0), "w must be None .* or a finite number >= 0"),
+])
+def test_bad_parameters(cls, kw, pattern):
+    train, dev, _ = lists()
+    params = dict(FIXED)
+    params.update(kw)
+    with pytest.raises(ValueError, match=pattern):
+        cls(**params).fit(train, dev)
+
+
+def test_tuning_needs_dev():
+    train, _, _ = lists()
+    with pytest.raises(ValueError, match="dev n-best list is required"):
+        GenerativeReranker(n_components=4, tau=(0.1, 0.5)).fit(train)
+    fixed = GenerativeReranker(**FIXED).fit(train)   # everything fixed: no dev needed
+    assert fixed.dev_accuracy_ is None
+
+
+def test_unfitted_and_other_tagset():
+    train, dev, _ = lists()
+    with pytest.raises(NotFittedError, match="not fitted"):
+        GenerativeReranker().projection_scores(dev)
+    model = GenerativeReranker(**FIXED).fit(train, dev)
+    foreign = NBestList(dev.tag_ids, dev.cand_offsets, dev.sent_offsets, dev.scores,
+                        dev.corpus.with_tags(None, None),
+                        [f"X{i}" for i in range(len(dev.tags))])
+    with pytest.raises(ValueError, match="share no tag with the tagset"):
+        model.rerank(foreign)
