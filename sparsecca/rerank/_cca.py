@@ -18,12 +18,13 @@ factorisation across every solve.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
+from .._persist import ModelFormatError, PersistMixin, state_array
 from ..features import SuffixView, TagNgramView
 from ..kernels import aggregate_residuals, slack_update
-from .._persist import ModelFormatError, PersistMixin, state_array
 from ..linalg import CCAEngine
 from ._base import BaseReranker, check_nbest, losses_of_choice, tune_weight
 
@@ -70,7 +71,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
     _has_lam = True
     # what save() stores; load() rebuilds the views from their own (validated) state
     _state_arrays = ("x_weights_", "y_weights_", "eigenvalues_")
-    _state_values = ("n_components_", "tau_", "w_", "solver_", "dev_accuracy_", "grid_scores_")
+    _state_values = ("n_components_", "tau_", "w_", "solver_", "solver_error_", "dev_accuracy_",
+                     "grid_scores_")
     _state_children = ("input_view_", "output_view_")
 
     def _check_state(self):
@@ -87,15 +89,16 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         if not isinstance(self.w_, float) or not np.isfinite(self.w_):
             raise ModelFormatError(f"w_ must be a finite float, got {self.w_!r}")
 
-    def __init__(self, n_components=50, tau=(0.1, 0.5, 0.9), lam=(0.25, 0.5, 0.75),
-                 k_grid=None, w=None, solver="auto", input_view=None, output_view=None,
-                 random_state=0):
+    def __init__(self, n_components=100, tau=(0.9, 0.99), lam=(0.5, 0.75, 0.9),
+                 k_grid=None, w=None, solver="randomized", max_rank=512, input_view=None,
+                 output_view=None, random_state=0):
         self.n_components = n_components
         self.tau = tau
         self.lam = lam
         self.k_grid = k_grid
         self.w = w
         self.solver = solver
+        self.max_rank = max_rank
         self.input_view = input_view
         self.output_view = output_view
         self.random_state = random_state
@@ -103,8 +106,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
     # -- sklearn-style parameter access ---------------------------------------------------
     def get_params(self, deep=True):
         return {k: getattr(self, k) for k in ("n_components", "tau", "lam", "k_grid", "w",
-                                              "solver", "input_view", "output_view",
-                                              "random_state")}
+                                              "solver", "max_rank", "input_view",
+                                              "output_view", "random_state")}
 
     def set_params(self, **params):
         for k, v in params.items():
@@ -135,6 +138,9 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         if self.solver not in ("auto", "dense", "randomized", "iterative"):
             raise ValueError(f"solver must be 'auto', 'dense', 'randomized' or 'iterative', "
                              f"got {self.solver!r}")
+        r = self.max_rank
+        if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 1:
+            raise ValueError(f"max_rank must be an int >= 1, got {r!r}")
         return taus, lams, ks
 
     def _lam_grid(self):
@@ -156,7 +162,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
     def _solve_family(self, engine, Y, Yhat, train, tau, lam, K):
         """Projections (A, B, omega, info) for one (tau, lam)."""
         R = aggregate_residuals(Y, Yhat, train.losses.astype(np.float64), train.sent_offsets)
-        return (*engine.solve(self._cross_factor(Y, R, lam), tau, K), {})
+        A, B, omega, err = _solve(engine, self._cross_factor(Y, R, lam), tau, K)
+        return A, B, omega, {"error": err}
 
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, train, dev=None):
@@ -191,7 +198,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         Yhat = self._candidate_view(train)
         K = min(int(self.n_components), X.shape[1], Y.shape[1])
         ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
-        engine = CCAEngine(X, Y, solver=self.solver, random_state=self.random_state)
+        engine = CCAEngine(X, Y, solver=self.solver, max_rank=int(self.max_rank),
+                           random_state=self.random_state)
         if dev is not None:
             Xd, Yhat_d = self._views(dev)
         grid_acc = np.full((taus.size, lams.size), -np.inf)
@@ -224,7 +232,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         return self
 
     def _set_info(self, info):
-        """Record what the solve of the selected grid point reported (subclass hook)."""
+        """Record what the solve of the selected grid point reported."""
+        self.solver_error_ = info.get("error")
 
     def _tune_k_w(self, dev, Xd, Yhat_d, A, B, ks):
         P = _cosine_prefix_scores(np.asarray(Xd @ A), np.asarray(Yhat_d @ B), dev.cand_sentence)
@@ -264,6 +273,24 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         return out
 
 
+def _solve(engine, M, tau, K):
+    """One engine solve; returns (A, B, omega, error estimate).
+
+    With ``solver='randomized'`` the X factor is capped at ``max_rank``: C_xx is then a
+    rank-r-plus-ridge operator (exact on the top r singular directions of X, tau * I beyond),
+    a deliberate extra regularisation for reranking.  The engine warns when its a-posteriori
+    error estimate exceeds its tolerance; here that is expected, so the estimate is recorded in
+    ``solver_error_`` instead of being printed once per grid point.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="randomized solver: estimated relative error",
+                                category=RuntimeWarning)
+        res = engine.solve(M, tau, K)
+    A, B, omega = res
+    err = getattr(res, "error_estimate", None)
+    return A, B, omega, (None if err is None else float(err))
+
+
 def _clone_view(view):
     return type(view)(**view.get_params())
 
@@ -282,8 +309,13 @@ class GenerativeReranker(_LowDimReranker):
     w : float >= 0 or None
         Weight of the projection score in Eq. 13; None tunes it on dev (grid 0..100 step 1,
         then a finer search around the best).
-    solver : {'auto', 'dense', 'randomized', 'iterative'}
-        Passed to the engine.
+    solver : {'randomized', 'auto', 'dense', 'iterative'}
+        Passed to the engine (:class:`sparsecca.linalg.CCAEngine`).
+    max_rank : int >= 1
+        With ``solver='randomized'``, the largest rank of the X factor: C_xx is then exact on
+        the top ``max_rank`` singular directions of X and tau * I beyond (a rank-plus-ridge
+        regulariser; exact whenever rank(X) <= max_rank).  ``solver_error_`` records the
+        engine's a-posteriori error estimate against the exact regularised problem.
     input_view, output_view : unfitted views
         Default ``SuffixView()`` (suffixes 2-4) and ``TagNgramView()`` (tag 1- and 2-grams).
     random_state : int or None
@@ -297,11 +329,12 @@ class GenerativeReranker(_LowDimReranker):
 
     _has_lam = False
 
-    def __init__(self, n_components=50, tau=(0.1, 0.5, 0.9), k_grid=None, w=None,
-                 solver="auto", input_view=None, output_view=None, random_state=0):
+    def __init__(self, n_components=100, tau=(0.9, 0.99, 0.999), k_grid=None, w=None,
+                 solver="randomized", max_rank=512, input_view=None, output_view=None,
+                 random_state=0):
         super().__init__(n_components=n_components, tau=tau, lam=0.0, k_grid=k_grid, w=w,
-                         solver=solver, input_view=input_view, output_view=output_view,
-                         random_state=random_state)
+                         solver=solver, max_rank=max_rank, input_view=input_view,
+                         output_view=output_view, random_state=random_state)
 
     def get_params(self, deep=True):
         p = super().get_params(deep)
@@ -312,7 +345,8 @@ class GenerativeReranker(_LowDimReranker):
         return np.array([0.0])
 
     def _solve_family(self, engine, Y, Yhat, train, tau, lam, K):
-        return (*engine.solve(Y, tau, K), {})
+        A, B, omega, err = _solve(engine, Y, tau, K)
+        return A, B, omega, {"error": err}
 
 
 class SoftenedReranker(_LowDimReranker):
@@ -358,12 +392,12 @@ class DiscriminativeReranker(_LowDimReranker):
     _state_arrays = _LowDimReranker._state_arrays + ("slacks_",)
     _state_values = _LowDimReranker._state_values + ("lam_", "n_iter_")
 
-    def __init__(self, n_components=50, tau=(0.1, 0.5, 0.9), lam=(0.25, 0.5, 0.75),
-                 gamma=0.1, n_iter=5, k_grid=None, w=None, solver="auto", input_view=None,
-                 output_view=None, random_state=0):
+    def __init__(self, n_components=100, tau=(0.99,), lam=(0.75, 0.9), gamma=0.1,
+                 n_iter=5, k_grid=None, w=None, solver="randomized", max_rank=512,
+                 input_view=None, output_view=None, random_state=0):
         super().__init__(n_components=n_components, tau=tau, lam=lam, k_grid=k_grid, w=w,
-                         solver=solver, input_view=input_view, output_view=output_view,
-                         random_state=random_state)
+                         solver=solver, max_rank=max_rank, input_view=input_view,
+                         output_view=output_view, random_state=random_state)
         self.gamma = gamma
         self.n_iter = n_iter
 
@@ -397,7 +431,7 @@ class DiscriminativeReranker(_LowDimReranker):
         history = []
         for it in range(int(self.n_iter) + 1):
             R = aggregate_residuals(Y, Yhat, alpha, off)
-            A, B, omega = engine.solve((scale * Y + R).tocsr(), tau, K)
+            A, B, omega, err = _solve(engine, (scale * Y + R).tocsr(), tau, K)
             if it == int(self.n_iter):
                 break
             # normalise to the length constraints ||X a|| = ||Y b|| = 1 (Eq. 4)
@@ -416,9 +450,10 @@ class DiscriminativeReranker(_LowDimReranker):
             if xi_prev is not None and np.allclose(xi, xi_prev, rtol=1e-9, atol=1e-12):
                 break
             xi_prev = xi
-        return A, B, omega, {"slacks": history, "n": train.n_sentences}
+        return A, B, omega, {"slacks": history, "n": train.n_sentences, "error": err}
 
     def _set_info(self, info):
+        super()._set_info(info)
         hist = info["slacks"]
         self.n_iter_ = len(hist)
         self.slacks_ = np.array(hist) if hist else np.zeros((0, info["n"]))
