@@ -3,7 +3,8 @@
 Input views (one row per sentence): :class:`SuffixView` (the paper's bag of suffixes),
 :class:`CharNgramView` (character n-grams, for Chinese), :class:`WordView`.  Output view (one
 row per tag sequence): :class:`TagNgramView` (bag of tag unigrams and bigrams).  Joint
-(word-side x tag-side) features of the baseline rerankers: :class:`JointView`.
+(word-side x tag-side) features of the baseline rerankers: :class:`JointView`.  Several
+views side by side (e.g. suffixes and words): :class:`HStackView`.
 
 All views follow scikit-learn conventions: ``fit(corpus)`` builds the vocabulary,
 ``transform`` returns a ``scipy.sparse.csr_matrix`` of counts, learned attributes end in
@@ -19,12 +20,14 @@ from ._base import NotFittedError
 from ._joint import JointView
 from ._lexical import SHORT_WORD_MARK, CharNgramView, SuffixView, WordView
 from ._tags import BOS, EOS, TagNgramView
+from ._union import HStackView
 
 __all__ = [
     "BOS",
     "EOS",
     "SHORT_WORD_MARK",
     "CharNgramView",
+    "HStackView",
     "JointView",
     "NotFittedError",
     "SuffixView",

@@ -15,7 +15,7 @@ from numba import prange
 
 from .._config import JIT_PARALLEL, JIT_SERIAL
 
-__all__ = ["csr_gram_matmat", "csr_gram_matmat_parallel", "csr_matmat_parallel"]
+__all__ = ["csr_gram_matmat", "csr_gram_matmat_parallel"]
 
 
 @numba.njit(**JIT_SERIAL)
@@ -90,27 +90,4 @@ def csr_gram_matmat_parallel(indptr, indices, data, V, out, n_chunks):
     out[:, :] = bufs[0]
     for ch in range(1, n_chunks):
         out += bufs[ch]
-    return out
-
-
-@numba.njit(**JIT_PARALLEL)
-def csr_matmat_parallel(indptr, indices, data, V, out):
-    """out[:] = X V with the rows of X split across threads (no write conflicts).
-
-    Parameters
-    ----------
-    indptr, indices, data : CSR arrays of X, shape (n, d)
-    V : (d, b) C-contiguous float array
-    out : (n, b) C-contiguous float64 array, overwritten
-    """
-    n = indptr.shape[0] - 1
-    b = V.shape[1]
-    for i in prange(n):
-        for j in range(b):
-            out[i, j] = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            c = indices[p]
-            a = data[p]
-            for j in range(b):
-                out[i, j] += a * V[c, j]
     return out

@@ -184,7 +184,7 @@ BAD = [
     (dict(tau=0.5, method="cholesky"), ValueError,
      r"method must be one of \('dense', 'randomized', 'iterative'\), got 'cholesky'"),
     (dict(tau=0.5, method="randomized", tail="zero"), ValueError,
-     r"tail must be one of \('diagonal', 'identity'\), got 'zero'"),
+     r"tail must be one of \('diagonal', 'identity', 'auto'\), got 'zero'"),
     (dict(tau=0.5, method="randomized", rank=0), ValueError, r"rank must be an int >= 1, got 0"),
     (dict(tau=0.5, method="iterative", tol=2.0), ValueError, r"tol must be in \(0, 1\), got 2.0"),
 ]

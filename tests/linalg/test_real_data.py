@@ -1,9 +1,11 @@
 """Randomized and iterative solvers against the dense reference on en-wsj.
 
 X = SuffixView(lengths 2-4) of en-wsj train, Y = TagNgramView(XPOS, orders 1-2), k = 50,
-tau in {0.1, 0.5, 0.95}.  The dense reference on all 7,936 sentences (d1 = 10,853) costs a
-minute per tau on one core, so the sentences are subsampled (contiguous prefixes, the views
-refitted on them): 3,000 for the iterative solver, 1,000 for the randomized one.  On count
+tau in {0.1, 0.5, 0.95}.  On all 7,936 sentences (d1 = 10,853, 8,099 after merging
+duplicate columns) block CG needed ~280 iterations (~100 s on the shared machine) at
+tau = 0.1 -- the nested suffix features are nearly collinear -- and the dense reference is
+no faster, which does not fit a unit-test budget, so the sentences are subsampled (contiguous prefixes, the views
+refitted on them): 1,500 for the iterative solver, 1,000 for the randomized one.  On count
 features the randomized factor only meets 1e-3 once its rank reaches rank(X) (the spectrum
 of X^T X is flat below its top: measured on en-wsj, rank 1,024 of 2,000 still leaves 17-27%
 error at tau = 0.1-0.5), so that test is also the expensive one and gets the smaller sample.
@@ -34,8 +36,8 @@ def _views(shared_data, n_sentences):
 
 
 @pytest.fixture(scope="module")
-def wsj3000(shared_data):
-    return _views(shared_data, 3000)
+def wsj1500(shared_data):
+    return _views(shared_data, 1500)
 
 
 @pytest.fixture(scope="module")
@@ -49,15 +51,15 @@ def _dense_reference(X, Y):
     return {tau: engine.solve(Y, tau, K) for tau in TAUS}
 
 
-def test_views_are_the_documented_ones(wsj3000):
-    X, Y = wsj3000
-    assert X.shape[0] == Y.shape[0] == 3000
+def test_views_are_the_documented_ones(wsj1500):
+    X, Y = wsj1500
+    assert X.shape[0] == Y.shape[0] == 1500
     assert X.format == "csr" and Y.format == "csr"
-    assert X.shape[1] > 5000 and Y.shape[1] > 500
+    assert X.shape[1] > 4000 and Y.shape[1] > 500
 
 
-def test_iterative_within_1e6_of_dense(wsj3000):
-    X, Y = wsj3000
+def test_iterative_within_1e6_of_dense(wsj1500):
+    X, Y = wsj1500
     ref = _dense_reference(X, Y)
     engine = CCAEngine(X, Y, solver="iterative", random_state=0)
     for tau in TAUS:

@@ -1,0 +1,185 @@
+"""HStackView and hstack_csr against np.hstack of the parts (dense reference)."""
+
+from functools import cache
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsecca.data import read_conllu, synthetic_corpus
+from sparsecca.features import (
+    CharNgramView,
+    HStackView,
+    NotFittedError,
+    SuffixView,
+    TagNgramView,
+    WordView,
+)
+from sparsecca.features._union import hstack_csr
+
+DTYPES = [np.float32, np.float64]
+
+INPUT_PARTS = {
+    "suffix1234+word": lambda dt: [SuffixView(lengths=(1, 2, 3, 4), dtype=dt), WordView(dtype=dt)],
+    "word+suffix+char": lambda dt: [WordView(lowercase=True, dtype=dt), SuffixView(dtype=dt),
+                                    CharNgramView(n=2, min_count=3, dtype=dt)],
+    "single": lambda dt: [SuffixView(lengths=2, dtype=dt)],
+}
+
+
+@cache
+def corpora():
+    c = synthetic_corpus(n_sentences=400, random_state=3)
+    return c[:300], c[300:]
+
+
+def dense_parts(parts, fit_on, apply_to):
+    """Reference: each part fitted on its own, densified and stacked by NumPy."""
+    return np.hstack([p.fit(fit_on).transform(apply_to).toarray() for p in parts])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(INPUT_PARTS))
+def test_transform_matches_np_hstack(name, dtype):
+    train, test = corpora()
+    view = HStackView(INPUT_PARTS[name](dtype))
+    X = view.fit_transform(train)
+    assert sp.isspmatrix_csr(X) and X.dtype == np.dtype(dtype)
+    assert X.has_sorted_indices
+    np.testing.assert_array_equal(X.toarray(), dense_parts(INPUT_PARTS[name](dtype), train, train))
+    Xt = view.transform(test)  # held-out sentences: unseen features dropped per part
+    np.testing.assert_array_equal(Xt.toarray(),
+                                  dense_parts(INPUT_PARTS[name](dtype), train, test))
+    assert view.n_features_ == X.shape[1] == view.feature_offsets_[-1]
+    widths = [v.n_features_ for v in view.views_]
+    np.testing.assert_array_equal(np.diff(view.feature_offsets_), widths)
+    assert view.n_dropped_ == sum(v.n_dropped_ for v in view.views_)
+    # fit then transform gives the same matrix as fit_transform
+    np.testing.assert_array_equal(HStackView(INPUT_PARTS[name](dtype)).fit(train)
+                                  .transform(train).toarray(), X.toarray())
+
+
+def test_parts_are_cloned_not_fitted():
+    train, _ = corpora()
+    parts = INPUT_PARTS["suffix1234+word"](np.float64)
+    view = HStackView(parts).fit(train)
+    assert all(not hasattr(p, "n_features_") for p in parts)
+    assert all(a is not b for a, b in zip(parts, view.views_))
+    assert view.get_params() == {"views": parts}
+
+
+def test_transform_sequences_input_and_tag_views():
+    train, test = corpora()
+    view = HStackView([SuffixView(lengths=(1, 2)), WordView()]).fit(train)
+    X = view.transform_sequences(test.word_ids, test.offsets, test.words)
+    np.testing.assert_array_equal(X.toarray(), view.transform(test).toarray())
+    tags = HStackView([TagNgramView(orders=1), TagNgramView(orders=(2, 3), boundaries=False)])
+    tags.fit(train)
+    ref = np.hstack([TagNgramView(orders=1).fit(train).transform(test).toarray(),
+                     TagNgramView(orders=(2, 3), boundaries=False).fit(train)
+                     .transform_sequences(test.tag_ids, test.offsets, test.tags).toarray()])
+    got = tags.transform_sequences(test.tag_ids, test.offsets, test.tags)
+    np.testing.assert_array_equal(got.toarray(), ref)
+
+
+def test_feature_names_are_prefixed_and_unique():
+    train, _ = corpora()
+    view = HStackView([SuffixView(lengths=(1, 2, 3, 4)), WordView()]).fit(train)
+    names = view.feature_names_out()
+    assert names.shape == (view.n_features_,)
+    assert len(set(names)) == names.size
+    s, w = view.views_
+    assert list(names[:s.n_features_]) == [f"0:{x}" for x in s.feature_names_out()]
+    assert list(names[s.n_features_:]) == [f"1:{x}" for x in w.feature_names_out()]
+
+
+def test_save_load_round_trip(tmp_path):
+    train, test = corpora()
+    view = HStackView([SuffixView(lengths=(1, 2, 3, 4), dtype=np.float32), WordView()])
+    view.fit(train)
+    path = view.save(tmp_path / "view")
+    back = HStackView.load(path)
+    assert [type(v) for v in back.views_] == [SuffixView, WordView]
+    np.testing.assert_array_equal(back.transform(test).toarray(), view.transform(test).toarray())
+
+
+@pytest.mark.parametrize("views, exc, match", [
+    ([], ValueError, r"views must be a non-empty sequence.*got \[\]"),
+    ((), ValueError, r"views must be a non-empty sequence"),
+    ("suffix", TypeError, r"views must be a non-empty sequence of feature views, got 'suffix'"),
+    (None, TypeError, r"views must be a non-empty sequence of feature views, got None"),
+    ([SuffixView], TypeError, r"views\[0\] must be a view instance, got the class SuffixView"),
+    ([WordView(), object()], TypeError, r"views\[1\] must be a feature view .* got object"),
+])
+def test_bad_views(views, exc, match):
+    train, _ = corpora()
+    with pytest.raises(exc, match=match):
+        HStackView(views).fit(train)
+    with pytest.raises(exc, match=match):
+        HStackView(views).fit_transform(train)
+
+
+def test_not_fitted_and_bad_corpus():
+    train, _ = corpora()
+    with pytest.raises(NotFittedError, match="not fitted"):
+        HStackView([WordView()]).transform(train)
+    with pytest.raises(TypeError, match="corpus must be a sparsecca.data.TaggedCorpus"):
+        HStackView([WordView()]).fit([["a"]])
+    view = HStackView([WordView(), TagNgramView()]).fit(train)
+    view.views_[1].transform_sequences = None  # a part without transform_sequences
+    with pytest.raises(TypeError, match=r"views\[1\] \(TagNgramView\) has no transform_seq"):
+        view.transform_sequences(train.word_ids, train.offsets, train.words)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_hstack_csr_random(seed, dtype):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    blocks = []
+    for _ in range(int(rng.integers(1, 5))):
+        d = int(rng.integers(1, 30))
+        density = float(rng.choice([0.0, 0.05, 0.3]))
+        blocks.append(sp.random(n, d, density=density, format="csr", dtype=dtype,
+                                random_state=rng))
+    X = hstack_csr(blocks)
+    assert X.dtype == np.dtype(dtype) and X.shape == (n, sum(b.shape[1] for b in blocks))
+    X.check_format(full_check=True)
+    assert X.has_sorted_indices
+    np.testing.assert_array_equal(X.toarray(), np.hstack([b.toarray() for b in blocks]))
+
+
+def test_hstack_csr_mixed_dtype_and_empty_rows():
+    a = sp.csr_matrix(np.array([[0, 1], [0, 0], [2, 0]], dtype=np.float32))
+    b = sp.csr_matrix(np.array([[3.5], [0], [0]], dtype=np.float64))
+    X = hstack_csr([a, b])
+    assert X.dtype == np.float64
+    np.testing.assert_array_equal(X.toarray(), [[0, 1, 3.5], [0, 0, 0], [2, 0, 0]])
+
+
+def test_as_reranker_input_view():
+    """The rerankers clone their input view; an HStackView survives that and save/load."""
+    from sparsecca.rerank import GenerativeReranker
+    from sparsecca.tagging import TrigramHMM
+
+    train, dev = corpora()
+    tagger = TrigramHMM().fit(train)
+    nb_train, nb_dev = tagger.nbest(train, k=3), tagger.nbest(dev, k=3)
+    template = HStackView([SuffixView(lengths=(1, 2, 3, 4)), WordView()])
+    model = GenerativeReranker(n_components=5, tau=0.5, k_grid=[5], w=1.0, solver="dense",
+                               input_view=template).fit(nb_train, nb_dev)
+    d1 = HStackView([SuffixView(lengths=(1, 2, 3, 4)), WordView()]).fit(train).n_features_
+    assert model.x_weights_.shape == (d1, 5)
+    assert not hasattr(template, "views_")
+
+
+@pytest.mark.shared_data
+def test_brown_dev_suffix_plus_word(shared_data):
+    dev = read_conllu(shared_data / "en-brown" / "dev.conllu.gz", tags="xpos")[:2000]
+    parts = [SuffixView(lengths=(1, 2, 3, 4)), WordView()]
+    X = HStackView(parts).fit_transform(dev)
+    ref = [p.fit_transform(dev) for p in parts]
+    assert X.shape == (2000, sum(r.shape[1] for r in ref))
+    assert X.nnz == sum(r.nnz for r in ref)
+    # compare with scipy's own hstack (exact: the same counts in the same places)
+    assert (X != sp.hstack(ref, format="csr")).nnz == 0
