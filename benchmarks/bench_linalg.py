@@ -1,0 +1,224 @@
+"""Fit time and peak memory of the CCA engine (sparsecca.linalg) next to the dense reference.
+
+Every fit runs in its own subprocess, so the peak RSS printed is that of one fit (the child's
+``ru_maxrss``: interpreter + libraries + data + the fit; the RSS just before the fit is
+printed too, so the fit's own share is visible).  Numba kernels are compiled by a warm-up fit
+on a few rows before the timed fit.  The dense reference is the paper's method: dense
+Cholesky of Cxx (or of the n x n dual when n < d1) and an eigendecomposition of the reduced
+d2 x d2 problem.
+
+Cases (k, tau as in the issue):
+
+* ``zipf20k``  zipf-two-view 20K x 5K (d2 = 300), k = 50, tau = 0.5, uncentred.
+  Targets: fit <= 0.5 s and <= 200 MB.
+* ``zipf50k``  zipf-two-view 50K x 30K, same settings.  Target: fit <= 10 s and <= 1 GB,
+  >= 15x faster than the dense reference at matching top-k eigenvalues (the dense run takes
+  ~150 s and ~7.4 GB; ``--skip-dense`` leaves it out).
+* ``brown``    en-brown train (51,606 sentences): X = SuffixView(1-4) + WordView, Y =
+  TagNgramView(XPOS, 1-2), k = 75, tau = 0.5.  Target: solver='randomized' <= 60 s, <= 3 GB.
+* ``brown8k``  the same with the 8,000 most frequent input features, dense side by side.
+  Target: >= 20x faster than dense at matching top-k correlations.
+* ``path``     a 5-value tau grid (fit_path) against one fit, zipf 20K, for the randomized
+  solver (rank capped at 512, whose factor of X is shared by the grid) and, for comparison,
+  the iterative and dense ones.  Target: <= 1.5x.
+
+Usage::
+
+    python benchmarks/bench_linalg.py [--cases zipf20k zipf50k brown brown8k path]
+                                      [--skip-dense] [--solvers iterative randomized]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+TAUS_PATH = [0.1, 0.3, 0.5, 0.7, 0.9]
+
+
+# -- data ----------------------------------------------------------------------------------
+
+def load(case):
+    import scipy.sparse as sp
+
+    if case.startswith("zipf") or case == "path":
+        size = "50000_30000" if case == "zipf50k" else "20000_5000"
+        n = size.split("_")[0]
+        d = SHARED_DATA / "zipf-two-view"
+        X = sp.load_npz(d / f"X_{size}.npz").tocsr()
+        Y = sp.load_npz(d / f"Y_{n}_300.npz").tocsr()
+        return X, Y, 50, 0.5
+    from sparsecca.data import read_conllu
+    from sparsecca.features import SuffixView, TagNgramView, WordView
+
+    corpus = read_conllu(SHARED_DATA / "en-brown" / "train.conllu.gz", tags="xpos")
+    X = sp.hstack([SuffixView(lengths=(1, 2, 3, 4)).fit_transform(corpus),
+                   WordView().fit_transform(corpus)]).tocsr()
+    Y = TagNgramView(orders=(1, 2)).fit_transform(corpus)
+    if case == "brown8k":
+        top = np.argsort(-np.asarray(X.sum(axis=0)).ravel(), kind="stable")[:8000]
+        X = X[:, np.sort(top)].tocsr()
+    return X, Y, 75, 0.5
+
+
+# -- child: one fit ------------------------------------------------------------------------
+
+def rss_mb():
+    try:
+        import psutil
+
+        return psutil.Process().memory_info().rss / 2**20
+    except ImportError:  # pragma: no cover
+        return float("nan")
+
+
+def child(spec):
+    from sparsecca.linalg import SparseCCA
+
+    X, Y, k, tau = load(spec["case"])
+    kw = dict(solver=spec["solver"], random_state=0)
+    if spec.get("max_rank"):
+        kw["max_rank"] = spec["max_rank"]
+    # warm-up: compile / load the numba kernels on a few rows
+    m = min(2000, X.shape[0])
+    Xw, Yw = X[:m], Y[:m]
+    keep = np.asarray(Xw.sum(axis=0)).ravel() > 0
+    SparseCCA(2, tau=tau, solver=spec["solver"], random_state=0).fit(Xw[:, keep][:, :500], Yw)
+    from sparsecca.kernels._csr import csr_gram_matmat_parallel
+
+    Xs = Xw[:50].tocsr()
+    csr_gram_matmat_parallel(Xs.indptr, Xs.indices, Xs.data, np.ones((Xs.shape[1], 2)),
+                             np.empty((Xs.shape[1], 2)), 2)
+    rss0 = rss_mb()
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = time.perf_counter()
+        if spec.get("path"):
+            models = SparseCCA(k, **kw).fit_path(X, Y, TAUS_PATH)
+            model = models[TAUS_PATH.index(tau)]
+        else:
+            model = SparseCCA(k, tau=tau, **kw).fit(X, Y)
+        elapsed = time.perf_counter() - t
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out = dict(spec, n=X.shape[0], d1=X.shape[1], d2=Y.shape[1], k=k, tau=tau, time=elapsed,
+               peak_mb=peak, rss_before_mb=rss0, solver_used=model.solver_,
+               rank=model.rank_, n_iter=model.n_iter_, error_estimate=model.error_estimate_,
+               d1_merged=int(model.n_merged_features_),
+               correlations=model.correlations_.tolist(),
+               empirical=model.empirical_correlations_[:5].tolist(),
+               warnings=sorted({str(w.message)[:120] for w in caught}))
+    print("RESULT " + json.dumps(out))
+
+
+def run_child(spec):
+    env = dict(os.environ)
+    cmd = [sys.executable, __file__, "--child", json.dumps(spec)]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            res = json.loads(line[7:])
+            res["wall"] = wall
+            return res
+    sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-4000:])
+    return dict(spec, error=f"child failed (exit {proc.returncode})")
+
+
+# -- parent: the table ---------------------------------------------------------------------
+
+def fmt_row(r, ref):
+    if "error" in r:
+        return f"{r['case']:8s} {r['solver']:10s}  FAILED: {r['error']}"
+    c = np.array(r["correlations"])
+    if ref is not None and "error" not in ref and ref is not r:
+        cr = np.array(ref["correlations"])
+        diff = f"{np.max(np.abs(c - cr) / cr):9.2e}"
+        ratio = f"{ref['time'] / r['time']:7.1f}x"
+    else:
+        diff, ratio = "        -", "       -"
+    extra = f"r={r['rank']}" if r["rank"] else (f"it={r['n_iter']}" if r["n_iter"] else "")
+    if r["rank"] and r["n_iter"]:
+        extra = f"r={r['rank']},it={r['n_iter']}"
+    label = r["solver"] + ("+path" if r.get("path") else "")
+    return (f"{r['case']:8s} {label:15s} {r['n']:>6d}x{r['d1']:<6d} {r['d2']:>5d} {r['k']:>3d} "
+            f"{r['time']:8.2f} {r['peak_mb']:8.0f} {r['rss_before_mb']:8.0f} {diff} {ratio} "
+            f"{extra:>14s}  " + " ".join(f"{x:.4f}" for x in c[:5]))
+
+
+HEADER = (f"{'case':8s} {'solver':15s} {'n x d1':>13s} {'d2':>5s} {'k':>3s} {'fit s':>8s} "
+          f"{'peak MB':>8s} {'pre MB':>8s} {'max reldiff':>9s} {'speedup':>8s} {'rank/iters':>14s}"
+          f"  top-5 sqrt(omega)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--child")
+    ap.add_argument("--cases", nargs="+", default=["zipf20k", "zipf50k", "brown8k", "brown",
+                                                    "path"])
+    ap.add_argument("--solvers", nargs="+", default=["iterative", "randomized"])
+    ap.add_argument("--skip-dense", action="store_true")
+    ap.add_argument("--max-rank", type=int, default=None,
+                    help="cap of the randomized factor (default: the library's)")
+    args = ap.parse_args()
+    if args.child:
+        child(json.loads(args.child))
+        return
+    if not SHARED_DATA.is_dir():
+        sys.exit(f"{SHARED_DATA} not found")
+    print(HEADER)
+    rows = []
+    for case in args.cases:
+        if case == "path":
+            # a fixed rank cap, so that the grid and the single fit use the same factor size
+            mr = args.max_rank or 512
+            single = run_child(dict(case="path", solver="randomized", max_rank=mr))
+            grid = run_child(dict(case="path", solver="randomized", max_rank=mr, path=True))
+            for r in (single, grid):
+                print(fmt_row(r, None), flush=True)
+            if "error" not in single and "error" not in grid:
+                print(f"path     5-value tau grid / one fit = "
+                      f"{grid['time'] / single['time']:.2f}x (target <= 1.5x)", flush=True)
+            for solver in ("iterative", "dense"):
+                if solver == "dense" and args.skip_dense:
+                    continue
+                s1 = run_child(dict(case="path", solver=solver))
+                s5 = run_child(dict(case="path", solver=solver, path=True))
+                for r in (s1, s5):
+                    print(fmt_row(r, None), flush=True)
+                if "error" not in s1 and "error" not in s5:
+                    print(f"path     {solver}: 5-value tau grid / one fit = "
+                          f"{s5['time'] / s1['time']:.2f}x", flush=True)
+            rows += [single, grid]
+            continue
+        solvers = list(args.solvers)
+        want_dense = case in ("zipf20k", "zipf50k", "brown8k") and not args.skip_dense
+        ref = None
+        if want_dense:
+            ref = run_child(dict(case=case, solver="dense"))
+            print(fmt_row(ref, None), flush=True)
+            rows.append(ref)
+        for solver in solvers:
+            r = run_child(dict(case=case, solver=solver, max_rank=args.max_rank))
+            print(fmt_row(r, ref), flush=True)
+            for w in r.get("warnings", []):
+                print(f"         warning: {w}", flush=True)
+            rows.append(r)
+    out = Path(os.environ.get("BENCH_LINALG_JSON", "/tmp/bench_linalg.json"))
+    out.write_text(json.dumps(rows, indent=1))
+    print(f"(raw results: {out})")
+
+
+if __name__ == "__main__":
+    main()

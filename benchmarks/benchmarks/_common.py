@@ -1,0 +1,99 @@
+"""Data shared by the asv benchmarks of rerank.py, kernels.py, svd.py, cca.py, pipeline.py.
+
+Sizes are the first n sentences of en-brown train (XPOS, 452 tags; 51,606 sentences in all),
+so n = 50,000 is essentially the whole training set.  Without ../shared/data every class
+falls back to ``synthetic_corpus`` of the same number of sentences (12 tags: a much easier
+problem, so its timings are not comparable with the en-brown ones; the benchmark names stay
+the same and the ``track_*`` values show which data ran).
+
+This module starts with an underscore, so asv does not look for benchmarks in it.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from sparsecca.data import read_conllu, synthetic_corpus
+from sparsecca.features import HStackView, SuffixView, TagNgramView, WordView
+
+# /work/shared/data from /work/main/benchmarks/benchmarks/_common.py
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+BROWN = SHARED_DATA / "en-brown"
+
+#: corpus sizes (sentences) every size-parametrised benchmark runs at
+SIZES = [5_000, 20_000, 50_000]
+
+
+def have_brown() -> bool:
+    return (BROWN / "train.conllu.gz").is_file() and (BROWN / "dev.conllu.gz").is_file()
+
+
+@functools.lru_cache(maxsize=None)
+def _brown(split: str):
+    return read_conllu(BROWN / f"{split}.conllu.gz", tags="xpos")
+
+
+@functools.lru_cache(maxsize=None)
+def _synthetic(n: int):
+    return synthetic_corpus(n_sentences=n, random_state=0)
+
+
+def train_corpus(n: int):
+    """The first ``n`` sentences of en-brown train (XPOS), or a synthetic corpus of n."""
+    if have_brown():
+        c = _brown("train")
+        if n > c.n_sentences:
+            raise NotImplementedError(f"en-brown train has {c.n_sentences} sentences < {n}")
+        return c[:n]
+    return _synthetic(n)
+
+
+def dev_corpus():
+    """en-brown dev (2,867 sentences), or 3,000 synthetic sentences of another seed."""
+    if have_brown():
+        return _brown("dev")
+    return synthetic_corpus(n_sentences=3000, random_state=1)
+
+
+def input_view():
+    """The scale-run input view: suffixes of length 1-4 and the words themselves."""
+    return HStackView([SuffixView(lengths=(1, 2, 3, 4)), WordView()])
+
+
+def paper_input_view():
+    """The paper's input view: suffixes of length 2-4."""
+    return SuffixView(lengths=(2, 3, 4))
+
+
+def output_view():
+    """Tag unigrams and bigrams."""
+    return TagNgramView(orders=(1, 2))
+
+
+def views(n: int, kind: str = "paper"):
+    """(X, Y) of the first n training sentences; kind 'paper' (suffix 2-4) or 'scale'."""
+    corpus = train_corpus(n)
+    v = paper_input_view() if kind == "paper" else input_view()
+    return v.fit_transform(corpus), output_view().fit_transform(corpus)
+
+
+def candidate_errors(seq_tags, seq_offsets, sent_seq_offsets, sent_offsets, gold):
+    """Hamming errors of every decoded sequence against ``gold`` (flat, same id space).
+
+    Independent of NBestList: used by the kernel benchmarks' accuracy tracks.
+    """
+    n_seq = seq_offsets.size - 1
+    n_per_sent = np.diff(sent_seq_offsets)
+    seq_sent = np.repeat(np.arange(n_per_sent.size), n_per_sent)
+    seq_len = np.diff(seq_offsets)
+    # token index in the corpus of every position of every sequence
+    tok = (np.repeat(sent_offsets[seq_sent] - seq_offsets[:-1], seq_len)
+           + np.arange(seq_offsets[-1], dtype=np.int64))
+    wrong = (seq_tags != gold[tok]).astype(np.int64)
+    errors = np.zeros(n_seq, dtype=np.int64)
+    nonempty = seq_len > 0
+    errors[nonempty] = np.add.reduceat(wrong, seq_offsets[:-1][nonempty]) if wrong.size else 0
+    return errors, seq_sent

@@ -1,0 +1,158 @@
+"""asv benchmarks: the regularised CCA engine (sparsecca.linalg).
+
+``CCAZipf20K``: zipf-two-view 20K x 5K, k = 50, tau = 0.5, uncentred; the solver is the
+parameter and the dense Cholesky reference is one of its values.  ``track_max_rel_error`` is
+the largest relative difference of the top-k sqrt(omega) from the dense reference (computed
+once in ``setup_cache``); a solver/parameter combination that misses its accuracy target
+(1e-3 randomized, 1e-6 iterative) raises NotImplementedError in setup and is skipped, so
+timings are only ever reported for fits that are right.  ``CCAPath`` times a 5-value tau
+grid.  ``CCAWsj`` runs the documented en-wsj views (1,500 sentences, k = 50).
+
+Targets and the side-by-side figures (50K x 30K, en-brown) are printed by
+``benchmarks/bench_linalg.py``; the 50K x 30K dense reference (~150 s, 7.4 GB) is too heavy
+for a repeated asv run.  Skipped when ../shared/data is absent.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+ZIPF = SHARED_DATA / "zipf-two-view"
+WSJ = SHARED_DATA / "en-wsj" / "train.conllu"
+
+TARGET = {"dense": 1e-12, "iterative": 1e-6, "randomized": 1e-3}
+
+
+def _require(path):
+    if not path.exists():
+        raise NotImplementedError(f"{path} not found (../shared/data is absent)")
+
+
+def _zipf():
+    import scipy.sparse as sp
+
+    X = sp.load_npz(ZIPF / "X_20000_5000.npz").tocsr()
+    Y = sp.load_npz(ZIPF / "Y_20000_300.npz").tocsr()
+    return X, Y
+
+
+def _fit(X, Y, solver, k=50, tau=0.5, **kw):
+    import warnings
+
+    from sparsecca.linalg import SparseCCA
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return SparseCCA(k, tau=tau, solver=solver, random_state=0, **kw).fit(X, Y)
+
+
+def _warm_up(X, Y, solver):
+    # compile / load the numba kernels outside the timings
+    _fit(X[:500], Y[:500], solver, k=2)
+
+
+class CCAZipf20K:
+    timeout = 600
+    number = 1
+    repeat = 3
+    params = [["dense", "iterative", "randomized"]]
+    param_names = ["solver"]
+
+    def setup_cache(self):
+        _require(ZIPF / "X_20000_5000.npz")
+        X, Y = _zipf()
+        return _fit(X, Y, "dense").correlations_.tolist()
+
+    def setup(self, ref, solver):
+        _require(ZIPF / "X_20000_5000.npz")
+        self.X, self.Y = _zipf()
+        _warm_up(self.X, self.Y, solver)
+        ref = np.asarray(ref)
+        m = _fit(self.X, self.Y, solver, max_rank=1024)
+        self.err = float(np.max(np.abs(m.correlations_ - ref) / ref))
+        if self.err > TARGET[solver]:
+            raise NotImplementedError(f"{solver} misses its accuracy target on zipf 20K: "
+                                      f"{self.err:.2g} > {TARGET[solver]:g}")
+
+    def time_fit(self, ref, solver):
+        _fit(self.X, self.Y, solver, max_rank=1024)
+
+    def peakmem_fit(self, ref, solver):
+        _fit(self.X, self.Y, solver, max_rank=1024)
+
+    def track_max_rel_error(self, ref, solver):
+        return self.err
+
+    track_max_rel_error.unit = "relative"
+
+
+class CCAPath:
+    """A 5-value tau grid against one fit (the tau-independent factorisations are reused)."""
+
+    timeout = 900
+    number = 1
+    repeat = 2
+    params = [["dense", "iterative", "randomized"]]
+    param_names = ["solver"]
+
+    def setup(self, solver):
+        _require(ZIPF / "X_20000_5000.npz")
+        self.X, self.Y = _zipf()
+        _warm_up(self.X, self.Y, solver)
+
+    def time_one_fit(self, solver):
+        _fit(self.X, self.Y, solver, max_rank=512)
+
+    def time_tau_grid(self, solver):
+        from sparsecca.linalg import SparseCCA
+
+        SparseCCA(50, solver=solver, random_state=0, max_rank=512).fit_path(
+            self.X, self.Y, [0.1, 0.3, 0.5, 0.7, 0.9])
+
+
+class CCAWsj:
+    """en-wsj train, first 1,500 sentences: SuffixView(2-4) x TagNgramView(XPOS, 1-2)."""
+
+    timeout = 600
+    number = 1
+    repeat = 2
+    params = [["dense", "iterative", "randomized"], [0.1, 0.5, 0.95]]
+    param_names = ["solver", "tau"]
+
+    def setup_cache(self):
+        _require(WSJ)
+        X, Y = self._views()
+        return {tau: _fit(X, Y, "dense", tau=tau).correlations_.tolist()
+                for tau in (0.1, 0.5, 0.95)}
+
+    @staticmethod
+    def _views():
+        from sparsecca.data import read_conllu
+        from sparsecca.features import SuffixView, TagNgramView
+
+        corpus = read_conllu(WSJ, tags="xpos")[:1500]
+        return (SuffixView(lengths=(2, 3, 4)).fit_transform(corpus),
+                TagNgramView(orders=(1, 2)).fit_transform(corpus))
+
+    def setup(self, ref, solver, tau):
+        _require(WSJ)
+        self.X, self.Y = self._views()
+        _warm_up(self.X, self.Y, solver)
+        m = _fit(self.X, self.Y, solver, tau=tau)
+        r = np.asarray(ref[tau])
+        self.err = float(np.max(np.abs(m.correlations_ - r) / r))
+        if self.err > TARGET[solver]:
+            raise NotImplementedError(f"{solver} misses its accuracy target on en-wsj: "
+                                      f"{self.err:.2g} > {TARGET[solver]:g}")
+
+    def time_fit(self, ref, solver, tau):
+        _fit(self.X, self.Y, solver, tau=tau)
+
+    def peakmem_fit(self, ref, solver, tau):
+        _fit(self.X, self.Y, solver, tau=tau)
+
+    def track_max_rel_error(self, ref, solver, tau):
+        return self.err
+
+    track_max_rel_error.unit = "relative"

@@ -1,0 +1,117 @@
+"""asv benchmarks: the front of the pipeline (reading + featurisation) and end-to-end fits.
+
+``ReadAndFeaturize``: ``read_conllu`` of en-brown train (the whole 1M-token file: the reader
+has no row limit) then, on its first n sentences, the scale-run input view (SuffixView(1-4) +
+WordView, hstacked) and the output view (tag 1-2-grams).  Tracks: d1 and nnz(X).
+
+``EndToEndFit``: from a corpus in memory to a fitted generative CCA reranker -- TrigramHMM
+fit, 10-fold jackknifed 10-best lists, dev 10-best, views, engine solve (k = 50, tau = 0.5,
+w = 10, solver 'auto') -- on n sentences; sizes over the one-minute budget are listed in
+``OVER_BUDGET`` (``benchmarks/scale_run.py`` runs the full size with all three models).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from sparsecca.data import read_conllu
+from sparsecca.rerank import GenerativeReranker
+from sparsecca.tagging import TrigramHMM, jackknife_nbest
+
+from ._common import (
+    BROWN,
+    SIZES,
+    dev_corpus,
+    have_brown,
+    input_view,
+    output_view,
+    paper_input_view,
+    train_corpus,
+)
+
+#: n -> reason for skipping EndToEndFit (measured over the benchmark budget)
+OVER_BUDGET: dict = {}
+
+
+def _read(n):
+    if have_brown():
+        return read_conllu(BROWN / "train.conllu.gz", tags="xpos")[:n]
+    return train_corpus(n)
+
+
+def _featurize(n):
+    corpus = _read(n)
+    X = input_view().fit_transform(corpus)
+    Y = output_view().fit_transform(corpus)
+    return X, Y
+
+
+class ReadAndFeaturize:
+    """read_conllu + input view (suffix 1-4 + words) + output view of n sentences."""
+
+    timeout = 300
+    number = 1
+    repeat = 3
+    params = [SIZES]
+    param_names = ["n"]
+
+    def setup(self, n):
+        if not have_brown():
+            train_corpus(n)  # build the synthetic fallback outside the timing
+
+    def time_read_and_featurize(self, n):
+        _featurize(n)
+
+    def peakmem_read_and_featurize(self, n):
+        _featurize(n)
+
+    def track_n_input_features(self, n):
+        return _featurize(n)[0].shape[1]
+
+    track_n_input_features.unit = "features"
+
+    def track_nnz_input(self, n):
+        return _featurize(n)[0].nnz
+
+    track_nnz_input.unit = "nonzeros"
+
+
+def _end_to_end(train, dev):
+    tagger = TrigramHMM().fit(train)
+    jk = jackknife_nbest(TrigramHMM(), train, k=10, folds=10, random_state=0)
+    dev_nb = tagger.nbest(dev, k=10)
+    model = GenerativeReranker(n_components=50, tau=0.5, k_grid=[50], w=10.0, solver="auto",
+                               input_view=paper_input_view(), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        model.fit(jk, dev_nb)
+    return model, dev_nb
+
+
+class EndToEndFit:
+    """Tagger fit + jackknifed 10-best + generative CCA reranker fit on n sentences."""
+
+    timeout = 600
+    number = 1
+    repeat = 2
+    params = [SIZES]
+    param_names = ["n"]
+
+    def setup(self, n):
+        if n in OVER_BUDGET:
+            raise NotImplementedError(OVER_BUDGET[n])
+        self.train = train_corpus(n)
+        self.dev = dev_corpus()
+        TrigramHMM().fit(self.train[:200]).nbest(self.train[:20], k=10)  # numba warm-up
+
+    def time_end_to_end(self, n):
+        _end_to_end(self.train, self.dev)
+
+    def peakmem_end_to_end(self, n):
+        _end_to_end(self.train, self.dev)
+
+    def track_dev_accuracy(self, n):
+        model, dev_nb = _end_to_end(self.train, self.dev)
+        return 100.0 * model.score(dev_nb)
+
+    track_dev_accuracy.unit = "%"
