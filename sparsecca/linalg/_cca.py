@@ -396,8 +396,10 @@ class SparseCCA(_ParamsMixin):
         self.n_components_ = A.shape[1]
         self.n_features_in_ = engine.X.shape[1]
         self.n_merged_features_ = engine.n_merged_features_
-        self.x_mean_ = engine.xfactor._src.mean
-        self.y_mean_ = engine.yfactor._src.mean
+        # the engine solves on X with duplicate columns merged; the weights come back expanded,
+        # so the means must be those of the original columns
+        self.x_mean_ = _column_mean(engine.X) if engine.center else None
+        self.y_mean_ = _column_mean(engine.Y) if engine.center else None
         self.empirical_correlations_ = _pearson(engine.X @ A, engine.Y @ B)
 
     def _check_fitted(self):
@@ -435,6 +437,10 @@ class SparseCCA(_ParamsMixin):
     def fit_transform(self, X, Y):
         """fit(X, Y) then transform(X, Y): returns (x_scores, y_scores)."""
         return self.fit(X, Y).transform(X, Y)
+
+
+def _column_mean(X):
+    return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
 
 
 def _project(X, W, mean):

@@ -252,3 +252,22 @@ def test_duplicate_columns_are_merged_exactly(solver, fmt):
     # duplicates share the weight equally
     np.testing.assert_allclose(A[3], A[30])
     np.testing.assert_allclose(A[7], A[32])
+
+
+def test_centered_transform_with_duplicate_columns():
+    """Duplicate input columns are merged inside the engine; transform must still centre with
+    the means of the original columns (regression: x_mean_ had the merged length)."""
+    import scipy.sparse as _sp
+
+    from sparsecca.linalg import SparseCCA as _SparseCCA
+
+    rng = np.random.default_rng(0)
+    X = _sp.random(300, 40, density=0.2, random_state=1, format="csr")
+    X = _sp.hstack([X, X[:, :5]]).tocsr()          # 5 duplicated columns
+    Y = _sp.random(300, 12, density=0.3, random_state=2, format="csr")
+    cca = _SparseCCA(3, tau=0.3, center=True, random_state=0).fit(X, Y)
+    assert cca.x_mean_.shape == (45,)
+    Xt = _sp.random(50, 45, density=0.2, random_state=rng.integers(1 << 30), format="csr")
+    got = cca.transform(Xt)
+    ref = (Xt.toarray() - np.asarray(X.mean(axis=0)).ravel()) @ cca.x_weights_
+    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10)
