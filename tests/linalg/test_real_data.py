@@ -5,11 +5,11 @@ tau in {0.1, 0.5, 0.95}.  On all 7,936 sentences (d1 = 10,853, 8,099 after mergi
 duplicate columns) block CG needed ~280 iterations (~100 s on the shared machine) at
 tau = 0.1 -- the nested suffix features are nearly collinear -- and the dense reference is
 no faster, which does not fit a unit-test budget, so the sentences are subsampled
-(contiguous prefixes, the views refitted on them): 1,500 for the iterative solver,
-1,000 for the randomized one.  On count
-features the randomized factor only meets 1e-3 once its rank reaches rank(X) (the spectrum
-of X^T X is flat below its top: measured on en-wsj, rank 1,024 of 2,000 still leaves 17-27%
-error at tau = 0.1-0.5), so that test is also the expensive one and gets the smaller sample.
+(contiguous prefixes, the views refitted on them): 1,500 for the iterative solver, 1,000
+for the randomized one.  On count features the randomized factor only meets 1e-3 once its
+rank reaches rank(X) (the spectrum of X^T X is flat below its top: measured on en-wsj,
+rank 1,024 of 2,000 still leaves 17-27% error at tau = 0.1-0.5), so that test is also the
+expensive one and gets the smaller sample.
 """
 
 import numpy as np
