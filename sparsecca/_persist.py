@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from .exceptions import ModelFormatError, NotFittedError
 
 __all__ = [
     "FORMAT_VERSION",
@@ -64,10 +65,6 @@ _META = "__sparsecca_meta__"
 
 #: every class that can be saved, by name (filled by PersistMixin.__init_subclass__)
 _REGISTRY: dict[str, type] = {}
-
-
-class ModelFormatError(ValueError):
-    """A model file is unreadable, of another class, or from a newer format version."""
 
 
 # -- the file -------------------------------------------------------------------------------
@@ -463,7 +460,7 @@ class PersistMixin:
 
     ``_get_state(self) -> (params, arrays, extra)``
         Constructor parameters (JSON form, :func:`to_json`), arrays and JSON-able extra
-        metadata of the fitted object; raise the class's NotFittedError when unfitted.
+        metadata of the fitted object; raise :class:`NotFittedError` when unfitted.
     ``_set_state(self, arrays, extra)``
         Restore the fitted state on an instance built from the stored parameters.  Validate
         everything (:func:`state_array`, :func:`check_index`, :func:`check_offsets` ...):
@@ -491,8 +488,6 @@ class PersistMixin:
     def _persist_check_fitted(self) -> None:
         names = self._state_arrays + self._state_values + self._state_children
         if names and not hasattr(self, names[0]):
-            from .tagging import NotFittedError
-
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit "
                                  f"before saving it")
 

@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -34,16 +32,7 @@ def test_sparse_cca_two_views():
     assert m and float(m.group(1)) > 3 * float(m.group(2))
 
 
-def _needs_reranker_persistence():
-    from sparsecca.rerank import SoftenedReranker
-
-    if not hasattr(SoftenedReranker, "save"):
-        pytest.skip("rerank_pos.py saves the SoftenedReranker: needs save/load in "
-                    "sparsecca/rerank/_cca.py (not landed yet)")
-
-
 def test_rerank_pos_synthetic():
-    _needs_reranker_persistence()
     out = run_example("rerank_pos.py", "--sentences", 1200)
     assert out.startswith("synthetic: train 840 sentences")
     assert re.search(r"test accuracy: HMM \d+\.\d\d%, reranked \d+\.\d\d%", out)
@@ -51,7 +40,6 @@ def test_rerank_pos_synthetic():
 
 
 def test_rerank_pos_conllu_directory(tmp_path):
-    _needs_reranker_persistence()
     from sparsecca.data import synthetic_corpus, train_test_split, write_conllu
 
     c = synthetic_corpus(900, random_state=4)

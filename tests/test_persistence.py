@@ -12,9 +12,12 @@ import pickle
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from sparsecca._persist import (
+    _REGISTRY,
     ModelFormatError,
+    _import_model_modules,
     check_csr_rows,
     from_json,
     load_model,
@@ -28,19 +31,25 @@ from sparsecca._persist import (
 from sparsecca.data import synthetic_corpus, train_test_split
 from sparsecca.features import (
     CharNgramView,
+    HStackView,
     JointView,
     SuffixView,
     TagNgramView,
     WordView,
 )
 from sparsecca.features import NotFittedError as ViewNotFittedError
+from sparsecca.linalg import SparseCCA
 from sparsecca.rerank import (
     BoostingReranker,
+    DiscriminativeReranker,
+    GenerativeReranker,
     JointFeatures,
     PerceptronReranker,
     RegularizedBoostingReranker,
+    SoftenedReranker,
+    baseline_rerankers,
 )
-from sparsecca.tagging import NotFittedError, TrigramHMM, jackknife_nbest
+from sparsecca.tagging import NBestList, NotFittedError, TrigramHMM, jackknife_nbest
 
 # -- fixtures ---------------------------------------------------------------------------------
 
@@ -152,76 +161,122 @@ def test_view_state_api_nests(tmp_path):
     assert_same_csr(back.transform(corpora()[1]), view.transform(corpora()[1]))
 
 
-BASELINES = {
-    "boosting": lambda: BoostingReranker(n_rounds=60),
-    "regularized": lambda: RegularizedBoostingReranker(features="ngram", C=(1e-3, 1e-4),
-                                                       n_rounds=60),
-    "perceptron": lambda: PerceptronReranker(n_epochs=2, random_state=3),
-}
+def _few_rounds(est):
+    """A Table 2 baseline with few rounds / epochs, so that it fits in a second."""
+    if isinstance(est, PerceptronReranker):
+        return est.set_params(n_epochs=2)
+    if isinstance(est, RegularizedBoostingReranker):
+        return est.set_params(n_rounds=60, C=(1e-3, 1e-4))
+    return est.set_params(n_rounds=60)
+
+
+#: every baseline row of Table 2 (sparsecca.rerank.baseline_rerankers), by a slug of its name
+BASELINES = {row.lower().replace(" (", "-").replace(")", ""): (lambda row=row: _few_rounds(
+    baseline_rerankers(random_state=3)[row])) for row in baseline_rerankers()}
+
+
+@functools.lru_cache(maxsize=None)
+def fitted_baseline(name):
+    train, dev, _ = nbest_lists()
+    return BASELINES[name]().fit(train, dev)
 
 
 @pytest.mark.parametrize("name", list(BASELINES))
 def test_baseline_reranker_round_trip(tmp_path, name):
-    train, dev, test = nbest_lists()
-    est = BASELINES[name]().fit(train, dev)
+    est = fitted_baseline(name)
+    test = nbest_lists()[2]
     back = load_model(est.save(tmp_path / name))  # dispatch on the stored class name
-    assert type(back) is type(est)
+    assert type(back) is type(est) and back.get_params() == est.get_params()
     np.testing.assert_array_equal(back.decision_function(test), est.decision_function(test))
     np.testing.assert_array_equal(back.rerank(test), est.rerank(test))
     assert back.features_.feature_names_ == est.features_.feature_names_
 
 
-def _cca_classes():
-    try:
-        from sparsecca.rerank import _cca
-    except ImportError as exc:
-        return [pytest.param(None, marks=pytest.mark.skip(
-            reason=f"CCA rerankers not importable yet (sparsecca.rerank._cca: {exc})"))]
-    out = []
-    for name in ("GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"):
-        cls = getattr(_cca, name)
-        marks = () if hasattr(cls, "save") else pytest.mark.skip(
-            reason=f"{name} has no save/load yet (sparsecca/rerank/_cca.py)")
-        out.append(pytest.param(cls, marks=marks, id=name))
-    return out
+CCA_RERANKERS = (GenerativeReranker, SoftenedReranker, DiscriminativeReranker)
 
 
-@pytest.mark.parametrize("cls", _cca_classes())
+@functools.lru_cache(maxsize=None)
+def fitted_cca(cls):
+    train, dev, _ = nbest_lists()
+    kw = {"lam": 0.5} if cls is not GenerativeReranker else {}
+    return cls(n_components=5, tau=0.5, **kw).fit(train, dev)
+
+
+@pytest.mark.parametrize("cls", CCA_RERANKERS, ids=lambda c: c.__name__)
 def test_cca_reranker_round_trip(tmp_path, cls):
-    train, dev, test = nbest_lists()
-    kw = {"lam": 0.5} if cls.__name__ != "GenerativeReranker" else {}
-    est = cls(n_components=5, tau=0.5, **kw).fit(train, dev)
+    est = fitted_cca(cls)
+    test = nbest_lists()[2]
     back = cls.load(est.save(tmp_path / "cca"))
     np.testing.assert_array_equal(back.decision_function(test), est.decision_function(test))
     np.testing.assert_array_equal(back.projection_scores(test), est.projection_scores(test))
     assert back.tuned_params() == est.tuned_params()
 
 
-def _sparse_cca():
-    try:
-        from sparsecca.linalg import SparseCCA
-    except ImportError as exc:
-        return pytest.param(None, marks=pytest.mark.skip(
-            reason=f"sparsecca.linalg.SparseCCA not importable yet ({exc})"))
-    if not hasattr(SparseCCA, "save"):
-        return pytest.param(None, marks=pytest.mark.skip(
-            reason="SparseCCA has no save/load yet (sparsecca/linalg)"))
-    return SparseCCA
+def two_views(n=200, seed=0):
+    """A generic two-view sparse problem (no NLP); X has 5 duplicated columns (merged)."""
+    X = sp.random(n, 40, density=0.1, format="csr", random_state=seed + 1)
+    X = sp.hstack([X, X[:, :5]], format="csr")
+    Y = sp.random(n, 30, density=0.1, format="csr", random_state=seed + 2) + X[:, :30] * 0.5
+    return X, sp.csr_matrix(Y)
 
 
-@pytest.mark.parametrize("cls", [_sparse_cca()])
-def test_sparse_cca_round_trip(tmp_path, cls):
-    import scipy.sparse as sp
+SPARSE_CCA = {
+    "dense": {"solver": "dense"},
+    "dense-centred": {"solver": "dense", "center": True},
+    "randomized": {"solver": "randomized"},
+    "iterative-centred": {"solver": "iterative", "center": True},
+    "auto-generator": {"random_state": np.random.default_rng(0)},  # stored as None
+}
 
-    rng = np.random.default_rng(0)
-    X = sp.random(200, 40, density=0.1, format="csr", random_state=1)
-    Y = sp.random(200, 30, density=0.1, format="csr", random_state=2) + X[:, :30] * 0.5
-    est = cls(n_components=3, tau=0.3, random_state=0).fit(X, Y)
-    back = cls.load(est.save(tmp_path / "scca"))
-    Xt = sp.random(20, 40, density=0.2, format="csr", random_state=rng.integers(100))
-    Yt = sp.random(20, 30, density=0.2, format="csr", random_state=rng.integers(100))
+
+@pytest.mark.parametrize("case", list(SPARSE_CCA))
+def test_sparse_cca_round_trip(tmp_path, case):
+    est = SparseCCA(**{"n_components": 3, "tau": 0.3, "random_state": 0, **SPARSE_CCA[case]})
+    est.fit(*two_views())
+    assert est.n_merged_features_ < est.n_features_in_  # the duplicate columns were merged
+    back = SparseCCA.load(est.save(tmp_path / "scca"))
+    Xt, Yt = two_views(20, seed=7)
     for a, b in zip(back.transform(Xt, Yt), est.transform(Xt, Yt)):
+        assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(back.transform(Xt.toarray()), est.transform(Xt.toarray()))
+    for name in SparseCCA._state_arrays:
+        a, b = getattr(back, name), getattr(est, name)
+        assert (a is None and b is None) or np.array_equal(a, b), name
+    for name in SparseCCA._state_values:
+        assert getattr(back, name) == getattr(est, name), name
+    params = est.get_params()
+    if case == "auto-generator":
+        params["random_state"] = None
+    assert back.get_params() == params
+    with pytest.raises(NotFittedError, match="not fitted"):
+        SparseCCA().save(tmp_path / "unfitted")
+    with pytest.raises(AttributeError, match="not fitted"):  # NotFittedError is one, too
+        SparseCCA().transform(Xt)
+
+
+def test_sparse_cca_path_models_round_trip(tmp_path):
+    X, Y = two_views()
+    Xt, Yt = two_views(20, seed=7)
+    for i, est in enumerate(SparseCCA(2, solver="dense").fit_path(X, Y, [0.1, 0.9])):
+        back = load_model(est.save(tmp_path / f"m{i}"))
+        assert back.tau == back.tau_ == est.tau_
+        np.testing.assert_array_equal(back.transform(Xt), est.transform(Xt))
+
+
+def test_nbest_list_round_trip(tmp_path):
+    nb = nbest_lists()[2]
+    back = NBestList.load(nb.save(tmp_path / "nb"))
+    assert back == nb and back.tags == nb.tags and back.corpus == nb.corpus
+    for name in ("tag_ids", "cand_offsets", "sent_offsets", "scores", "losses", "gold_ids",
+                 "unknown"):
+        a, b = getattr(back, name), getattr(nb, name)
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    # what a reranker makes of it is identical too
+    est = fitted_cca(GenerativeReranker)
+    np.testing.assert_array_equal(est.decision_function(back), est.decision_function(nb))
+    assert back.oracle_accuracy("unknown") == nb.oracle_accuracy("unknown")
 
 
 def test_info_and_metadata(tmp_path):
@@ -246,36 +301,148 @@ def test_unfitted_save_refused(tmp_path, est, err):
     assert not (tmp_path / "x.npz").exists()
 
 
-# -- damaged files ----------------------------------------------------------------------------
+# -- every saveable class: round trip and damaged files -----------------------------------------
 
-def _models():
-    train = corpora()[0]
-    return {"hmm": (fitted_hmm(), TrigramHMM),
-            "suffix": (SuffixView().fit(train), SuffixView),
-            "joint": (JointView(kind="ngram").fit(train), JointView)}
+def _transform_test(model):
+    return [model.transform(corpora()[1])]
 
 
-@pytest.mark.parametrize("which", ["hmm", "suffix", "joint"])
-def test_corrupted_bytes_refused(tmp_path, which):
-    model, cls = _models()[which]
+def _rerank_test(model):
+    test = nbest_lists()[2]
+    out = [model.decision_function(test), model.rerank(test)]
+    if hasattr(model, "projection_scores"):
+        out.append(model.projection_scores(test))
+    return out
+
+
+#: class name -> (fitted instance, its outputs on held-out data); covers every class that
+#: can be saved (test_every_saveable_class_is_covered)
+MODELS = {
+    "TrigramHMM": (fitted_hmm, lambda m: [m.nbest(corpora()[1], k=5), m.tag(corpora()[1])]),
+    "SuffixView": (lambda: SuffixView().fit(corpora()[0]), _transform_test),
+    "CharNgramView": (lambda: CharNgramView(n=(1, 2)).fit(corpora()[0]), _transform_test),
+    "WordView": (lambda: WordView().fit(corpora()[0]), _transform_test),
+    "TagNgramView": (lambda: TagNgramView().fit(corpora()[0]), _transform_test),
+    "JointView": (lambda: JointView(kind="ngram").fit(corpora()[0]), _transform_test),
+    "HStackView": (lambda: HStackView([SuffixView(lengths=(1, 2)), WordView()]).fit(
+        corpora()[0]), _transform_test),
+    "JointFeatures": (lambda: JointFeatures().fit(nbest_lists()[0]),
+                      lambda m: [m.transform(nbest_lists()[2])]),
+    "BoostingReranker": (lambda: fitted_baseline("collins-sufx"), _rerank_test),
+    "RegularizedBoostingReranker": (lambda: fitted_baseline("regularized-n-gm"), _rerank_test),
+    "PerceptronReranker": (lambda: fitted_baseline("perceptron-sufx"), _rerank_test),
+    "GenerativeReranker": (lambda: fitted_cca(GenerativeReranker), _rerank_test),
+    "SoftenedReranker": (lambda: fitted_cca(SoftenedReranker), _rerank_test),
+    "DiscriminativeReranker": (lambda: fitted_cca(DiscriminativeReranker), _rerank_test),
+    "SparseCCA": (lambda: SparseCCA(3, tau=0.3, center=True, random_state=0).fit(*two_views()),
+                  lambda m: list(m.transform(*two_views(20, seed=7)))),
+    "NBestList": (lambda: nbest_lists()[2],
+                  lambda m: [m, m.scores, m.losses, m.unknown, m.corpus]),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def fitted(name):
+    return MODELS[name][0]()
+
+
+def assert_same(a, b):
+    """Bit-identical outputs: arrays, CSR matrices, n-best lists, corpora, anything with ==."""
+    if sp.issparse(a):
+        assert_same_csr(a, b)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    elif isinstance(a, NBestList):
+        assert a == b
+        np.testing.assert_array_equal(a.scores, b.scores)
+    else:
+        assert a == b
+
+
+def test_every_saveable_class_is_covered():
+    _import_model_modules()
+    assert sorted(MODELS) == sorted(_REGISTRY)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_round_trip_every_class(tmp_path, name):
+    model = fitted(name)
+    assert type(model).__name__ == name
     path = model.save(tmp_path / "m")
+    assert read_model_meta(path)["class"] == name
+    # loading is lossless: the loaded object has the same state (before any transform
+    # updates statistics such as a view's n_dropped_)
+    p0, a0, e0 = model.get_state()
+    p1, a1, e1 = load_model(path).get_state()
+    assert json.dumps(p0, sort_keys=True) == json.dumps(p1, sort_keys=True)
+    assert json.dumps(e0, sort_keys=True) == json.dumps(e1, sort_keys=True)
+    assert sorted(a0) == sorted(a1)
+    for k in a0:
+        np.testing.assert_array_equal(np.asarray(a0[k]), np.asarray(a1[k]), err_msg=k)
+    # and predicts / transforms bit for bit the same, loaded by its class or by load_model
+    for back in (type(model).load(path), load_model(path)):
+        assert type(back) is type(model)
+        for a, b in zip(MODELS[name][1](back), MODELS[name][1](model), strict=True):
+            assert_same(a, b)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_corrupted_bytes_refused(tmp_path, name):
+    path = fitted(name).save(tmp_path / "m")
     raw = bytearray(path.read_bytes())
     for i in range(len(raw) // 4, 3 * len(raw) // 4, 11):
         raw[i] ^= 0x5A
     path.write_bytes(bytes(raw))
-    with pytest.raises(ModelFormatError, match="m.npz"):
-        cls.load(path)
+    with pytest.raises(ModelFormatError, match=r"m\.npz: (corrupted|not a sparsecca)"):
+        type(fitted(name)).load(path)
+    with pytest.raises(ModelFormatError, match=r"m\.npz: (corrupted|not a sparsecca)"):
+        load_model(path)
 
 
-@pytest.mark.parametrize("which", ["hmm", "suffix", "joint"])
+@pytest.mark.parametrize("name", list(MODELS))
 @pytest.mark.parametrize("frac", [0.0, 0.01, 0.3, 0.7, 0.999])
-def test_truncated_file_refused(tmp_path, which, frac):
-    model, cls = _models()[which]
-    path = model.save(tmp_path / "m")
+def test_truncated_file_refused(tmp_path, name, frac):
+    path = fitted(name).save(tmp_path / "m")
     raw = path.read_bytes()
     path.write_bytes(raw[:int(len(raw) * frac)])
-    with pytest.raises(ModelFormatError, match="m.npz: (corrupted or truncated|not a sparsecca)"):
-        cls.load(path)
+    with pytest.raises(ModelFormatError, match=r"m\.npz: (corrupted or truncated|not a sparsecca)"):
+        type(fitted(name)).load(path)
+
+
+def _relabel(path, cls_name, out):
+    """A copy of the model file at ``path`` whose metadata names class ``cls_name``."""
+    meta, arrays = read_model_meta(path), load_model_file(path, read_model_meta(path)["class"])[1]
+    return save_model_file(out, cls_name, meta["params"], arrays, extra=meta["extra"])
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_file_naming_another_class_refused(tmp_path, name):
+    model = fitted(name)
+    # (a class whose state differs from every other's: a WordView's state relabelled as a
+    # SuffixView would be a valid SuffixView)
+    other = "TrigramHMM" if name != "TrigramHMM" else "SuffixView"
+    # a genuine file of another class
+    with pytest.raises(ModelFormatError, match=f"holds a '{other}', not a '{name}'"):
+        type(model).load(fitted(other).save(tmp_path / "other"))
+    # this model's arrays under another class name: refused by that class's validation,
+    # and by the class check when loaded as what it really is
+    path = _relabel(model.save(tmp_path / "m"), other, tmp_path / "relabelled")
+    with pytest.raises(ModelFormatError, match=f"holds a '{other}', not a '{name}'"):
+        type(model).load(path)
+    with pytest.raises(ModelFormatError, match=r"relabelled\.npz: "):
+        load_model(path)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_pickle_renamed_refused(tmp_path, name):
+    model = fitted(name)
+    p = tmp_path / "evil.npz"
+    p.write_bytes(pickle.dumps(model))
+    with pytest.raises(ModelFormatError, match=r"evil\.npz: not a sparsecca model file"):
+        type(model).load(p)
+    with pytest.raises(ModelFormatError, match=r"evil\.npz: not a sparsecca model file"):
+        load_model(p)
 
 
 def test_random_single_byte_damage_never_crashes(tmp_path):
@@ -303,14 +470,6 @@ def test_random_single_byte_damage_never_crashes(tmp_path):
     assert refused >= 30  # almost every byte is covered by a CRC or a structural check
 
 
-def test_other_class_refused(tmp_path):
-    path = SuffixView().fit(corpora()[0]).save(tmp_path / "v")
-    with pytest.raises(ModelFormatError, match="holds a 'SuffixView', not a 'TrigramHMM'"):
-        TrigramHMM.load(path)
-    with pytest.raises(ModelFormatError, match="not a 'CharNgramView'"):
-        CharNgramView.load(path)
-
-
 def test_pickle_and_npy_renamed_refused(tmp_path):
     p = tmp_path / "evil.npz"
     p.write_bytes(pickle.dumps({"lambdas": np.ones(3)}))
@@ -325,15 +484,16 @@ def test_pickle_and_npy_renamed_refused(tmp_path):
         TrigramHMM.load(tmp_path / "missing.npz")
 
 
-def test_newer_format_refused(tmp_path):
-    path = SuffixView().fit(corpora()[0]).save(tmp_path / "v")
-    meta, arrays = load_model_file(path, "SuffixView")
+@pytest.mark.parametrize("name", list(MODELS))
+def test_newer_format_refused(tmp_path, name):
+    path = fitted(name).save(tmp_path / "v")
+    meta, arrays = load_model_file(path, name)
     p2 = tmp_path / "new.npz"
     blob = dict(meta, format_version=2)
     np.savez(p2, __sparsecca_meta__=np.frombuffer(json.dumps(blob).encode(), np.uint8),
              **arrays)
-    with pytest.raises(ModelFormatError, match="format version 2 is newer"):
-        SuffixView.load(p2)
+    with pytest.raises(ModelFormatError, match=r"new\.npz: format version 2 is newer"):
+        type(fitted(name)).load(p2)
 
 
 def _edit(tmp_path, model, edit):
@@ -461,6 +621,112 @@ def test_inconsistent_reranker_refused(tmp_path):
     for edit, match in cases.values():
         with pytest.raises(ModelFormatError, match=match):
             PerceptronReranker.load(_edit(tmp_path, est, edit))
+
+
+def _none(name):
+    """Mark the optional array ``name`` as absent (as save() does for None)."""
+    def edit(meta, arrays):
+        del arrays[name]
+        meta["extra"]["none"].append(name)
+    return edit
+
+
+CCA_RERANKER_EDITS = {
+    "x_weights_ wrong shape": (_set("x_weights_", lambda a: a[:-1]), "x_weights_.*shape"),
+    "y_weights_ int": (_set("y_weights_", lambda a: a.astype(np.int64)), "y_weights_.*float"),
+    "eigenvalues_ NaN": (_set("eigenvalues_", lambda a: a * np.nan), "eigenvalues_.*NaN"),
+    "w_ not finite": (_extra("w_", {"__float__": "inf"}), "w_ must be a finite float"),
+    "n_components_ zero": (_extra("n_components_", 0), "n_components_"),
+    "output view keys out of range": (_set("output_view_.keys", lambda a: a * 10**6),
+                                      "keys.*must lie in"),
+    "input view of another class": (
+        lambda meta, arrays: meta["extra"]["input_view_"].update({"class": "NoSuchView"}),
+        "input_view_.*'NoSuchView'"),
+}
+
+
+@pytest.mark.parametrize("case", list(CCA_RERANKER_EDITS))
+@pytest.mark.parametrize("cls", CCA_RERANKERS, ids=lambda c: c.__name__)
+def test_inconsistent_cca_reranker_refused(tmp_path, cls, case):
+    edit, match = CCA_RERANKER_EDITS[case]
+    with pytest.raises(ModelFormatError, match=match):
+        cls.load(_edit(tmp_path, fitted_cca(cls), edit))
+
+
+SPARSE_CCA_EDITS = {
+    "x_weights_ wrong shape": (_set("x_weights_", lambda a: a[:-1]), "x_weights_.*shape"),
+    "y_weights_ 1-d": (_set("y_weights_", lambda a: a.ravel()), "y_weights_.*2-d"),
+    "weights not float": (_set("x_weights_", lambda a: a.astype(np.int64)), "x_weights_.*float"),
+    "weights complex": (_set("y_weights_", lambda a: a.astype(complex)), "y_weights_.*float"),
+    "correlations_ NaN": (_set("correlations_", lambda a: a * np.nan), "correlations_.*NaN"),
+    "residual_norms_ inf": (_set("residual_norms_", lambda a: a + np.inf), "residual_norms_.*inf"),
+    "mean of the wrong length": (_set("x_mean_", lambda a: a[:-1]), "x_mean_.*shape"),
+    "mean missing although centred": (_none("y_mean_"), "y_mean_.*present.*center=True"),
+    "centring switched off": (_param("center", False), "x_mean_.*absent.*center=False"),
+    "center not a bool": (_param("center", "yes"), "center must be True or False"),
+    "too many components": (_extra("n_components_", 99), "n_components_ = 99 exceeds"),
+    "n_features_in_ wrong": (_extra("n_features_in_", 7), "n_features_in_ = 7"),
+    "n_merged_features_ > d1": (_extra("n_merged_features_", 10**6), "n_merged_features_"),
+    "unknown solver_": (_extra("solver_", "magic"), "solver_.*one of"),
+    "tau_ out of range": (_extra("tau_", 2.0), "tau_.*finite float"),
+    "error_estimate_ a string": (_extra("error_estimate_", "small"), "error_estimate_"),
+    "rank_ negative": (_extra("rank_", -1), "rank_.*int >= 0"),
+    "metadata value missing": (lambda meta, arrays: meta["extra"].pop("solver_reason_"),
+                               "solver_reason_.*missing"),
+    "array missing": (_drop("eigenvalues_"), "eigenvalues_.*missing"),
+    "bad solver parameter": (_param("solver", "magic"), "solver"),
+    "unknown parameter": (_param("beam", 3), "unexpected keyword|parameters"),
+}
+
+
+@pytest.mark.parametrize("case", list(SPARSE_CCA_EDITS))
+def test_inconsistent_sparse_cca_refused(tmp_path, case):
+    edit, match = SPARSE_CCA_EDITS[case]
+    with pytest.raises(ModelFormatError, match=match):
+        SparseCCA.load(_edit(tmp_path, fitted("SparseCCA"), edit))
+
+
+def _dup_tags(meta, arrays):
+    tags = unpack_strings(arrays, "tags")
+    arrays.update(pack_strings("tags", [tags[0]] + tags[:-1]))
+
+
+def _stretch_first_candidate(a):
+    a = a.copy()
+    a[1] += 1  # still non-decreasing, but candidate 0 is one token longer than its sentence
+    return a
+
+
+NBEST_EDITS = {
+    "tag id out of range": (_set("tag_ids", lambda a: a + 100), "tag_ids.*must lie in"),
+    "tag ids float": (_set("tag_ids", lambda a: a.astype(float)), "tag_ids.*int"),
+    "word id negative": (_set("word_ids", lambda a: a - 10**6), "word_ids.*must lie in"),
+    "gold tag out of range": (_set("gold_tag_ids", lambda a: a + 1000),
+                              "gold_tag_ids.*must lie in"),
+    "candidate offsets past the data": (_set("cand_offsets", lambda a: a * 2), "cand_offsets"),
+    "candidate longer than its sentence": (_set("cand_offsets", _stretch_first_candidate),
+                                           "length of its sentence"),
+    "sentence offsets decreasing": (_set("sent_offsets", lambda a: a[::-1].copy()),
+                                    "sent_offsets"),
+    "sentence offsets too short": (_set("sent_offsets", lambda a: a[:-1]), "sent_offsets"),
+    "corpus offsets past the data": (_set("corpus_offsets", lambda a: a + 1), "corpus_offsets"),
+    "scores wrong length": (_set("scores", lambda a: a[:-1]), "scores.*shape"),
+    "unknown mask not bool": (_set("unknown", lambda a: a.astype(np.float64)), "unknown.*bool"),
+    "unknown mask wrong length": (_set("unknown", lambda a: a[:-1]), "unknown.*shape"),
+    "duplicate tags": (_dup_tags, "distinct"),
+    "bad UTF-8": (_set("corpus_words.utf8", lambda a: np.full_like(a, 0xFF)), "UTF-8"),
+    "flag not a bool": (_extra("has_gold", "yes"), "has_gold.*bool"),
+    "gold without its vocabulary": (_extra("has_corpus_tags", False), "corpus_tags"),
+    "gold array missing": (_drop("gold_tag_ids"), "gold_tag_ids.*missing"),
+    "unknown parameter": (_param("k", 5), "no parameters"),
+}
+
+
+@pytest.mark.parametrize("case", list(NBEST_EDITS))
+def test_inconsistent_nbest_list_refused(tmp_path, case):
+    edit, match = NBEST_EDITS[case]
+    with pytest.raises(ModelFormatError, match=match):
+        NBestList.load(_edit(tmp_path, nbest_lists()[2], edit))
 
 
 # -- helpers against references ---------------------------------------------------------------

@@ -9,16 +9,13 @@ import scipy.sparse as sp
 
 from .._persist import PersistMixin
 from ..data import TaggedCorpus, Vocabulary
+from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
 
 __all__ = ["NotFittedError"]
 
 #: chunk size (tokens) for the views that expand several features per token, bounding the
 #: temporaries when candidate sets with tens of millions of tokens are transformed
 CHUNK_TOKENS = 1 << 21
-
-
-class NotFittedError(ValueError, AttributeError):
-    """A view was used before ``fit`` (a ValueError and an AttributeError, as in scikit-learn)."""
 
 
 # -- parameter validation -------------------------------------------------------------------

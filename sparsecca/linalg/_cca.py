@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 
+from .._persist import ModelFormatError, PersistMixin, state_array
+from ..exceptions import NotFittedError
 from ._gram import CrossCovariance, _ColumnMerge, _DataMatrix
 from ._inverse import GramFactor, RegularizedInverse
 from ._reduced import CCAResult, reduced_cca
@@ -264,7 +266,7 @@ class _ParamsMixin:
         return f"{type(self).__name__}({args})"
 
 
-class SparseCCA(_ParamsMixin):
+class SparseCCA(PersistMixin, _ParamsMixin):
     """Regularised CCA for sparse, high-dimensional views (scikit-learn transformer API).
 
     Solves Eq. 11 of Jagarlamudi & Daume III (2012) in the reduced form of Eq. 14-15:
@@ -309,6 +311,11 @@ class SparseCCA(_ParamsMixin):
     n_features_in_ : int, d1
     n_merged_features_ : int, columns of X left after merging duplicate columns (exact)
 
+    A fitted model is written with ``save(path)`` and read back with
+    ``SparseCCA.load(path)`` (or :func:`sparsecca._persist.load_model`): one ``.npz`` of the
+    learned arrays plus JSON metadata, never pickle; the loaded model's ``transform`` is
+    bit-identical.  A random_state given as a numpy Generator is stored as None.
+
     Notes
     -----
     Which solver: the randomized model of Cxx^-1 is exact once its rank reaches rank(X)
@@ -321,6 +328,13 @@ class SparseCCA(_ParamsMixin):
     the B-orthonormality holds to rounding and ``correlations_`` are achieved values (lower
     bounds of the exact ones), with ``residual_norms_`` as a-posteriori error bounds.
     """
+
+    # what save() stores (the merged-duplicate mapping is not needed: the weights are stored
+    # for the original columns); load() validates it all in _check_state
+    _state_arrays = ("x_weights_", "y_weights_", "eigenvalues_", "correlations_",
+                     "residual_norms_", "empirical_correlations_", "x_mean_", "y_mean_")
+    _state_values = ("error_estimate_", "solver_", "solver_reason_", "rank_", "n_iter_", "tau_",
+                     "n_components_", "n_features_in_", "n_merged_features_")
 
     def __init__(self, n_components=2, *, tau=0.1, solver="auto", center=False, tol=None,
                  max_rank=None, random_state=None):
@@ -404,8 +418,72 @@ class SparseCCA(_ParamsMixin):
 
     def _check_fitted(self):
         if not hasattr(self, "x_weights_"):
-            raise AttributeError(f"this {type(self).__name__} instance is not fitted yet; "
+            raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet; "
                                  f"call fit(X, Y) first")
+
+    def _check_state(self):
+        """Validate what load() restored: shapes, dtypes, finite values, consistent scalars."""
+        check_choice(self.solver, "solver", SOLVERS)
+        check_tau(self.tau)
+        if not isinstance(self.center, (bool, np.bool_)):
+            raise ModelFormatError(f"parameter center must be True or False, got "
+                                   f"{self.center!r}")
+
+        def count(name, low):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ModelFormatError(f"metadata value {name!r} must be an int >= {low}, "
+                                       f"got {v!r}")
+            return v
+
+        k = count("n_components_", 1)
+        d1 = count("n_features_in_", 1)
+        if count("n_merged_features_", 1) > d1:
+            raise ModelFormatError(f"metadata value 'n_merged_features_' must be at most "
+                                   f"n_features_in_ = {d1}, got {self.n_merged_features_}")
+        count("rank_", 0)
+        count("n_iter_", 0)
+        if self.solver_ not in SOLVERS[1:]:
+            raise ModelFormatError(f"metadata value 'solver_' must be one of {SOLVERS[1:]}, "
+                                   f"got {self.solver_!r}")
+        if not isinstance(self.solver_reason_, str):
+            raise ModelFormatError(f"metadata value 'solver_reason_' must be a str, got "
+                                   f"{self.solver_reason_!r}")
+        for name, high in (("tau_", 1.0), ("error_estimate_", None)):
+            v = getattr(self, name)
+            if isinstance(v, int) and not isinstance(v, bool):
+                v = float(v)
+            if not isinstance(v, float) or not np.isfinite(v) or v < 0 \
+                    or (high is not None and v > high):
+                rng = f"[0, {high}]" if high is not None else ">= 0"
+                raise ModelFormatError(f"metadata value {name!r} must be a finite float "
+                                       f"{rng}, got {v!r}")
+            setattr(self, name, v)
+        a = {name: getattr(self, name) for name in self._state_arrays}
+        yw = a["y_weights_"]
+        d2 = yw.shape[0] if isinstance(yw, np.ndarray) and yw.ndim == 2 else -1
+        if d2 < 1:
+            raise ModelFormatError(f"array 'y_weights_' must be 2-d with at least one row, got "
+                                   f"{getattr(yw, 'shape', yw)!r}")
+        if k > min(d1, d2):
+            raise ModelFormatError(f"n_components_ = {k} exceeds min(d1, d2) = {min(d1, d2)}")
+        shapes = {"x_weights_": (d1, k), "y_weights_": (d2, k), "eigenvalues_": (k,),
+                  "correlations_": (k,), "residual_norms_": (k,),
+                  "empirical_correlations_": (k,), "x_mean_": (d1,), "y_mean_": (d2,)}
+        for name, shape in shapes.items():
+            if name in ("x_mean_", "y_mean_"):
+                if (a[name] is None) == bool(self.center):
+                    raise ModelFormatError(
+                        f"array {name!r} must be {'present' if self.center else 'absent'} for "
+                        f"center={bool(self.center)}")
+                if a[name] is None:
+                    continue
+            elif a[name] is None:
+                raise ModelFormatError(f"array {name!r} is missing")
+            checked = state_array(a, name, "float", ndim=len(shape), shape=shape)
+            if a[name].flags.f_contiguous and not a[name].flags.c_contiguous:
+                checked = np.asfortranarray(checked)  # same memory layout, same rounding
+            setattr(self, name, checked)
 
     def transform(self, X, Y=None):
         """Project X (and Y): Xc A, optionally (Xc A, Yc B).

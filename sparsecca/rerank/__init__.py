@@ -1,5 +1,6 @@
 """Rerankers of n-best lists: the low-dimensional (CCA) models and the baselines."""
 
+from ..exceptions import NotFittedError
 from ._base import BaseReranker, check_nbest, losses_of_choice, tune_weight
 from ._baselines import BASELINE_ROWS, baseline_rerankers
 from ._boosting import BoostingReranker, RegularizedBoostingReranker
@@ -16,6 +17,7 @@ __all__ = [
     "DiscriminativeReranker",
     "GenerativeReranker",
     "JointFeatures",
+    "NotFittedError",
     "PerceptronReranker",
     "RegularizedBoostingReranker",
     "SoftenedReranker",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tagging import NBestList, NotFittedError
+from ..exceptions import NotFittedError
+from ..tagging import NBestList
 
 __all__ = ["BaseReranker", "check_nbest", "tune_weight", "losses_of_choice"]
 

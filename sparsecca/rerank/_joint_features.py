@@ -29,8 +29,9 @@ from .._persist import (
 )
 from .._persist import PersistMixin as BasePersistMixin
 from ..data import TaggedCorpus
+from ..exceptions import NotFittedError
 from ..features import JointView
-from ..tagging import NBestList, NotFittedError
+from ..tagging import NBestList
 from ._base import check_nbest
 
 __all__ = ["JointFeatures"]

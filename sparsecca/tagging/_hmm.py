@@ -52,16 +52,13 @@ from .._persist import (
     unpack_strings,
 )
 from ..data import TaggedCorpus, Vocabulary
+from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
 from ..kernels import kbest_viterbi
 from ._nbest import NBestList
 
 __all__ = ["TrigramHMM", "NotFittedError"]
 
 _DIGITS = re.compile(r"[0-9]")
-
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a tagger is used before ``fit`` (like sklearn's NotFittedError)."""
 
 
 class _ParamsMixin:

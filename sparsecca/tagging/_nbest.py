@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 
 import numpy as np
 
+from .._persist import (
+    ModelFormatError,
+    PersistMixin,
+    check_index,
+    check_offsets,
+    pack_strings,
+    state_array,
+    state_value,
+    unpack_strings,
+)
 from ..data import TaggedCorpus, Vocabulary
 
 __all__ = ["NBestList", "concatenate"]
 
-_FORMAT = "sparsecca.NBestList"
-_VERSION = 1
 _TOKEN_SUBSETS = ("all", "known", "unknown")
 
 
@@ -89,7 +95,7 @@ def _concat_corpora(corpora: Sequence[TaggedCorpus]) -> TaggedCorpus:
                         np.concatenate(offs), words, tags)
 
 
-class NBestList:
+class NBestList(PersistMixin):
     """All candidate tag sequences of a corpus, stored as flat arrays.
 
     Candidate ``r`` (a global index) is the tag-id sequence
@@ -122,6 +128,16 @@ class NBestList:
         when the corpus is untagged.
     gold_ids : int32 array, shape (n_tokens,) or None
         Gold tags as ids in ``tags``.
+
+    Notes
+    -----
+    ``save(path)`` writes the list (candidates, scores, the corpus with its gold tags, the
+    unknown mask and the vocabularies) as a sparsecca model file: one ``.npz`` of arrays plus
+    JSON metadata (format version, class name, library version), never pickle; an existing
+    file is refused unless ``overwrite=True``.  ``NBestList.load(path)`` reads it back with
+    ``np.load(allow_pickle=False)``; a file of another class, from a newer format version,
+    truncated, corrupted or with inconsistent arrays raises
+    :class:`~sparsecca._persist.ModelFormatError` naming the file.
     """
 
     def __init__(self, tag_ids, cand_offsets, sent_offsets, scores, corpus: TaggedCorpus,
@@ -419,48 +435,81 @@ class NBestList:
         return self.accuracy(self.oracle_indices(), tokens)
 
     # -- persistence -------------------------------------------------------------------
-    def save(self, path) -> None:
-        """Write to ``path`` (.npz, no pickled objects; vocabularies stored as JSON)."""
+    # save(path, *, overwrite=False, info=None) and load(path) come from PersistMixin: one
+    # .npz of arrays plus JSON metadata (format version, class, library version), read with
+    # np.load(allow_pickle=False) and validated here before any object is built.
+    def _get_state(self) -> tuple[dict, dict, dict]:
         c = self.corpus
-        meta = {
-            "format": _FORMAT, "version": _VERSION,
-            "tags": self.tags.items,
-            "corpus_words": c.words.items,
-            "corpus_tags": c.tags.items if c.tags is not None else None,
-            "has_gold": c.has_tags,
-            "has_unknown": self.unknown is not None,
-        }
-        blob = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-        arrays = dict(meta=blob, tag_ids=self.tag_ids, cand_offsets=self.cand_offsets,
-                      sent_offsets=self.sent_offsets, scores=self.scores,
-                      word_ids=c.word_ids, corpus_offsets=c.offsets)
+        arrays = {"tag_ids": self.tag_ids, "cand_offsets": self.cand_offsets,
+                  "sent_offsets": self.sent_offsets, "scores": self.scores,
+                  "word_ids": c.word_ids, "corpus_offsets": c.offsets}
+        arrays.update(pack_strings("tags", self.tags.items))
+        arrays.update(pack_strings("corpus_words", c.words.items))
+        if c.tags is not None:
+            arrays.update(pack_strings("corpus_tags", c.tags.items))
         if c.has_tags:
             arrays["gold_tag_ids"] = c.tag_ids
         if self.unknown is not None:
             arrays["unknown"] = self.unknown
-        np.savez_compressed(os.fspath(path), **arrays)
+        extra = {"has_gold": bool(c.has_tags), "has_unknown": self.unknown is not None,
+                 "has_corpus_tags": c.tags is not None}
+        return {}, arrays, extra
 
     @classmethod
-    def load(cls, path) -> "NBestList":
-        """Read an n-best list written by :meth:`save` (``np.load(allow_pickle=False)``)."""
-        with np.load(os.fspath(path), allow_pickle=False) as z:
-            try:
-                meta = json.loads(bytes(z["meta"]).decode("utf-8"))
-            except KeyError:
-                raise ValueError(f"{path} is not a saved NBestList (no 'meta' entry)") from None
-            if meta.get("format") != _FORMAT:
-                raise ValueError(f"{path} is not a saved NBestList (format "
-                                 f"{meta.get('format')!r})")
-            if meta.get("version") != _VERSION:
-                raise ValueError(f"{path}: unsupported NBestList version {meta.get('version')}")
-            gold = z["gold_tag_ids"] if meta["has_gold"] else None
-            corpus = TaggedCorpus(z["word_ids"], gold, z["corpus_offsets"],
-                                  Vocabulary(meta["corpus_words"]),
-                                  None if meta["corpus_tags"] is None
-                                  else Vocabulary(meta["corpus_tags"]))
-            unknown = z["unknown"] if meta["has_unknown"] else None
-            return cls(z["tag_ids"], z["cand_offsets"], z["sent_offsets"], z["scores"], corpus,
-                       Vocabulary(meta["tags"]), unknown)
+    def from_state(cls, params: dict, arrays: dict, extra: dict) -> "NBestList":
+        """Rebuild an n-best list from :meth:`get_state` output, validating every array.
+
+        Raises
+        ------
+        ModelFormatError
+            Missing or mistyped arrays, offsets or ids out of range, candidates whose length
+            differs from their sentence's, duplicate vocabulary entries.
+        """
+        if not isinstance(params, dict) or not isinstance(extra, dict):
+            raise ModelFormatError("params and extra must be dicts")
+        if params:
+            raise ModelFormatError(f"an NBestList has no parameters, got {sorted(params)}")
+        flags = {name: state_value(extra, name, bool)
+                 for name in ("has_gold", "has_unknown", "has_corpus_tags")}
+        if flags["has_gold"] and not flags["has_corpus_tags"]:
+            raise ModelFormatError("gold tags stored without their vocabulary (corpus_tags)")
+        try:
+            tags = Vocabulary(unpack_strings(arrays, "tags"))
+            words = Vocabulary(unpack_strings(arrays, "corpus_words"))
+            ctags = (Vocabulary(unpack_strings(arrays, "corpus_tags"))
+                     if flags["has_corpus_tags"] else None)
+        except ValueError as exc:
+            if isinstance(exc, ModelFormatError):
+                raise
+            raise ModelFormatError(f"bad vocabulary ({exc})") from None
+        word_ids = check_index("word_ids", state_array(arrays, "word_ids", "int",
+                                                       dtype=np.int32), len(words))
+        c_off = check_offsets("corpus_offsets", state_array(arrays, "corpus_offsets", "int"),
+                              word_ids.size)
+        n_sent = c_off.size - 1
+        gold = None
+        if flags["has_gold"]:
+            gold = check_index("gold_tag_ids",
+                               state_array(arrays, "gold_tag_ids", "int", dtype=np.int32,
+                                           shape=word_ids.shape), len(ctags))
+        tag_ids = check_index("tag_ids", state_array(arrays, "tag_ids", "int", dtype=np.int32),
+                              len(tags))
+        s_off = state_array(arrays, "sent_offsets", "int")
+        check_offsets("sent_offsets", s_off, int(s_off[-1]) if s_off.size else 0, n_sent)
+        n_cand = int(s_off[-1])
+        c_cand = check_offsets("cand_offsets", state_array(arrays, "cand_offsets", "int"),
+                               tag_ids.size, n_cand)
+        # scores are data (a reranker's may be anything), only their dtype and shape matter
+        scores = state_array(arrays, "scores", "float", shape=(n_cand,), allow_nan=True,
+                             allow_inf=True)
+        unknown = None
+        if flags["has_unknown"]:
+            unknown = state_array(arrays, "unknown", "bool", shape=word_ids.shape)
+        try:
+            corpus = TaggedCorpus(word_ids, gold, c_off, words, ctags)
+            return cls(tag_ids, c_cand, s_off, scores, corpus, tags, unknown)
+        except ValueError as exc:  # e.g. a candidate longer than its sentence
+            raise ModelFormatError(f"inconsistent NBestList ({exc})") from None
 
     def __eq__(self, other: object) -> bool:
         """Same sentences, same candidate tag strings, scores and unknown masks."""

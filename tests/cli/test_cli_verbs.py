@@ -4,6 +4,9 @@ import gzip
 import json
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +14,7 @@ from cli_helpers import run_cli
 
 from sparsecca._persist import read_model_meta
 from sparsecca.data import read_conllu, read_tokenized
-from sparsecca.rerank import PerceptronReranker
+from sparsecca.rerank import PerceptronReranker, SoftenedReranker
 from sparsecca.tagging import TrigramHMM
 
 VERBS = ["demo", "experiment", "train-tagger", "tag", "train-reranker", "rerank"]
@@ -43,6 +46,20 @@ def test_help_of_every_verb():
         assert f"usage: sparsecca {verb}" in r.stdout
     assert "# candidate = " in run_cli("tag", "--help").stdout  # the k-best format
     assert run_cli("--version").stdout.startswith("sparsecca ")
+
+
+def test_console_script_is_the_same_command(tmp_path):
+    """The installed ``sparsecca`` script and ``python -m sparsecca`` are one command."""
+    exe = Path(sys.executable).with_name("sparsecca")
+    if not exe.is_file():
+        pytest.skip(f"no console script beside {sys.executable} (package not installed)")
+    for args in (["--help"], ["tag", "--help"], ["demo", "--help"]):
+        r = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout == run_cli(*args).stdout
+    r = subprocess.run([str(exe), "tag", str(tmp_path / "no.npz"), str(tmp_path / "x")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"sparsecca tag: error: {tmp_path / 'no.npz'}: no such file (tagger model)"]
 
 
 def test_train_tagger_matches_library(dataset, tagger):
@@ -167,6 +184,32 @@ def test_rerank_output(dataset, tagger, reranker, tmp_path):
             assert float(comments["decoder_score"]) == pytest.approx(nb4.scores[g], abs=1e-6)
             assert [row[3] for row in rows if row[0].isdigit()] == nb4.candidate(i, g - lo)
     assert b == len(blocks)
+
+
+def test_cca_reranker_through_the_cli(dataset, tagger, tmp_path):
+    """train-reranker / rerank with one of the three CCA models (saved and loaded)."""
+    from sparsecca.rerank import default_rerankers
+    from sparsecca.tagging import jackknife_nbest
+
+    model = tmp_path / "soft.npz"
+    r = run_cli("train-reranker", "--tagger", tagger, dataset["train"], dataset["dev"],
+                "--model", "softened", "-k", 4, "--folds", 3, "-o", model, "-q")
+    assert r.returncode == 0 and r.stderr == ""
+    est = SoftenedReranker.load(model)
+    hmm = TrigramHMM.load(tagger)
+    train = read_conllu(dataset["train"], tags="upos")
+    dev = read_conllu(dataset["dev"], tags="upos")
+    ref = default_rerankers(random_state=0, baselines=False)["Softened-Disc"]
+    ref.fit(jackknife_nbest(TrigramHMM(), train, k=4, folds=3, random_state=0),
+            hmm.nbest(dev, k=4))
+    assert est.tuned_params() == ref.tuned_params()
+    nb = hmm.nbest(read_conllu(dataset["test"], tags=None), k=4)
+    np.testing.assert_allclose(est.decision_function(nb), ref.decision_function(nb),
+                               rtol=1e-9, atol=1e-12)
+    out = tmp_path / "rr.conllu"
+    r = run_cli("rerank", "--tagger", tagger, "--reranker", model, dataset["test"], "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert read_conllu(out, tags="upos") == nb.best(est.rerank(nb))
 
 
 def test_experiment_combined_table(dataset, tmp_path):

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from sparsecca._persist import ModelFormatError
 from sparsecca.data import TaggedCorpus, Vocabulary, synthetic_corpus
 from sparsecca.tagging import NBestList, TrigramHMM, concatenate
 
@@ -176,8 +177,11 @@ def test_save_load_roundtrip(nbest, tmp_path):
     back = NBestList.load(tmp_path / "plain.npz")
     assert back == plain and back.losses is None and back.unknown is None
     np.savez(tmp_path / "other.npz", x=np.zeros(3))
-    with pytest.raises(ValueError, match="is not a saved NBestList"):
+    with pytest.raises(ModelFormatError, match="other.npz: not a sparsecca model file"):
         NBestList.load(tmp_path / "other.npz")
+    with pytest.raises(FileExistsError, match="overwrite=True"):  # never overwritten silently
+        nbest.save(path)
+    assert nbest.save(path, overwrite=True) == path
 
 
 def test_evaluation_needs_gold_and_mask(nbest):

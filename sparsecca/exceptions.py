@@ -1,0 +1,24 @@
+"""The exceptions shared by every part of sparsecca, each defined once.
+
+:class:`NotFittedError` is raised by every estimator (tagger, feature views, rerankers,
+:class:`~sparsecca.linalg.SparseCCA`) used or saved before ``fit``; it is re-exported by
+:mod:`sparsecca.tagging`, :mod:`sparsecca.features` and :mod:`sparsecca.rerank`, so
+``except NotFittedError`` catches it whichever module it was imported from.
+:class:`ModelFormatError` (an unreadable, foreign, newer or inconsistent model file) is
+re-exported by :mod:`sparsecca._persist`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ModelFormatError", "NotFittedError"]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """An estimator was used (or saved) before ``fit``.
+
+    A ValueError and an AttributeError, as scikit-learn's ``NotFittedError``.
+    """
+
+
+class ModelFormatError(ValueError):
+    """A model file is unreadable, of another class, or from a newer format version."""
