@@ -768,3 +768,16 @@ def test_check_csr_rows_against_loop(seed):
         else:
             with pytest.raises(ModelFormatError, match="'x'"):
                 check_csr_rows("x", indptr, indices, nonempty=nonempty)
+
+
+def test_public_load_model_dispatches(tmp_path):
+    """``sparsecca.load_model`` is the public spelling of the class-dispatching loader."""
+    import sparsecca
+    from sparsecca.data import synthetic_corpus
+    from sparsecca.tagging import TrigramHMM
+
+    corpus = synthetic_corpus(n_sentences=200, random_state=0)
+    model = TrigramHMM().fit(corpus)
+    back = sparsecca.load_model(model.save(tmp_path / "hmm.npz"))
+    assert isinstance(back, TrigramHMM)
+    np.testing.assert_array_equal(back.tag(corpus).tag_ids, model.tag(corpus).tag_ids)

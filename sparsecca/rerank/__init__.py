@@ -1,7 +1,7 @@
 """Rerankers of n-best lists: the low-dimensional (CCA) models and the baselines."""
 
 from ..exceptions import NotFittedError
-from ._base import BaseReranker, check_nbest, losses_of_choice, tune_weight
+from ._base import BaseReranker, check_nbest, losses_of_choice, plateau_score, tune_weight
 from ._baselines import BASELINE_ROWS, baseline_rerankers
 from ._boosting import BoostingReranker, RegularizedBoostingReranker
 from ._cca import DiscriminativeReranker, GenerativeReranker, SoftenedReranker
@@ -26,4 +26,5 @@ __all__ = [
     "default_rerankers",
     "losses_of_choice",
     "tune_weight",
+    "plateau_score",
 ]

@@ -7,7 +7,7 @@ import numpy as np
 from ..exceptions import NotFittedError
 from ..tagging import NBestList
 
-__all__ = ["BaseReranker", "check_nbest", "tune_weight", "losses_of_choice"]
+__all__ = ["BaseReranker", "check_nbest", "tune_weight", "plateau_score", "losses_of_choice"]
 
 
 def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBestList:
@@ -35,7 +35,20 @@ def losses_of_choice(nbest: NBestList, choice: np.ndarray) -> int:
     return int(nbest.losses[nbest.sent_offsets[:-1][has] + choice[has]].sum()) + missing
 
 
-def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True):
+def _smoothed(values, window):
+    """Moving average over +-window neighbours (clipped at the ends), same length."""
+    v = np.asarray(values, dtype=np.float64)
+    if window <= 0 or v.size < 2:
+        return v.copy()
+    c = np.concatenate([[0.0], np.cumsum(v)])
+    i = np.arange(v.size)
+    lo = np.maximum(i - window, 0)
+    hi = np.minimum(i + window + 1, v.size)
+    return (c[hi] - c[lo]) / (hi - lo)
+
+
+def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True,
+                window: int = 2):
     """Choose w maximising dev accuracy of ``decoder score + w * model score`` (Eq. 13).
 
     Parameters
@@ -45,14 +58,18 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True):
     grid : 1-d array, optional
         Default: the paper's 0, 1, ..., 100.
     refine : bool
-        Then search 41 points in [best - 1, best + 1] (clipped at 0).  Ties go to the smallest
-        w (closest to the decoder).
+        Then search 41 points in [best - 1, best + 1] (clipped at 0).
+    window : int >= 0
+        w is chosen by the dev accuracy averaged over +-``window`` neighbouring grid points
+        (+-``window / 8`` on the refined grid), so a broad plateau wins over an isolated
+        spike of a few tokens, which rarely carries over to test.  0 picks the raw maximum.
+        Ties go to the smallest w (closest to the decoder).
 
     Returns
     -------
     w : float
     accuracy : float
-        Dev token accuracy at w.
+        Dev token accuracy at w (raw, not averaged).
     curve : (grid, accuracies) arrays for plotting
     """
     check_nbest(nbest, need_gold=True)
@@ -61,6 +78,8 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True):
         raise ValueError(f"model_scores must have shape ({nbest.n_total},), got {p.shape}")
     if not np.all(np.isfinite(p)):
         raise ValueError("model_scores must be finite")
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 0:
+        raise ValueError(f"window must be an int >= 0, got {window!r}")
     grid = np.arange(0.0, 101.0) if grid is None else np.asarray(grid, dtype=np.float64)
     n_tok = nbest.corpus.n_tokens
 
@@ -68,15 +87,22 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True):
         return 1.0 - losses_of_choice(nbest, nbest.argmax(nbest.scores + w * p)) / n_tok
 
     accs = np.array([acc(w) for w in grid])
-    best = int(np.argmax(accs))
+    best = int(np.argmax(_smoothed(accs, window)))
     w_best, a_best = float(grid[best]), float(accs[best])
     if refine:
         fine = np.linspace(max(0.0, w_best - 1.0), w_best + 1.0, 41)
         facc = np.array([acc(w) for w in fine])
-        if facc.max() > a_best:
-            k = int(np.argmax(facc))
-            w_best, a_best = float(fine[k]), float(facc[k])
+        k = int(np.argmax(_smoothed(facc, int(round(2.5 * window)))))
+        w_best, a_best = float(fine[k]), float(facc[k])
     return w_best, a_best, (grid, accs)
+
+
+def plateau_score(curve, w, window: int = 2) -> float:
+    """The selection criterion of :func:`tune_weight`: mean dev accuracy of the coarse grid
+    points within +-``window`` of the one nearest ``w`` (to compare k, tau, lam fairly)."""
+    grid, accs = curve
+    i = int(np.argmin(np.abs(np.asarray(grid) - w)))
+    return float(_smoothed(accs, window)[i])
 
 
 class BaseReranker:

@@ -26,7 +26,7 @@ from .._persist import ModelFormatError, PersistMixin, state_array
 from ..features import SuffixView, TagNgramView
 from ..kernels import aggregate_residuals, slack_update
 from ..linalg import CCAEngine
-from ._base import BaseReranker, check_nbest, losses_of_choice, tune_weight
+from ._base import BaseReranker, check_nbest, losses_of_choice, plateau_score, tune_weight
 
 __all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
 
@@ -91,7 +91,7 @@ class _LowDimReranker(PersistMixin, BaseReranker):
 
     def __init__(self, n_components=100, tau=(0.9, 0.99), lam=(0.5, 0.75, 0.9),
                  k_grid=None, w=None, solver="randomized", max_rank=512, input_view=None,
-                 output_view=None, random_state=0):
+                 output_view=None, random_state=0, w_window=2):
         self.n_components = n_components
         self.tau = tau
         self.lam = lam
@@ -102,12 +102,13 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         self.input_view = input_view
         self.output_view = output_view
         self.random_state = random_state
+        self.w_window = w_window
 
     # -- sklearn-style parameter access ---------------------------------------------------
     def get_params(self, deep=True):
         return {k: getattr(self, k) for k in ("n_components", "tau", "lam", "k_grid", "w",
                                               "solver", "max_rank", "input_view",
-                                              "output_view", "random_state")}
+                                              "output_view", "random_state", "w_window")}
 
     def set_params(self, **params):
         for k, v in params.items():
@@ -138,6 +139,9 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         if self.solver not in ("auto", "dense", "randomized", "iterative"):
             raise ValueError(f"solver must be 'auto', 'dense', 'randomized' or 'iterative', "
                              f"got {self.solver!r}")
+        ww = self.w_window
+        if isinstance(ww, bool) or not isinstance(ww, numbers.Integral) or ww < 0:
+            raise ValueError(f"w_window must be an int >= 0, got {ww!r}")
         r = self.max_rank
         if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 1:
             raise ValueError(f"max_rank must be an int >= 1, got {r!r}")
@@ -208,14 +212,14 @@ class _LowDimReranker(PersistMixin, BaseReranker):
             for b, lam in enumerate(lams):
                 A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K)
                 if dev is None:
-                    cand = (-np.inf, tau, lam, K, float(self.w), A, B, omega, info)
+                    cand = (-np.inf, -np.inf, tau, lam, K, float(self.w), A, B, omega, info)
                 else:
-                    acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks)
+                    score, acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks)
                     grid_acc[a, b] = acc
-                    cand = (acc, tau, lam, k, w, A, B, omega, info)
+                    cand = (score, acc, tau, lam, k, w, A, B, omega, info)
                 if best is None or cand[0] > best[0]:
                     best = cand
-        acc, tau, lam, k, w, A, B, omega, info = best
+        _, acc, tau, lam, k, w, A, B, omega, info = best
         self._set_info(info)
         self.x_weights_ = np.ascontiguousarray(A[:, :k])
         self.y_weights_ = np.ascontiguousarray(B[:, :k])
@@ -236,18 +240,25 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         self.solver_error_ = info.get("error")
 
     def _tune_k_w(self, dev, Xd, Yhat_d, A, B, ks):
+        """Best (selection score, dev accuracy, k, w) over the k grid for one (tau, lam).
+
+        The selection score is the plateau-averaged dev accuracy of :func:`tune_weight`
+        (``w_window``), so k, tau and lam are compared on the same robust criterion as w.
+        """
         P = _cosine_prefix_scores(np.asarray(Xd @ A), np.asarray(Yhat_d @ B), dev.cand_sentence)
-        best = (-np.inf, None, None)
+        best = (-np.inf, -np.inf, None, None)
         for k in ks:
             p = P[:, k - 1]
             if self.w is None:
-                w, acc, _ = tune_weight(dev, p)
+                w, acc, curve = tune_weight(dev, p, window=int(self.w_window))
+                score = plateau_score(curve, w, int(self.w_window))
             else:
                 w = float(self.w)
                 acc = 1.0 - losses_of_choice(dev, dev.argmax(dev.scores + w * p)) \
                     / dev.corpus.n_tokens
-            if acc > best[0]:
-                best = (acc, int(k), w)
+                score = acc
+            if score > best[0]:
+                best = (score, acc, int(k), w)
         return best
 
     # -- scoring ---------------------------------------------------------------------------
@@ -319,6 +330,10 @@ class GenerativeReranker(_LowDimReranker):
     input_view, output_view : unfitted views
         Default ``SuffixView()`` (suffixes 2-4) and ``TagNgramView()`` (tag 1- and 2-grams).
     random_state : int or None
+    w_window : int >= 0, default 2
+        w, k, tau and lam are chosen by the dev accuracy averaged over +-``w_window``
+        neighbouring w grid points (see :func:`sparsecca.rerank.tune_weight`): a broad
+        plateau beats a spike of a few tokens.  0 selects the raw dev maximum.
 
     Attributes
     ----------
@@ -331,10 +346,11 @@ class GenerativeReranker(_LowDimReranker):
 
     def __init__(self, n_components=100, tau=(0.9, 0.99, 0.999), k_grid=None, w=None,
                  solver="randomized", max_rank=512, input_view=None, output_view=None,
-                 random_state=0):
+                 random_state=0, w_window=2):
         super().__init__(n_components=n_components, tau=tau, lam=0.0, k_grid=k_grid, w=w,
                          solver=solver, max_rank=max_rank, input_view=input_view,
-                         output_view=output_view, random_state=random_state)
+                         output_view=output_view, random_state=random_state,
+                         w_window=w_window)
 
     def get_params(self, deep=True):
         p = super().get_params(deep)
@@ -394,10 +410,11 @@ class DiscriminativeReranker(_LowDimReranker):
 
     def __init__(self, n_components=100, tau=(0.99,), lam=(0.75, 0.9), gamma=0.1,
                  n_iter=5, k_grid=None, w=None, solver="randomized", max_rank=512,
-                 input_view=None, output_view=None, random_state=0):
+                 input_view=None, output_view=None, random_state=0, w_window=2):
         super().__init__(n_components=n_components, tau=tau, lam=lam, k_grid=k_grid, w=w,
                          solver=solver, max_rank=max_rank, input_view=input_view,
-                         output_view=output_view, random_state=random_state)
+                         output_view=output_view, random_state=random_state,
+                         w_window=w_window)
         self.gamma = gamma
         self.n_iter = n_iter
 

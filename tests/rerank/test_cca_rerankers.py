@@ -14,6 +14,7 @@ from sparsecca.rerank import (
     GenerativeReranker,
     SoftenedReranker,
     default_rerankers,
+    plateau_score,
     tune_weight,
 )
 from sparsecca.tagging import NBestList, NotFittedError, TrigramHMM, jackknife_nbest
@@ -125,13 +126,14 @@ def test_projection_scores_are_cosines():
 def test_tuning_picks_best_dev_point():
     train, dev, _ = lists()
     model = GenerativeReranker(n_components=6, tau=(0.3, 0.9), k_grid=[2, 6],
-                               solver="dense").fit(train, dev)
+                               solver="dense", w_window=0).fit(train, dev)
     assert model.tau_ in (0.3, 0.9) and model.n_components_ in (2, 6)
     # brute force over the same grid: refit with each point fixed and score on dev
     best = -1.0
     for tau in (0.3, 0.9):
         for k in (2, 6):
-            m = GenerativeReranker(n_components=6, tau=tau, k_grid=[k], solver="dense")
+            m = GenerativeReranker(n_components=6, tau=tau, k_grid=[k], solver="dense",
+                                   w_window=0)
             m.fit(train, dev)
             best = max(best, m.score(dev))
     assert model.dev_accuracy_ == pytest.approx(best)
@@ -145,10 +147,32 @@ def test_tune_weight_against_brute_force():
     _, dev, _ = lists()
     rng = np.random.default_rng(0)
     p = rng.normal(size=dev.n_total)
-    w, acc, (grid, accs) = tune_weight(dev, p, refine=False)
+    w, acc, (grid, accs) = tune_weight(dev, p, refine=False, window=0)
     brute = [dev.accuracy(dev.argmax(dev.scores + g * p)) for g in range(101)]
     assert accs.tolist() == pytest.approx(brute)
     assert w == float(np.argmax(brute)) and acc == pytest.approx(max(brute))
+
+
+@pytest.mark.parametrize("window", [1, 2, 5])
+def test_tune_weight_plateau_against_brute_force(window):
+    """The smoothed choice: argmax of the clipped moving average, ties to the smallest w."""
+    _, dev, _ = lists()
+    p = np.random.default_rng(1).normal(size=dev.n_total)
+    w, acc, (grid, accs) = tune_weight(dev, p, refine=False, window=window)
+    brute = np.array([dev.accuracy(dev.argmax(dev.scores + g * p)) for g in range(101)])
+    avg = [brute[max(0, i - window):i + window + 1].mean() for i in range(101)]
+    assert w == float(np.argmax(avg))
+    assert acc == pytest.approx(brute[int(w)])
+    assert plateau_score((grid, accs), w, window) == pytest.approx(max(avg))
+
+
+def test_tune_weight_window_validation():
+    _, dev, _ = lists()
+    with pytest.raises(ValueError, match="window must be an int >= 0, got -1"):
+        tune_weight(dev, np.zeros(dev.n_total), window=-1)
+    with pytest.raises(ValueError, match="w_window must be an int >= 0, got 1.5"):
+        GenerativeReranker(w_window=1.5, **{k: v for k, v in FIXED.items()
+                                           if k != "lam"}).fit(*lists()[:2])
 
 
 def test_default_rerankers_rows():
