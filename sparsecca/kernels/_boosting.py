@@ -503,3 +503,63 @@ def perceptron_train(H, base_scores, sent_offsets, oracle, losses, orders, decod
         elif t > 0:
             out[e] = (acc + w * (t - last)) / t
     return out, n_upd
+
+
+# -- score-combination weight path (Eq. 13) ---------------------------------------------------
+
+@numba.njit(**JIT_SERIAL)
+def _weight_path_losses_kernel(base, p, sent_offsets, losses, weights, out):
+    """out[t] = summed loss of each sentence's argmax of base + weights[t] * p."""
+    n_sent = sent_offsets.shape[0] - 1
+    for t in range(weights.shape[0]):
+        w = weights[t]
+        total = 0
+        for i in range(n_sent):
+            lo = sent_offsets[i]
+            hi = sent_offsets[i + 1]
+            if lo == hi:
+                continue
+            best = lo
+            best_v = base[lo] + w * p[lo]
+            for r in range(lo + 1, hi):
+                v = base[r] + w * p[r]
+                if v > best_v:  # strict: ties keep the earlier candidate
+                    best = r
+                    best_v = v
+            total += losses[best]
+        out[t] = total
+    return out
+
+
+def weight_path_losses(base_scores, model_scores, sent_offsets, losses, weights):
+    """Total loss of the chosen candidates for each weight w of ``base + w * model``.
+
+    Each sentence picks its highest-scoring candidate (ties: the earlier one, as
+    :meth:`NBestList.argmax`); a sentence without candidates contributes nothing (the caller
+    adds its tokens).
+
+    Parameters
+    ----------
+    base_scores, model_scores : float arrays, shape (n_candidates,)
+    sent_offsets : int array, shape (n_sentences + 1,)
+    losses : int array, shape (n_candidates,)
+    weights : float array, shape (n_weights,)
+
+    Returns
+    -------
+    int64 array, shape (n_weights,)
+    """
+    base = np.ascontiguousarray(base_scores, dtype=np.float64)
+    if base.ndim != 1:
+        raise ValueError(f"base_scores must be 1-d, got shape {base.shape}")
+    base = _float_vector("base_scores", base, base.shape[0])
+    n_cand = base.shape[0]
+    p = _float_vector("model_scores", model_scores, n_cand)
+    off = _check_segments(sent_offsets, n_cand)
+    loss = np.ascontiguousarray(losses, dtype=np.int64)
+    if loss.shape != (n_cand,):
+        raise ValueError(f"losses must have shape ({n_cand},), got {loss.shape}")
+    w = np.ascontiguousarray(weights, dtype=np.float64).reshape(-1)
+    w = _float_vector("weights", w, w.shape[0])
+    out = np.zeros(w.shape[0], dtype=np.int64)
+    return _weight_path_losses_kernel(base, p, off, loss, w, out)

@@ -86,6 +86,11 @@ class CCAEngine:
         max(256, 2e7 / d1))).
     precond_rank : int, optional
         Rank of the iterative solver's preconditioner (default 128).
+    adaptive_rank : bool, default True
+        'randomized': start at rank min(max_rank, max(256, 2k)) and double it until the
+        error estimate meets ``tol``.  False uses rank ``max_rank`` at once, for callers
+        that want the rank-plus-ridge model of C_xx itself rather than an approximation of
+        the exact one (the rerankers): one solve instead of one per doubling.
     random_state : None, int or numpy Generator
     merge_duplicates : bool, default True
         Solve on X with identical columns merged (an exact reduction; the weights are
@@ -100,7 +105,8 @@ class CCAEngine:
     """
 
     def __init__(self, X, Y, *, solver="auto", center=False, tol=None, max_rank=None,
-                 precond_rank=None, random_state=None, merge_duplicates=True):
+                 precond_rank=None, random_state=None, merge_duplicates=True,
+                 adaptive_rank=True):
         solver = check_choice(solver, "solver", SOLVERS)
         X = check_matrix(X, "X")
         Y = check_matrix(Y, "Y")
@@ -128,6 +134,7 @@ class CCAEngine:
                          else check_positive_int(max_rank, "max_rank"))
         self.precond_rank = (128 if precond_rank is None
                              else check_positive_int(precond_rank, "precond_rank"))
+        self.adaptive_rank = bool(adaptive_rank)
         self._xinv = {}
         self._yinv = {}
 
@@ -208,7 +215,7 @@ class CCAEngine:
         """Adaptive rank: double r until the a-posteriori relative error estimate <= tol."""
         f = self.xfactor
         cap = min(self.max_rank, f.n_samples, f.n_features)
-        r = min(cap, max(256, 2 * k))
+        r = min(cap, max(256, 2 * k)) if self.adaptive_rank else cap
         # resume from the rank an earlier solve (other tau or M) ended with
         r = min(cap, max(r, getattr(self, "_last_rank", 0)))
         history = []

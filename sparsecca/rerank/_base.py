@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import NotFittedError
+from ..kernels import weight_path_losses
 from ..tagging import NBestList
 
 __all__ = ["BaseReranker", "check_nbest", "tune_weight", "plateau_score", "losses_of_choice"]
@@ -83,15 +84,19 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True,
     grid = np.arange(0.0, 101.0) if grid is None else np.asarray(grid, dtype=np.float64)
     n_tok = nbest.corpus.n_tokens
 
-    def acc(w):
-        return 1.0 - losses_of_choice(nbest, nbest.argmax(nbest.scores + w * p)) / n_tok
+    # sentences without candidates have every token wrong whatever w is
+    missing = int(nbest.corpus.lengths[nbest.n_candidates == 0].sum())
 
-    accs = np.array([acc(w) for w in grid])
+    def accs_of(ws):
+        lost = weight_path_losses(nbest.scores, p, nbest.sent_offsets, nbest.losses, ws)
+        return 1.0 - (lost + missing) / n_tok
+
+    accs = accs_of(grid)
     best = int(np.argmax(_smoothed(accs, window)))
     w_best, a_best = float(grid[best]), float(accs[best])
     if refine:
         fine = np.linspace(max(0.0, w_best - 1.0), w_best + 1.0, 41)
-        facc = np.array([acc(w) for w in fine])
+        facc = accs_of(fine)
         k = int(np.argmax(_smoothed(facc, int(round(2.5 * window)))))
         w_best, a_best = float(fine[k]), float(facc[k])
     return w_best, a_best, (grid, accs)

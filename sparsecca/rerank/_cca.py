@@ -202,8 +202,9 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         Yhat = self._candidate_view(train)
         K = min(int(self.n_components), X.shape[1], Y.shape[1])
         ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
+        # the rank cap is part of the model (rank-plus-ridge C_xx): no adaptive doubling
         engine = CCAEngine(X, Y, solver=self.solver, max_rank=int(self.max_rank),
-                           random_state=self.random_state)
+                           random_state=self.random_state, adaptive_rank=False)
         if dev is not None:
             Xd, Yhat_d = self._views(dev)
         grid_acc = np.full((taus.size, lams.size), -np.inf)

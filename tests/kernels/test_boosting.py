@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
-from sparsecca.kernels import boosting_path, path_losses, perceptron_train
+from sparsecca.kernels import boosting_path, path_losses, perceptron_train, weight_path_losses
 from sparsecca.kernels._boosting import _l1_step
 
 # -- slow references -------------------------------------------------------------------------
@@ -375,6 +375,9 @@ def test_kernels_run_without_jit():
         from numba.core import config
         assert config.DISABLE_JIT
         from sparsecca.kernels import boosting_path, path_losses, perceptron_train
+        from sparsecca.kernels import weight_path_losses
+        out = weight_path_losses([0., 1., 0.], [1., 0., 0.], [0, 2, 3], [3, 0, 1], [0., 1., 2.])
+        assert out.tolist() == [1, 4, 4], out  # w = 1: a tie, the earlier candidate wins
         D = sp.csr_matrix(np.array([[1., 0], [1, -1], [-1, 1]]))
         f, d, obj = boosting_path(D, np.zeros(3), 1, eps=0.0025)
         assert f.tolist() == [0] and np.isclose(d[0], 0.5 * np.log(2.0075 / 1.0075)), d
@@ -395,3 +398,48 @@ def test_kernels_run_without_jit():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# -- weight path (Eq. 13 tuning) ------------------------------------------------------------
+
+def _weight_path_reference(base, p, off, losses, weights):
+    """Slow reference: per w and sentence, the first index of the maximum."""
+    out = []
+    for w in weights:
+        total = 0
+        for i in range(len(off) - 1):
+            if off[i + 1] == off[i]:
+                continue
+            v = [base[r] + w * p[r] for r in range(off[i], off[i + 1])]
+            total += int(losses[off[i] + v.index(max(v))])
+        out.append(total)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_weight_path_losses_against_reference(seed):
+    rng = np.random.default_rng(seed)
+    m = rng.integers(0, 6, size=40)  # includes sentences without candidates
+    off = np.concatenate([[0], np.cumsum(m)])
+    n = int(off[-1])
+    # rounded scores make exact ties common, so the tie rule is exercised
+    base = np.round(rng.normal(size=n), 1)
+    p = np.round(rng.normal(size=n), 1)
+    losses = rng.integers(0, 5, size=n)
+    weights = np.concatenate([np.arange(0.0, 5.0), np.linspace(0.0, 2.0, 41)])
+    got = weight_path_losses(base, p, off, losses, weights)
+    assert got.tolist() == _weight_path_reference(base, p, off, losses, weights)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(model_scores=[0.0]), r"model_scores must have shape \(2,\)"),
+    (dict(base_scores=[0.0, np.nan]), "base_scores must be finite"),
+    (dict(losses=[1]), r"losses must have shape \(2,\)"),
+    (dict(weights=[np.inf]), "weights must be finite"),
+])
+def test_weight_path_losses_bad_input(kwargs, match):
+    args = dict(base_scores=[0.0, 1.0], model_scores=[1.0, 0.0], sent_offsets=[0, 2],
+                losses=[0, 1], weights=[0.0, 1.0])
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        weight_path_losses(**args)

@@ -271,3 +271,18 @@ def test_centered_transform_with_duplicate_columns():
     got = cca.transform(Xt)
     ref = (Xt.toarray() - np.asarray(X.mean(axis=0)).ravel()) @ cca.x_weights_
     np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10)
+
+
+def test_fixed_rank_engine_solves_once_at_max_rank():
+    """adaptive_rank=False: one solve at rank max_rank (the rerankers' rank-plus-ridge model),
+    the same answer as an adaptive engine whose doubling ends at that rank."""
+    X, Y = count_problem(600, 400, 30, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # error estimate above tol: expected
+        fixed = CCAEngine(X, Y, solver="randomized", max_rank=64, random_state=0,
+                          adaptive_rank=False).solve(Y, 0.5, 5)
+        adaptive = CCAEngine(X, Y, solver="randomized", max_rank=64, random_state=0,
+                             tol=1e-12).solve(Y, 0.5, 5)
+    assert [r for r, _ in fixed.rank_history] == [64]
+    assert adaptive.rank_history[-1][0] == 64
+    np.testing.assert_allclose(fixed.correlations, adaptive.correlations, rtol=1e-10)
