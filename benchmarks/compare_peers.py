@@ -1,49 +1,70 @@
-"""sparsecca next to its peers, side by side on the same data in one run.
+"""sparsecca next to its peers, side by side on the same data in one run; prints ratio tables.
 
-Every fit runs in its own subprocess (same data, loaded the same way).  "fit peak MB" is the
-peak RSS during the fit call (a 2 ms psutil sampler completed by ru_maxrss) minus the RSS
-just before it, i.e. what the method itself allocates; times are wall seconds of the fit call
-alone (for scikit-learn including the densification of X and Y it requires).
+Every fit runs in its own fresh subprocess (``memory/_harness.run_child``), so each peak RSS
+is that implementation's own.  The parent builds each problem once and saves it as .npz, so
+all implementations read the very same matrices.  Per run: wall seconds of the fit call
+alone; "fit MB" = peak RSS during the fit (2 ms psutil sampler completed by ru_maxrss)
+minus the RSS just before it, i.e. what the method itself allocates (for scikit-learn
+including the densification of X and Y it requires); "child MB" = the child's whole-run peak
+RSS from ``os.wait4`` (interpreter, libraries and the loaded data included).  Each child has a
+``--timeout`` (default 600 s): a killed run is reported as 'timeout' and that implementation
+stops climbing the ladder.
 
-CCA (``--cca``)
-    * ``SparseCCA``: sparsecca.linalg.SparseCCA(k, tau, center=True), solver 'auto' (what the
-      engine picks) and, as separate rows, 'randomized' and 'iterative';
-    * ``dense Eq. 14``: the paper's method written out below with NumPy/SciPy (dense centred
-      Cxx, Cyy, Cholesky factors, the whitened reduced eigenproblem of Eq. 14, b and a from
-      Eq. 15) -- the reference;
-    * ``sklearn CCA``: sklearn.cross_decomposition.CCA(n_components=k, scale=False) (NIPALS
-      with deflation; dense; a pseudo-inverse of X per component).
+CCA (``--cca``), equal n_components (``--k``, default 50) for every implementation
+    * ``SparseCCA``: sparsecca.linalg.SparseCCA(k, tau, center=True, solver=...), one row per
+      ``--solvers`` value (default auto, randomized, iterative; 'auto' is what a user gets);
+    * ``dense Eq. 14``: the paper's equations written out with NumPy/SciPy (``dense_cca``
+      below: dense regularised Cxx, Cyy, Cxy; ``cho_factor`` of Cxx; the reduced problem
+      Cyy^-1 Cxy^T Cxx^-1 Cxy b = omega b as the symmetric-definite ``eigh(S, Cyy)``;
+      a = Cxx^-1 Cxy b / sqrt(omega)) -- the reference;
+    * ``sklearn CCA``: sklearn.cross_decomposition.CCA(n_components=k, scale=False), NIPALS on
+      dense centred data (a pseudo-inverse of the deflated X and Y per component), no
+      regularisation.  ``scale=False`` so both sides see the same matrices (the canonical
+      correlations of unregularised CCA do not depend on column scaling anyway).
 
-    Problem ("zipf" family): rows 0..n-1 of zipf-two-view X_50000_30000 restricted to its
-    ``--d1`` most frequent columns (default 2,000) and Y_50000_300 (d2 = 300); k = 50.
-    scikit-learn's CCA is unregularised, so the comparison is at a tiny tau (``--tau``,
-    default 1e-3; n > d1 makes the problem well posed) with centring on; agreement is the
-    largest difference of the top-k empirical canonical correlations (Pearson correlation of
-    the training projections, sorted) from the dense reference's.
-    scikit-learn is run at growing n until a run would exceed ``--sklearn-limit`` (600 s):
-    the next size is run only when the time extrapolated linearly in n from the last one
-    (its cost is a d1 x d1 pseudo-inverse per component, O(n d1^2)) fits the limit and the
-    total sklearn budget (``--sklearn-budget``, 1500 s) -- and a running fit is killed at the
-    limit.  The speed-up of SparseCCA at the largest size sklearn finished is the headline.
-    A second table runs the paper's operating point (tau = 0.5, uncentred) on the full
-    zipf 20K x 5K problem, SparseCCA against the dense reference (``--zipf50k`` adds 50K x
-    30K, whose dense run takes minutes and ~7 GB).
+    Because scikit-learn cannot regularise, the comparison runs at a tiny ``--tau`` (1e-3)
+    with centring on; "max |dcorr|" is the largest difference between the sorted top-k
+    empirical canonical correlations (Pearson correlation of the training projections) and
+    the dense reference's (or, where the reference did not run, SparseCCA 'iterative').
 
-Taggers (``--taggers``)
+    Problems:
+    * ladder ``brown`` (the paper's views): first n sentences of en-brown train (one row per
+      sentence), X = SuffixView(2, 3, 4), Y = TagNgramView(XPOS unigrams + bigrams), as in
+      benchmarks/benchmarks/_common.py.  n < d1 up to n ~ 15K sentences, where unregularised
+      CCA is degenerate (many canonical correlations are 1): there the agreement column only
+      checks that both find those; the zipf problems are well posed;
+    * ladder ``zipf-top``: rows 0..n-1 of zipf-two-view X_50000_30000 restricted to its
+      ``--zipf-d1`` (2,000) most frequent columns, with Y_50000_300 (n > d1: well posed);
+    * fixed ``zipf20k`` (20,000 x 5,000) and ``zipf50k`` (50,000 x 30,000) of
+      ../shared/data/zipf-two-view; on these a second table runs the paper's operating point
+      (tau = 0.5, uncentred; scikit-learn cannot express it) for SparseCCA and the reference.
+
+    The dense reference and scikit-learn run only where they fit: a run whose estimated
+    memory (dense: 8 (d1^2 + 2 d1 d2 + 4 d2^2) bytes; scikit-learn: 5 dense copies of X and Y)
+    exceeds ``--max-dense-gb`` (10) is skipped.  scikit-learn is not started at a size where
+    its time extrapolated linearly in n from the previous size (a lower bound: its cost is
+    O(n d1^2) per component and d1 grows with n) already exceeds the timeout.  The headline
+    is the speed-up of SparseCCA('auto') over scikit-learn at the largest ladder size where
+    scikit-learn finished within the timeout (the issue's target: >= 50x).
+
+Taggers (``--taggers``), en-wsj XPOS (45 tags), train 188,059 tokens, test 47,377 tokens
     TrigramHMM against NLTK's TnT (``nltk.tag.tnt.TnT``) and NLTK's supervised HMM
-    (``HiddenMarkovModelTrainer.train_supervised`` with Lidstone(0.1) smoothing, else unseen
-    words have probability 0) on en-wsj (train 188,059 tokens).  TrigramHMM and TnT tag the
-    whole test set (47,377 tokens); NLTK's HMM decodes in Python and is slow, so all three are
-    also run on the first ``--hmm-sentences`` (default 300) test sentences and the ratios
-    against it use that subset (said in the table).
+    (``HiddenMarkovModelTrainer.train_supervised`` with Lidstone(0.1) smoothing; with the
+    default MLE every unseen word has probability 0): train time, tagging tokens/s, test
+    accuracy, peak memory.  NLTK's HMM decodes in Python (~600 tokens/s here): it tags the
+    first ``--hmm-sentences`` test sentences (default 0 = all), and when that is a subset, a
+    second table runs all three on it so its ratios compare like with like.
 
-Peers are optional imports: a missing one is reported as skipped.
+Peers are optional imports: a missing one is reported as 'skipped (not installed)'.
+``--quick`` is a smoke run (en-brown 200 and 500 sentences, k = 10, solver auto, no zipf
+problems; taggers on 1,000 training and 50 test sentences; 60 s timeout), ~30 s.
 
 Usage::
 
-    python benchmarks/compare_peers.py                       # both parts, ~30-40 min
-    python benchmarks/compare_peers.py --cca --sizes 5000 10000 --sklearn-budget 300
-    python benchmarks/compare_peers.py --taggers
+    python benchmarks/compare_peers.py --out peers.md            # everything, ~1-1.5 h
+    python benchmarks/compare_peers.py --cca --ladders brown --sizes 1000,2000,5000
+    python benchmarks/compare_peers.py --taggers --out taggers.json
+    python benchmarks/compare_peers.py --quick
 """
 
 from __future__ import annotations
@@ -52,40 +73,59 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "memory"))
 
-from _harness import machine_info, markdown_table, run_child  # noqa: E402
+from _harness import (  # noqa: E402
+    MB,
+    machine_info,
+    markdown_table,
+    parse_sizes,
+    peak_rss_bytes,
+    run_child,
+    write_report,
+)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 ZIPF = SHARED_DATA / "zipf-two-view"
 WSJ = SHARED_DATA / "en-wsj"
+BROWN = SHARED_DATA / "en-brown"
+
+LABELS = {"dense": "dense Eq. 14 (reference)", "sklearn": "sklearn CCA (NIPALS)"}
+
+
+def label(method):
+    if method.startswith("sparsecca:"):
+        return f"SparseCCA ({method.split(':')[1]})"
+    return LABELS.get(method, method)
 
 
 # -- the dense reference: the paper's equations, written out ------------------------------
 
 def dense_cca(X, Y, k, tau, center):
-    """Regularised CCA by the paper's Eq. 14-15 on dense matrices (the reference).
+    """Regularised CCA by the paper's Eq. 14-15 with dense NumPy/SciPy (the reference).
 
-    Cxx = (1 - tau) Xc^T Xc + tau I, Cyy = (1 - tau) Yc^T Yc + tau I, Cxy = Xc^T Yc; with
-    Cxx = Lx Lx^T and Cyy = Ly Ly^T, Eq. 14 (Cyy^-1 Cxy^T Cxx^-1 Cxy b = omega b) becomes the
-    symmetric d2 x d2 problem  Ly^-1 Cxy^T Cxx^-1 Cxy Ly^-T v = omega v,  b = Ly^-T v, and
-    Eq. 15 gives a = Cxx^-1 Cxy b / sqrt(omega).
+    Cxx = (1 - tau) Xc^T Xc + tau I, Cyy = (1 - tau) Yc^T Yc + tau I, Cxy = Xc^T Yc
+    (Xc = X - column means when ``center``, else X).  Eq. 14, Cyy^-1 Cxy^T Cxx^-1 Cxy b =
+    omega b, is solved as the symmetric-definite problem S b = omega Cyy b with
+    S = Cxy^T Cxx^-1 Cxy (``eigh(S, Cyy)``, which also normalises b^T Cyy b = 1); Eq. 15
+    gives a = Cxx^-1 Cxy b / sqrt(omega).
 
-    The covariances are dense d x d arrays, formed from sparse products (the data matrices
-    are never densified; centring is the rank-one correction of the product).
+    The covariances are formed from sparse products and densified (the d x d results are
+    dense anyway); centring is the rank-one correction P^T Q - n mp mq^T.
 
     Returns A (d1, k), B (d2, k), omega (k,) descending.
     """
+    import contextlib
+
     import numpy as np
     import scipy.linalg as la
     import scipy.sparse as sp
 
     def cov(P, Q):
-        # P^T Q (of the centred views) from the sparse products: (P - 1 mp^T)^T (Q - 1 mq^T)
-        # = P^T Q - n mp mq^T; dense d x d' result, the inputs are never densified
         out = P.T @ Q
         out = out.toarray() if sp.issparse(out) else np.asarray(out, dtype=np.float64)
         if center:
@@ -94,24 +134,35 @@ def dense_cca(X, Y, k, tau, center):
                                 np.asarray(Q.mean(axis=0)).ravel())
         return out
 
+    def regularised(C):
+        C *= 1.0 - tau
+        C[np.diag_indices_from(C)] += tau
+        return C
+
+    # OpenBLAS 0.3.x's threaded Cholesky crashed on 30,000 x 30,000 covariances with two
+    # threads (see sparsecca.linalg._inverse.DENSE_SINGLE_THREAD_MIN): one thread there
+    one_thread = contextlib.nullcontext()
+    if X.shape[1] >= 16_000:
+        with contextlib.suppress(ImportError):
+            from threadpoolctl import threadpool_limits
+
+            one_thread = threadpool_limits(1, user_api="blas")
     X = sp.csr_matrix(X, dtype=np.float64)
     Y = sp.csr_matrix(Y, dtype=np.float64)
-    Cxx = (1 - tau) * cov(X, X)
-    Cxx[np.diag_indices_from(Cxx)] += tau
-    Cyy = (1 - tau) * cov(Y, Y)
-    Cyy[np.diag_indices_from(Cyy)] += tau
     Cxy = cov(X, Y)
-    Lx = la.cholesky(Cxx, lower=True, overwrite_a=True, check_finite=False)
-    Ly = la.cholesky(Cyy, lower=True, overwrite_a=True, check_finite=False)
-    Z = la.cho_solve((Lx, True), Cxy, check_finite=False)          # Cxx^-1 Cxy
-    S = Cxy.T @ Z                                                   # Cxy^T Cxx^-1 Cxy
-    W = la.solve_triangular(Ly, S, lower=True, check_finite=False)  # Ly^-1 S
-    M = la.solve_triangular(Ly, W.T, lower=True, check_finite=False)  # Ly^-1 S Ly^-T
-    M = (M + M.T) / 2
-    d2 = M.shape[0]
-    omega, V = la.eigh(M, subset_by_index=[d2 - k, d2 - 1], check_finite=False)
-    omega, V = omega[::-1], V[:, ::-1]
-    B = la.solve_triangular(Ly, V, lower=True, trans="T", check_finite=False)
+    with one_thread:
+        cxx = la.cho_factor(regularised(cov(X, X)), lower=True, overwrite_a=True,
+                            check_finite=False)
+    Z = la.cho_solve(cxx, Cxy, check_finite=False)          # Cxx^-1 Cxy
+    del cxx
+    S = Cxy.T @ Z                                           # Cxy^T Cxx^-1 Cxy
+    del Cxy
+    S = (S + S.T) / 2
+    Cyy = regularised(cov(Y, Y))
+    d2 = S.shape[0]
+    omega, B = la.eigh(S, Cyy, subset_by_index=[d2 - k, d2 - 1], overwrite_a=True,
+                       overwrite_b=True, check_finite=False)
+    omega, B = omega[::-1], B[:, ::-1]
     A = (Z @ B) / np.sqrt(np.maximum(omega, 1e-300))
     return A, B, omega
 
@@ -125,24 +176,88 @@ def pearson(P, Q):
     return np.divide((P * Q).sum(0), den, out=np.zeros(P.shape[1]), where=den > 0)
 
 
-# -- data ----------------------------------------------------------------------------------
+# -- problems (built once in the parent, read by every child) -----------------------------
 
-def load_cca(problem, n, d1):
-    import numpy as np
-    import scipy.sparse as sp
+class Problems:
+    """Builds each CCA problem once, saves X and Y as .npz in a temporary directory."""
 
-    if problem == "zipf-top":
-        X = sp.load_npz(ZIPF / "X_50000_30000.npz").tocsc()
-        Y = sp.load_npz(ZIPF / "Y_50000_300.npz").tocsr()
-        freq = np.diff(X.indptr)  # nonzeros per column over all 50,000 rows
-        cols = np.sort(np.argsort(-freq, kind="stable")[:d1])
-        return X[:, cols].tocsr()[:n], Y[:n]
-    if problem in ("zipf20k", "zipf50k"):
-        size = "20000_5000" if problem == "zipf20k" else "50000_30000"
-        m = size.split("_")[0]
-        return (sp.load_npz(ZIPF / f"X_{size}.npz").tocsr(),
-                sp.load_npz(ZIPF / f"Y_{m}_300.npz").tocsr())
-    raise ValueError(problem)
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="sparsecca-peers-"))
+        self._brown = None
+        self._zipf = {}
+        self.cache = {}
+
+    def cleanup(self):
+        for p in self.dir.glob("*"):
+            p.unlink()
+        self.dir.rmdir()
+
+    def get(self, name, n=None, d1=None):
+        key = (name, n, d1)
+        if key not in self.cache:
+            X, Y, desc = self._build(name, n, d1)
+            import scipy.sparse as sp
+
+            stem = self.dir / "_".join(str(x) for x in key if x is not None)
+            sp.save_npz(f"{stem}_X.npz", X.tocsr(), compressed=False)
+            sp.save_npz(f"{stem}_Y.npz", Y.tocsr(), compressed=False)
+            self.cache[key] = dict(x=f"{stem}_X.npz", y=f"{stem}_Y.npz", n=X.shape[0],
+                                   d1=X.shape[1], d2=Y.shape[1], nnz_x=int(X.nnz),
+                                   nnz_y=int(Y.nnz), desc=desc)
+        return self.cache[key]
+
+    def _zipf_file(self, name):
+        import scipy.sparse as sp
+
+        if name not in self._zipf:
+            self._zipf[name] = sp.load_npz(ZIPF / name)
+        return self._zipf[name]
+
+    def _build(self, name, n, d1):
+        import numpy as np
+
+        if name == "brown":
+            from sparsecca.data import read_conllu
+            from sparsecca.features import SuffixView, TagNgramView
+
+            if self._brown is None:
+                self._brown = read_conllu(BROWN / "train.conllu.gz", tags="xpos")
+            if n > self._brown.n_sentences:
+                raise SystemExit(f"en-brown train has {self._brown.n_sentences:,} sentences "
+                                 f"< {n:,}")
+            c = self._brown[:n]
+            return (SuffixView(lengths=(2, 3, 4)).fit_transform(c),
+                    TagNgramView(orders=(1, 2)).fit_transform(c),
+                    f"en-brown first {n:,} sentences, SuffixView(2-4) / TagNgramView(XPOS 1-2)")
+        if name == "zipf-top":
+            X = self._zipf_file("X_50000_30000.npz").tocsc()
+            Y = self._zipf_file("Y_50000_300.npz").tocsr()
+            if n > X.shape[0]:
+                raise SystemExit(f"zipf-top has {X.shape[0]:,} rows < {n:,}")
+            freq = np.diff(X.indptr)  # nonzeros per column over all 50,000 rows
+            cols = np.sort(np.argsort(-freq, kind="stable")[:d1])
+            return (X[:, cols].tocsr()[:n], Y[:n],
+                    f"zipf X_50000_30000 rows 0..{n - 1:,}, top {d1:,} columns / Y_50000_300")
+        if name in ("zipf20k", "zipf50k"):
+            size = "20000_5000" if name == "zipf20k" else "50000_30000"
+            m = size.split("_")[0]
+            return (self._zipf_file(f"X_{size}.npz").tocsr(),
+                    self._zipf_file(f"Y_{m}_300.npz").tocsr(),
+                    f"zipf-two-view X_{size} / Y_{m}_300")
+        raise ValueError(name)
+
+
+def est_gb(method, p):
+    """Estimated peak memory (GB) of the dense methods on problem ``p`` (None: not dense)."""
+    n, d1, d2 = p["n"], p["d1"], p["d2"]
+    if method == "dense":
+        return 8.0 * (d1 * d1 + 2.0 * d1 * d2 + 4.0 * d2 * d2) / 1e9
+    if method == "sparsecca:dense":
+        m = min(n, d1)
+        return 8.0 * (2.0 * m * m + 2.0 * d1 * d2 + 4.0 * d2 * d2) / 1e9
+    if method == "sklearn":
+        return 8.0 * 5.0 * n * (d1 + d2) / 1e9
+    return None
 
 
 # -- children ------------------------------------------------------------------------------
@@ -151,17 +266,18 @@ def child_cca(cfg):
     import warnings
 
     import numpy as np
+    import scipy.sparse as sp
     from _harness import StageRecorder
 
-    X, Y = load_cca(cfg["problem"], cfg["n"], cfg["d1"])
+    X, Y = sp.load_npz(cfg["x"]).tocsr(), sp.load_npz(cfg["y"]).tocsr()
     k, tau, center = cfg["k"], cfg["tau"], cfg["center"]
     method = cfg["method"]
-    out = {"n": X.shape[0], "d1": X.shape[1], "d2": Y.shape[1], "nnz_x": int(X.nnz)}
+    out = {}
     if method.startswith("sparsecca"):
         from sparsecca.linalg import SparseCCA
 
         solver = method.split(":")[1]
-        SparseCCA(2, tau=tau, solver=solver, center=center,
+        SparseCCA(2, tau=0.5, solver=solver, center=center,
                   random_state=0).fit(X[:300], Y[:300])  # numba / first-call warm-up
     elif method == "sklearn":
         from sklearn.cross_decomposition import CCA
@@ -175,23 +291,24 @@ def child_cca(cfg):
             elif method == "dense":
                 A, B, omega = dense_cca(X, Y, k, tau, center)
             else:
-                # sklearn needs dense input: densifying is part of its cost
-                Xd, Yd = X.toarray(), Y.toarray()
+                Xd, Yd = X.toarray(), Y.toarray()  # sklearn needs dense input: part of its cost
                 m = CCA(n_components=k, scale=False).fit(Xd, Yd)
     if method.startswith("sparsecca"):
-        out["solver"] = m.solver_
+        out.update(solver=m.solver_, error_estimate=float(m.error_estimate_),
+                   rank=int(m.rank_), n_iter=int(m.n_iter_))
         PX, PY = m.transform(X, Y)
     elif method == "dense":
         PX, PY = np.asarray(X @ A), np.asarray(Y @ B)
-        out["sqrt_omega"] = np.sqrt(omega).tolist()
+        out["sqrt_omega"] = np.sqrt(np.maximum(omega, 0)).tolist()
     else:
         PX, PY = m.transform(Xd, Yd)
         out["sklearn_n_iter_max"] = int(max(m.n_iter_))
     st = rec.stages[0]
     out["fit_s"] = st["time_s"]
     out["fit_peak_mb"] = st["rss_peak_mb"] - st["rss_start_mb"]
-    out["warnings"] = sorted({f"{w.category.__name__}: {str(w.message)[:80]}"
+    out["warnings"] = sorted({f"{w.category.__name__}: {str(w.message)[:100]}"
                               for w in caught})
+    out["n_warnings"] = len(caught)
     out["corr"] = np.sort(pearson(np.asarray(PX, float), np.asarray(PY, float)))[::-1].tolist()
     return out
 
@@ -203,6 +320,8 @@ def child_tagger(cfg):
 
     train = read_conllu(WSJ / "train.conllu", tags="xpos")
     test = read_conllu(WSJ / "test.conllu", tags="xpos")
+    if cfg["train_sentences"]:
+        train = train[:cfg["train_sentences"]]
     if cfg["subset"]:
         test = test[:cfg["subset"]]
     sents = train.to_sentences()
@@ -218,7 +337,7 @@ def child_tagger(cfg):
     else:
         from nltk.probability import LidstoneProbDist
         from nltk.tag.hmm import HiddenMarkovModelTrainer
-    out = {"n_tokens": len(gold), "n_sentences": len(words)}
+    out = {"n_tokens": len(gold), "n_sentences": len(words), "n_train_tokens": train.n_tokens}
     rec = StageRecorder()
     if method == "TrigramHMM":
         with rec.stage("fit"):
@@ -247,256 +366,392 @@ def child_tagger(cfg):
 
 # -- parent --------------------------------------------------------------------------------
 
-def run_cfg(cfg, timeout=None):
+def run_cfg(cfg, timeout):
     res = run_child([__file__, "--child", json.dumps(cfg)], timeout=timeout)
     res["load"] = os.getloadavg()[0]
+    if "error" in res and res["error"].startswith("timeout"):
+        res["status"] = "timeout"
+    elif "error" in res:
+        res["status"] = f"failed ({res['error']})"
+    else:
+        res["status"] = "ok"
     return res
 
 
-def fmt_row(label, res, ref=None, base=None):
-    """Row dict for the tables; ratios against ``base`` (our method's result)."""
-    row = {"method": label}
-    if "error" in res:
-        row["note"] = res["error"]
-        return row
-    row["fit_s"] = res.get("fit_s")
-    row["peak_mb"] = res["fit_peak_mb"]
-    row["load"] = res.get("load")
-    if base is not None and "fit_s" in base:
-        row["time_ratio"] = res["fit_s"] / base["fit_s"]
-        row["mem_ratio"] = row["peak_mb"] / max(base["fit_peak_mb"], 1.0)
-    return row
+def have(module):
+    try:
+        mod = __import__(module)
+        return getattr(mod, "__version__", "installed")
+    except ImportError:
+        return None
 
 
-def cca_part(args, report):
+def agreement(res, ref):
     import numpy as np
 
-    try:
-        import sklearn
-        have_sklearn = sklearn.__version__
-    except ImportError:
-        have_sklearn = None
-    print(f"\n== CCA: zipf-two-view top-{args.d1} columns, d2 = 300, k = {args.k}, "
-          f"tau = {args.tau}, centred; sklearn {have_sklearn or 'not installed: skipped'}",
-          flush=True)
-    methods = ["sparsecca:auto", "sparsecca:randomized", "sparsecca:iterative", "dense"]
-    sk_spent, sk_last = 0.0, None
-    headline = None
-    tables = []
-    for n in args.sizes:
-        results = {}
-        for meth in methods:
-            cfg = dict(task="cca", method=meth, problem="zipf-top", n=n, d1=args.d1,
-                       k=args.k, tau=args.tau, center=True)
-            results[meth] = run_cfg(cfg, timeout=args.timeout)
-            r = results[meth]
-            print(f"  n={n:,} {meth}: " + (r["error"] if "error" in r else
-                  f"{r['fit_s']:.2f}s peak +{r['fit_peak_mb']:.0f} MB "
-                  f"load {r['load']:.2f}"), flush=True)
-        # sklearn: extrapolate before running
-        sk_note = None
-        if have_sklearn is None:
-            sk_note = "skipped (scikit-learn not installed)"
-        elif sk_last is not None and "fit_s" not in sk_last[1]:
-            sk_note = "skipped (did not finish at a smaller size)"
-        else:
-            pred = None if sk_last is None else sk_last[1]["fit_s"] * n / sk_last[0]
-            if pred is not None and pred > args.sklearn_limit:
-                sk_note = (f"skipped: extrapolated {pred:.0f} s > {args.sklearn_limit:.0f} s "
-                           f"(linear in n from {sk_last[1]['fit_s']:.0f} s at "
-                           f"n={sk_last[0]:,})")
-            elif pred is not None and sk_spent + pred > args.sklearn_budget:
-                sk_note = (f"skipped: extrapolated {pred:.0f} s would exceed the "
-                           f"{args.sklearn_budget:.0f} s sklearn budget ({sk_spent:.0f} s "
-                           f"spent)")
-        if sk_note is None:
-            cfg = dict(task="cca", method="sklearn", problem="zipf-top", n=n, d1=args.d1,
-                       k=args.k, tau=args.tau, center=True)
-            r = run_cfg(cfg, timeout=args.sklearn_limit + 60)
-            sk_spent += r.get("wall_s", args.sklearn_limit)
-            results["sklearn"] = r
-            if "error" in r and r["error"].startswith("timeout"):
-                sk_note = f"did not finish within {args.sklearn_limit:.0f} s (killed)"
-            elif "error" in r:
-                sk_note = f"failed: {r['error']}"
-            elif r["fit_s"] > args.sklearn_limit:
-                sk_note = (f"did not finish within {args.sklearn_limit:.0f} s "
-                           f"({r['fit_s']:.0f} s)")
-            sk_last = (n, r)
-            print(f"  n={n:,} sklearn: " + (r.get("error") or
-                  f"{r['fit_s']:.1f}s peak +{r['fit_peak_mb']:.0f} MB"
-                  f" (sklearn total {sk_spent:.0f} s)"), flush=True)
-        ref = results["dense"]
-        base = results["sparsecca:auto"]
+    if "corr" not in res or ref is None or "corr" not in ref:
+        return None
+    c, cr = np.array(res["corr"]), np.array(ref["corr"])
+    return float(np.max(np.abs(c - cr)))
+
+
+CCA_COLS = [("method", "method", "s"), ("status", "status", "s"), ("fit_s", "fit (s)", ".2f"),
+            ("time_ratio", "time / SparseCCA(auto)", ".3g"),
+            ("fit_mb", "fit MB", ".0f"), ("mem_ratio", "fit MB / SparseCCA(auto)", ".3g"),
+            ("child_mb", "child MB", ".0f"), ("sum_corr", "sum top-k corr.", ".4f"),
+            ("agree", "max |dcorr| vs ref", ".2g"), ("err", "err. est.", ".2g"),
+            ("load", "load", ".2f"), ("note", "note", "s")]
+
+
+class CCAPart:
+    def __init__(self, args, problems, ratio_rows, data):
+        self.args, self.problems = args, problems
+        self.ratio_rows, self.data = ratio_rows, data
+        self.methods = ([f"sparsecca:{s}" for s in args.solvers] + ["dense"] + ["sklearn"])
+        self.sklearn = have("sklearn")
+
+    def run_one(self, prob, meth, tau, center, stopped, done, last_sklearn=None):
+        """Result dict of one (problem, method), or a skip note; ``done``: the results of
+        the methods already run on this problem."""
+        args = self.args
+        skip = None
+        gb = est_gb(meth, prob)
+        auto = done.get("sparsecca:auto", {})
+        if meth.startswith("sparsecca:") and auto.get("solver") == meth.split(":")[1]:
+            print(f"    {label(meth):<28} = the 'auto' run", flush=True)
+            return {**auto, "note": "the 'auto' run (it picked this solver)"}
+        if meth in stopped:
+            skip = {"status": "skipped", "note": stopped[meth]}
+        elif meth == "sklearn" and not self.sklearn:
+            skip = {"status": "skipped (not installed)", "note": "scikit-learn not installed"}
+        elif gb is not None and gb > args.max_dense_gb:
+            skip = {"status": "skipped", "note": f"needs ~{gb:.0f} GB > --max-dense-gb "
+                                                 f"{args.max_dense_gb:g}"}
+        elif meth == "sklearn" and last_sklearn is not None:
+            n0, t0 = last_sklearn
+            pred = t0 * prob["n"] / n0
+            if pred > args.timeout:
+                skip = {"status": "skipped", "note": f"extrapolated >= {pred:.0f} s > "
+                                                     f"timeout (linear in n from {t0:.0f} s "
+                                                     f"at n = {n0:,})"}
+        if skip is not None:
+            print(f"    {label(meth):<28} {skip['status']}: {skip['note']}", flush=True)
+            return skip
+        cfg = dict(task="cca", method=meth, x=prob["x"], y=prob["y"], k=args.k, tau=tau,
+                   center=center)
+        r = run_cfg(cfg, timeout=args.timeout)
+        print(f"    {label(meth):<28} " + (
+            f"{r['fit_s']:8.2f} s  fit +{r['fit_peak_mb']:6.0f} MB  child "
+            f"{r['child_maxrss_mb']:6.0f} MB" + (f"  [{r['solver']}]" if "solver" in r else "")
+            if r["status"] == "ok" else r["status"]) + f"  load {r['load']:.2f}", flush=True)
+        return r
+
+    def table(self, prob, results, title):
+        base = results.get("sparsecca:auto")
+        ref_key = "dense" if results.get("dense", {}).get("status") == "ok" else (
+            "sparsecca:iterative" if results.get("sparsecca:iterative", {}).get("status")
+            == "ok" else None)
+        ref = results.get(ref_key) if ref_key else None
         rows = []
-        labels = {"sparsecca:auto": "SparseCCA (auto)", "sparsecca:randomized":
-                  "SparseCCA (randomized)", "sparsecca:iterative": "SparseCCA (iterative)",
-                  "dense": "dense Eq. 14 (reference)", "sklearn": "sklearn CCA (NIPALS)"}
         for meth, r in results.items():
-            label = labels[meth] + (f" [{r['solver']}]" if meth == "sparsecca:auto"
-                                    and "solver" in r else "")
-            row = fmt_row(label, r, base=base)
-            if "corr" in r and "corr" in ref:
-                c, cr = np.array(r["corr"]), np.array(ref["corr"])
-                row["agree"] = float(np.max(np.abs(c - cr)))
-                row["sum_corr"] = float(c.sum())
-            if meth == "sklearn" and "sklearn_n_iter_max" in r:
-                row["note"] = (f"max NIPALS iterations {r['sklearn_n_iter_max']}"
-                               + ("; " + r["warnings"][0] if r["warnings"] else ""))
+            row = {"method": label(meth) + (f" -> {r['solver']}" if meth == "sparsecca:auto"
+                                            and "solver" in r else ""),
+                   "status": r["status"], "note": r.get("note"), "load": r.get("load")}
+            if r["status"] == "ok":
+                row.update(fit_s=r["fit_s"], fit_mb=r["fit_peak_mb"], child_mb=r["child_maxrss_mb"],
+                           sum_corr=sum(r["corr"]), agree=agreement(r, ref),
+                           err=r.get("error_estimate"))
+                if base and base.get("status") == "ok":
+                    row["time_ratio"] = r["fit_s"] / base["fit_s"]
+                    row["mem_ratio"] = max(r["fit_peak_mb"], 1.0) / max(base["fit_peak_mb"], 1.0)
+                notes = [r["note"]] if r.get("note") else []
+                if meth == "sklearn":
+                    notes.append(f"max NIPALS iterations {r['sklearn_n_iter_max']}")
+                if r.get("n_warnings"):
+                    notes.append(f"{r['n_warnings']} warnings, e.g. {r['warnings'][0]}")
+                row["note"] = "; ".join(notes) or None
             rows.append(row)
-        if sk_note and "sklearn" not in results:
-            rows.append({"method": labels["sklearn"], "note": sk_note})
-        elif sk_note:
-            rows[-1]["note"] = sk_note
-        d1 = base.get("d1", args.d1)
-        title = f"n = {n:,}, d1 = {d1:,}, nnz(X) = {base.get('nnz_x', 0):,}"
-        tables.append((title, rows))
-        if "sklearn" in results and "fit_s" in results["sklearn"] and \
-                results["sklearn"]["fit_s"] <= args.sklearn_limit and "fit_s" in base:
-            headline = (n, results["sklearn"]["fit_s"], base["fit_s"],
-                        results["sklearn"]["fit_s"] / base["fit_s"], base.get("solver"),
-                        rows[-1].get("agree"), rows[0].get("agree"))
-    cols = [("method", "method", "s"), ("fit_s", "fit (s)", ".2f"),
-            ("time_ratio", "time / SparseCCA(auto)", ".1f"),
-            ("peak_mb", "fit peak MB", ".0f"), ("mem_ratio", "memory ratio", ".1f"),
-            ("sum_corr", "sum of top-k corr.", ".4f"),
-            ("agree", "max |corr - ref|", ".2g"), ("load", "load", ".2f"), ("note", "note", "s")]
-    report.append(f"## CCA: zipf-two-view, top {args.d1:,} columns of X_50000_30000, "
-                  f"Y_50000_300, k = {args.k}, tau = {args.tau}, centred\n")
-    for title, rows in tables:
-        report.append(f"### {title}\n")
-        report.append(markdown_table(rows, cols) + "\n")
-    if headline:
-        n, sk, ours, ratio, solver, sk_agree, our_agree = headline
-        report.append(
-            f"**Headline**: largest size where scikit-learn's CCA finished within "
-            f"{args.sklearn_limit:.0f} s: n = {n:,}; sklearn {sk:.1f} s vs SparseCCA "
-            f"(auto -> {solver}) {ours:.2f} s at n_components = {args.k}: speed-up "
-            f"**{ratio:.0f}x** (target >= 50x: {'met' if ratio >= 50 else 'NOT met'}); "
-            f"max |corr - dense reference|: sklearn {sk_agree:.2g}, SparseCCA "
-            f"{our_agree:.2g}.\n")
-    else:
-        report.append("**Headline**: scikit-learn's CCA finished at no size (or was "
-                      "skipped).\n")
-    report.append(f"sklearn time spent: {sk_spent:.0f} s.\n")
+        self.data["cca"].append({"problem": title, "shape": {k: prob[k] for k in (
+            "n", "d1", "d2", "nnz_x")}, "reference": ref_key, "results": results})
+        return rows, ref_key
 
-    # the paper's operating point: tau = 0.5, uncentred, SparseCCA vs dense reference
-    problems = ["zipf20k"] + (["zipf50k"] if args.zipf50k else [])
-    for prob in problems:
-        rows = []
-        res = {}
-        for meth in ["sparsecca:auto", "sparsecca:randomized", "sparsecca:iterative", "dense"]:
-            cfg = dict(task="cca", method=meth, problem=prob, n=0, d1=0, k=args.k, tau=0.5,
-                       center=False)
-            res[meth] = run_cfg(cfg, timeout=args.timeout)
-            r = res[meth]
-            print(f"  {prob} tau=0.5 {meth}: " + (r.get("error") or
-                  f"{r['fit_s']:.2f}s peak +{r['fit_peak_mb']:.0f} MB"),
-                  flush=True)
-        for meth, r in res.items():
-            row = fmt_row(meth.replace("sparsecca:", "SparseCCA ") + (
-                f" [{r['solver']}]" if meth == "sparsecca:auto" and "solver" in r else ""),
-                r, base=res["sparsecca:auto"])
-            if "corr" in r and "corr" in res["dense"]:
-                c, cr = np.array(r["corr"]), np.array(res["dense"]["corr"])
-                row["agree"] = float(np.max(np.abs(c - cr)))
-                row["sum_corr"] = float(c.sum())
-            rows.append(row)
-        size = "20,000 x 5,000" if prob == "zipf20k" else "50,000 x 30,000"
-        report.append(f"### paper's operating point: zipf {size}, k = {args.k}, tau = 0.5, "
-                      f"uncentred (sklearn cannot regularise: not run)\n")
-        report.append(markdown_table(rows, cols) + "\n")
-
-
-def tagger_part(args, report):
-    print("\n== taggers: en-wsj (45 tags)", flush=True)
-    avail = {}
-    try:
-        import nltk
-
-        avail["nltk"] = nltk.__version__
-    except ImportError:
-        avail["nltk"] = None
-    cols = [("method", "method", "s"), ("fit_s", "fit (s)", ".2f"),
-            ("tag_s", "tag (s)", ".2f"), ("tok_s", "tokens/s", ",.0f"),
-            ("tag_ratio", "tag time / TrigramHMM", ".1f"),
-            ("peak_mb", "fit peak MB", ".0f"), ("mem_ratio", "memory ratio", ".1f"),
-            ("accuracy", "accuracy (%)", ".2f"), ("load", "load", ".2f"),
-            ("note", "note", "s")]
-    for subset, methods, title in (
-            (0, ["TrigramHMM", "NLTK TnT"], "whole test set (2,012 sentences, 47,377 tokens)"),
-            (args.hmm_sentences, ["TrigramHMM", "NLTK TnT", "NLTK HMM"],
-             f"first {args.hmm_sentences} test sentences (NLTK's HMM decoder is too slow for "
-             f"the whole set)")):
-        res = {}
-        rows = []
-        for meth in methods:
-            if meth != "TrigramHMM" and avail["nltk"] is None:
-                rows.append({"method": meth, "note": "skipped (nltk not installed)"})
+    def ratios(self, problem_label, results):
+        base = results.get("sparsecca:auto")
+        ok_base = base is not None and base.get("status") == "ok"
+        for meth in ("sklearn", "dense"):
+            r = results.get(meth)
+            if r is None:
                 continue
-            r = run_cfg(dict(task="tagger", method=meth, subset=subset), timeout=args.timeout)
+            row = {"part": "CCA", "problem": problem_label, "ours": "SparseCCA (auto)",
+                   "peer": label(meth), "status": r["status"] if r["status"] != "skipped"
+                   else f"skipped: {r.get('note')}"}
+            if ok_base and r["status"] == "ok":
+                row.update(time_ratio=r["fit_s"] / base["fit_s"],
+                           mem_ratio=max(r["fit_peak_mb"], 1.0) / max(base["fit_peak_mb"], 1.0),
+                           agree=f"max |dcorr| {agreement(r, base):.2g}")
+            self.ratio_rows.append(row)
+
+    def ladder(self, name, report):
+        args = self.args
+        tau = args.tau
+        zd1 = args.zipf_d1 if name == "zipf-top" else None
+        report.append(f"## CCA ladder `{name}`: k = {args.k}, tau = {tau:g}, centred\n")
+        print(f"\n== CCA ladder {name}: k = {args.k}, tau = {tau:g}, centred; scikit-learn "
+              f"{self.sklearn or 'not installed: skipped'}", flush=True)
+        stopped, last_sklearn, headline = {}, None, None
+        for n in args.sizes:
+            prob = self.problems.get(name, n, zd1)
+            print(f"  n = {n:,}: {prob['n']:,} x {prob['d1']:,} (nnz {prob['nnz_x']:,}), "
+                  f"d2 = {prob['d2']:,}", flush=True)
+            results = {}
+            for meth in self.methods:
+                r = self.run_one(prob, meth, tau, True, stopped, results, last_sklearn)
+                results[meth] = r
+                if r["status"] == "ok":
+                    if meth == "sklearn":
+                        last_sklearn = (prob["n"], r["fit_s"])
+                elif meth not in stopped and r["status"] != "skipped (not installed)":
+                    stopped[meth] = (f"{r['status'] if r['status'] != 'skipped' else r['note']}"
+                                     f" at n = {n:,}")
+            rows, ref_key = self.table(prob, results, f"{name} n={n}")
+            report.append(f"### {prob['desc']}: {prob['n']:,} x {prob['d1']:,}, nnz(X) = "
+                          f"{prob['nnz_x']:,}, d2 = {prob['d2']:,} (reference: "
+                          f"{label(ref_key) if ref_key else 'none'})\n")
+            report.append(markdown_table(rows, CCA_COLS) + "\n")
+            self.ratios(f"{name} n = {n:,}", results)
+            sk, ours = results.get("sklearn", {}), results.get("sparsecca:auto", {})
+            if sk.get("status") == "ok" and ours.get("status") == "ok":
+                headline = dict(n=n, sklearn_s=sk["fit_s"], ours_s=ours["fit_s"],
+                                ratio=sk["fit_s"] / ours["fit_s"], solver=ours.get("solver"),
+                                sklearn_agree=agreement(sk, results.get("dense")),
+                                ours_agree=agreement(ours, results.get("dense")),
+                                sk_vs_ours=agreement(sk, ours))
+        self.data["headlines"][name] = headline
+        report.append(headline_text(args, name, headline) + "\n")
+
+    def fixed(self, name, report):
+        args = self.args
+        prob = self.problems.get(name)
+        for tau, center, methods, what in (
+                (args.tau, True, self.methods, "agreement setting"),
+                (0.5, False, [m for m in self.methods if m != "sklearn"],
+                 "the paper's operating point (scikit-learn cannot regularise: not run)")):
+            print(f"\n== CCA fixed {name}: {prob['n']:,} x {prob['d1']:,}, tau = {tau:g}, "
+                  f"{'centred' if center else 'uncentred'}", flush=True)
+            results = {}
+            for m in methods:
+                results[m] = self.run_one(prob, m, tau, center, {}, results)
+            rows, ref_key = self.table(prob, results, f"{name} tau={tau}")
+            report.append(f"## CCA fixed problem `{name}` ({prob['desc']}): {prob['n']:,} x "
+                          f"{prob['d1']:,}, nnz(X) = {prob['nnz_x']:,}, d2 = {prob['d2']:,}; "
+                          f"k = {args.k}, tau = {tau:g}, {'centred' if center else 'uncentred'}"
+                          f": {what} (reference: {label(ref_key) if ref_key else 'none'})\n")
+            report.append(markdown_table(rows, CCA_COLS) + "\n")
+            self.ratios(f"{name}, tau = {tau:g}{', centred' if center else ''}", results)
+
+
+def tagger_part(args, report, ratio_rows, data):
+    nltk = have("nltk")
+    print(f"\n== taggers: en-wsj XPOS; nltk {nltk or 'not installed: skipped'}", flush=True)
+    cols = [("method", "method", "s"), ("status", "status", "s"),
+            ("n_tokens", "test tokens", ",d"), ("fit_s", "train (s)", ".2f"),
+            ("tag_s", "tag (s)", ".2f"), ("tok_s", "tokens/s", ",.0f"),
+            ("tag_ratio", "tag time / TrigramHMM", ".3g"),
+            ("fit_ratio", "train time / TrigramHMM", ".3g"),
+            ("fit_mb", "fit+tag MB", ".0f"), ("mem_ratio", "MB / TrigramHMM", ".3g"),
+            ("child_mb", "child MB", ".0f"), ("accuracy", "accuracy (%)", ".2f"),
+            ("load", "load", ".2f"), ("note", "note", "s")]
+    test_n, hmm_n = args.test_sentences, args.hmm_sentences
+    subset_run = bool(hmm_n) and (not test_n or hmm_n < test_n)
+    what = "all 2,012 test sentences" if not test_n else f"first {test_n:,} test sentences"
+    tables = [(test_n, ["TrigramHMM", "NLTK TnT"] + ([] if subset_run else ["NLTK HMM"]),
+               what)]
+    if subset_run:
+        tables.append((hmm_n, ["TrigramHMM", "NLTK TnT", "NLTK HMM"],
+                       f"first {hmm_n:,} test sentences (NLTK's HMM decoder tags only these: "
+                       f"--hmm-sentences)"))
+    train_what = ("all 7,936 training sentences" if not args.train_sentences
+                  else f"first {args.train_sentences:,} training sentences")
+    for subset, methods, title in tables:
+        res, rows = {}, []
+        for meth in methods:
+            if meth != "TrigramHMM" and nltk is None:
+                r = {"status": "skipped (not installed)", "note": "nltk not installed"}
+            else:
+                r = run_cfg(dict(task="tagger", method=meth, subset=subset,
+                                 train_sentences=args.train_sentences), timeout=args.timeout)
+                print(f"  {meth:<11} ({title}): " + (
+                    f"train {r['fit_s']:.2f} s, tag {r['tag_s']:.2f} s "
+                    f"({r['n_tokens'] / r['tag_s']:,.0f} tok/s), acc "
+                    f"{100 * r['accuracy']:.2f}%, +{r['fit_peak_mb']:.0f} MB"
+                    if r["status"] == "ok" else r["status"]), flush=True)
             res[meth] = r
-            print(f"  {meth} ({'all' if not subset else subset}): " + (r.get("error") or
-                  f"fit {r['fit_s']:.1f}s tag {r['tag_s']:.1f}s acc {100 * r['accuracy']:.2f}%"),
-                  flush=True)
-            row = fmt_row(meth, r, base=res.get("TrigramHMM"))
-            if "error" not in r:
-                row.update(tag_s=r["tag_s"], tok_s=r["n_tokens"] / r["tag_s"],
-                           accuracy=100 * r["accuracy"])
-                b = res.get("TrigramHMM")
-                if b and "tag_s" in b:
-                    row["tag_ratio"] = r["tag_s"] / b["tag_s"]
-                    row["time_ratio"] = r["fit_s"] / b["fit_s"]
+            row = {"method": meth, "status": r["status"], "note": r.get("note"),
+                   "load": r.get("load")}
+            b = res.get("TrigramHMM")
+            if r["status"] == "ok":
+                row.update(n_tokens=r["n_tokens"], fit_s=r["fit_s"], tag_s=r["tag_s"],
+                           tok_s=r["n_tokens"] / r["tag_s"], fit_mb=r["fit_peak_mb"],
+                           child_mb=r["child_maxrss_mb"], accuracy=100 * r["accuracy"])
+                if b and b.get("status") == "ok":
+                    row.update(tag_ratio=r["tag_s"] / b["tag_s"],
+                               fit_ratio=r["fit_s"] / b["fit_s"],
+                               mem_ratio=max(r["fit_peak_mb"], 1.0) /
+                               max(b["fit_peak_mb"], 1.0))
             rows.append(row)
-        report.append(f"## Taggers, en-wsj XPOS: {title}\n")
+            if meth != "TrigramHMM":
+                rr = {"part": "tagger", "problem": f"en-wsj, {title}", "ours": "TrigramHMM",
+                      "peer": meth, "status": r["status"]}
+                if r["status"] == "ok" and b and b.get("status") == "ok":
+                    rr.update(time_ratio=(r["fit_s"] + r["tag_s"]) / (b["fit_s"] + b["tag_s"]),
+                              mem_ratio=row["mem_ratio"],
+                              agree=f"accuracy {100 * b['accuracy']:.2f} vs "
+                                    f"{100 * r['accuracy']:.2f} "
+                                    f"({100 * (b['accuracy'] - r['accuracy']):+.2f} pts)")
+                ratio_rows.append(rr)
+        data["taggers"].append({"test": title, "train": train_what, "results": res})
+        report.append(f"## Taggers, en-wsj XPOS: trained on {train_what}, tagging {title}\n")
         report.append(markdown_table(rows, cols) + "\n")
+
+
+def headline_text(args, name, h):
+    """The issue's CCA target, stated for ladder ``name``."""
+    if h is None:
+        return (f"**Headline ({name})**: scikit-learn's CCA finished at no size within "
+                f"{args.timeout:.0f} s (or was skipped): no speed-up measured.")
+
+    def g(x):
+        return "-" if x is None else f"{x:.2g}"
+
+    return (f"**Headline ({name})**: largest size where scikit-learn's CCA finished "
+            f"within {args.timeout:.0f} s: n = {h['n']:,}; scikit-learn {h['sklearn_s']:.1f} "
+            f"s vs SparseCCA (auto -> {h['solver']}) {h['ours_s']:.2f} s at n_components "
+            f"= {args.k}: SparseCCA is **{h['ratio']:.0f}x faster** (target >= 50x: "
+            f"{'met' if h['ratio'] >= 50 else 'NOT met'}).  max |dcorr| vs the dense "
+            f"reference: scikit-learn {g(h['sklearn_agree'])}, SparseCCA "
+            f"{g(h['ours_agree'])}; scikit-learn vs SparseCCA {g(h['sk_vs_ours'])}.")
+
+
+RATIO_COLS = [("part", "part", "s"), ("problem", "problem", "s"), ("ours", "ours", "s"),
+              ("peer", "peer", "s"), ("status", "peer status", "s"),
+              ("time_ratio", "peer time / ours", ".3g"),
+              ("mem_ratio", "peer peak MB / ours", ".3g"), ("agree", "agreement", "s")]
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--cca", action="store_true", help="only the CCA comparison")
     ap.add_argument("--taggers", action="store_true", help="only the tagger comparison")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[5000, 10000, 20000, 50000])
-    ap.add_argument("--d1", type=int, default=2000)
-    ap.add_argument("--k", type=int, default=50)
-    ap.add_argument("--tau", type=float, default=1e-3)
-    ap.add_argument("--sklearn-limit", type=float, default=600.0)
-    ap.add_argument("--sklearn-budget", type=float, default=1500.0)
-    ap.add_argument("--zipf50k", action="store_true")
-    ap.add_argument("--hmm-sentences", type=int, default=300)
-    ap.add_argument("--timeout", type=float, default=1800.0)
-    ap.add_argument("--out", type=Path, help="also write the Markdown report here")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: small sizes, k = 10, no zipf problems, small tagger sets")
+    ap.add_argument("--sizes", nargs="+", default=None,
+                    help="ladder sizes (sentences / rows), e.g. 2000,5000,10000 "
+                         "(default 1000,2000,5000,10000,20000,50000)")
+    ap.add_argument("--ladders", nargs="+", default=None, choices=["brown", "zipf-top"],
+                    help="default: both")
+    ap.add_argument("--fixed", nargs="*", default=None, choices=["zipf20k", "zipf50k"],
+                    help="fixed zipf-two-view problems (default: both; none with --quick)")
+    ap.add_argument("--solvers", nargs="+", default=None,
+                    choices=["auto", "dense", "randomized", "iterative"],
+                    help="SparseCCA solvers, one row each (default auto randomized iterative; "
+                         "'auto' is the one the ratios use)")
+    ap.add_argument("--k", type=int, default=None, help="n_components for all (default 50)")
+    ap.add_argument("--tau", type=float, default=1e-3,
+                    help="tau of the agreement setting (sklearn is unregularised)")
+    ap.add_argument("--zipf-d1", type=int, default=2000, help="columns of the zipf-top ladder")
+    ap.add_argument("--max-dense-gb", type=float, default=10.0,
+                    help="skip dense runs (reference, sklearn) estimated to need more")
+    ap.add_argument("--train-sentences", type=int, default=None,
+                    help="taggers: first N en-wsj training sentences (default all)")
+    ap.add_argument("--test-sentences", type=int, default=None,
+                    help="taggers: first N en-wsj test sentences (default all)")
+    ap.add_argument("--hmm-sentences", type=int, default=None,
+                    help="NLTK HMM tags only the first N test sentences (default: the same "
+                         "test set as the others)")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="per-run limit in seconds (default 600; 60 with --quick)")
+    ap.add_argument("--out", type=Path,
+                    help="also write the report: JSON when it ends in .json, else Markdown")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         cfg = json.loads(args.child)
         out = child_cca(cfg) if cfg["task"] == "cca" else child_tagger(cfg)
+        out["process_maxrss_mb"] = peak_rss_bytes() / MB  # this child's own VmHWM
         with open(args.result, "w") as fh:
             json.dump(out, fh)
         return 0
+
+    q = args.quick
+    defaults = dict(sizes=["200,500"] if q else ["1000,2000,5000,10000,20000,50000"],
+                    ladders=["brown"] if q else ["brown", "zipf-top"],
+                    fixed=[] if q else ["zipf20k", "zipf50k"],
+                    solvers=["auto"] if q else ["auto", "randomized", "iterative"],
+                    k=10 if q else 50, train_sentences=1000 if q else 0,
+                    test_sentences=50 if q else 0, hmm_sentences=0,
+                    timeout=60.0 if q else 600.0)
+    for key, val in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, val)
+    args.sizes = parse_sizes(args.sizes)
+    if "auto" not in args.solvers:
+        args.solvers = ["auto"] + args.solvers
     if not SHARED_DATA.is_dir():
-        raise SystemExit(f"{SHARED_DATA} not found: the peer comparison needs ../shared/data")
+        print(f"skipped: {SHARED_DATA} not found (the peer comparison needs ../shared/data)")
+        return 0
     both = not (args.cca or args.taggers)
     info = machine_info()
     t0 = time.perf_counter()
-    report = ["# sparsecca vs peers\n",
-              f"Command: `python benchmarks/compare_peers.py {' '.join(sys.argv[1:])}`  ",
-              f"Machine: {info['cpus']} CPUs, {info['mem_gib']} GiB, load average at start "
-              f"{info['loadavg']}, Python {info['python']}, NumPy {info['numpy']}, "
-              f"SciPy {info['scipy']}.  Each fit in its own process; fit peak MB = peak RSS "
-              f"during the fit minus the RSS just before it.\n"]
+    command = "python benchmarks/compare_peers.py " + " ".join(
+        sys.argv[1:] if argv is None else argv)
     print(f"machine: {info}", flush=True)
+    report, ratio_rows = [], []
+    data = {"command": command, "machine": info, "args": {k: (str(v) if isinstance(v, Path)
+                                                               else v)
+                                                           for k, v in vars(args).items()},
+            "cca": [], "taggers": [], "headlines": {}}
     if both or args.cca:
-        cca_part(args, report)
+        problems = Problems()
+        try:
+            part = CCAPart(args, problems, ratio_rows, data)
+            for name in args.ladders:
+                part.ladder(name, report)
+            for name in args.fixed:
+                part.fixed(name, report)
+        finally:
+            problems.cleanup()
     if both or args.taggers:
-        tagger_part(args, report)
-    report.append(f"Total {time.perf_counter() - t0:.0f} s; load average at the end "
-                  f"{[round(x, 2) for x in os.getloadavg()]}.")
-    text = "\n".join(report)
+        tagger_part(args, report, ratio_rows, data)
+    data["ratios"] = ratio_rows
+    total = time.perf_counter() - t0
+    head = [
+        "# sparsecca vs peers\n",
+        f"Command: `{command}`  ",
+        f"Machine: {info['cpus']} CPUs, {info['mem_gib']} GiB, Python {info['python']}, NumPy "
+        f"{info['numpy']}, SciPy {info['scipy']}, scikit-learn {have('sklearn') or '-'}, "
+        f"NLTK {have('nltk') or '-'}; load average at start {info['loadavg']}, at the end "
+        f"{[round(x, 2) for x in os.getloadavg()]}; total {total:.0f} s.  Each run in its own "
+        f"process; fit MB = peak RSS during the fit minus the RSS just before it; child MB = "
+        f"the child's whole-run peak RSS; timeout {args.timeout:.0f} s per run.\n",
+        "## Ratio table (ours vs each peer)\n",
+        "Time ratio > 1: the peer is slower (CCA: fit time; taggers: train + tag time).  "
+        "Memory ratio > 1: the peer's peak is larger.  Agreement: CCA, largest difference of "
+        "the sorted top-k empirical canonical correlations from SparseCCA('auto')'s; "
+        "taggers, test accuracy of ours vs the peer.\n",
+        markdown_table(ratio_rows, RATIO_COLS) + "\n",
+    ]
+    for name, h in data["headlines"].items():
+        head.append(headline_text(args, name, h) + "\n")
+    text = "\n".join(head + report)
     print("\n" + text)
     if args.out:
-        args.out.write_text(text + "\n")
+        data["markdown"] = text
+        write_report(args.out, text, data)
+        print(f"wrote {args.out}")
     return 0
 
 

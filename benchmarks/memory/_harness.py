@@ -3,13 +3,21 @@
 Parent side
     :func:`run_child` runs one configuration in a fresh interpreter (so earlier runs leave no
     memory behind), collects the per-stage figures the child wrote and the child's whole-run
-    peak RSS from ``os.wait4`` (the kernel's ``ru_maxrss`` of that one child).
+    peak RSS.  That peak is the child's own ``VmHWM`` (``/proc/self/status``, reported by the
+    child at its end): the kernel's ``ru_maxrss`` of a child (``os.wait4``, and also
+    ``getrusage(RUSAGE_SELF)`` inside it) starts from the RSS of the parent at fork/exec time,
+    so it overstates a small child of a large parent.  ``ru_maxrss`` from ``os.wait4`` is the
+    fallback (a killed child reports nothing) and is kept as ``wait4_maxrss_mb``.
 Child side
     :class:`StageRecorder` times named stages and records, per stage, the peak RSS (a psutil
-    sampling thread every 2 ms, completed by ``ru_maxrss`` whenever the process maximum grew
-    during the stage, which catches short peaks the sampler missed) and, when tracemalloc is
+    sampling thread every 2 ms, completed by the process high-water mark -- ``VmHWM``, else
+    ``ru_maxrss`` -- whenever it grew during the stage, which catches short peaks the sampler
+    missed) and, when tracemalloc is
     on, the peak of the memory traced by tracemalloc (Python objects and NumPy buffers; not
-    BLAS workspaces, numba's own allocator or the interpreter).
+    BLAS workspaces, numba's own allocator or the interpreter).  Without psutil the sampler
+    reads ``/proc/self/statm`` (Linux), else it falls back to ``ru_maxrss`` alone.
+Command line
+    :func:`parse_sizes` (``--sizes 2000,5000`` or ``--sizes 2000 5000``), :func:`write_report`.
 Fitting
     :func:`loglog_fit`: least-squares slope of log(y) on log(x) (the growth exponent).
 """
@@ -39,6 +47,19 @@ def _maxrss_bytes(ru) -> int:
     return int(ru.ru_maxrss) * (1 if sys.platform == "darwin" else 1024)
 
 
+def peak_rss_bytes() -> int:
+    """This process's peak RSS since exec: ``VmHWM`` of /proc/self/status (Linux), else
+    ``ru_maxrss`` (which may include the parent's RSS at fork time, see the module doc)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF))
+
+
 def machine_info() -> dict:
     import numpy as np
     import scipy
@@ -49,7 +70,10 @@ def machine_info() -> dict:
 
         mem = psutil.virtual_memory().total / 2**30
     except ImportError:  # pragma: no cover
-        mem = float("nan")
+        try:
+            mem = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+        except (ValueError, OSError, AttributeError):
+            mem = float("nan")
     return {"python": platform.python_version(), "numpy": np.__version__,
             "scipy": scipy.__version__, "cpus": os.cpu_count(), "mem_gib": round(mem, 1),
             "loadavg": [round(x, 2) for x in load], "platform": platform.platform()}
@@ -59,7 +83,8 @@ def machine_info() -> dict:
 
 def run_child(argv: list[str], timeout: float | None = None, env: dict | None = None) -> dict:
     """Run ``python <argv> --result FILE`` and return the JSON the child wrote, plus
-    ``child_maxrss_mb`` (kernel-measured whole-run peak) and ``wall_s``.
+    ``child_maxrss_mb`` (whole-run peak RSS: the child's ``process_maxrss_mb`` when it wrote
+    one, else ``os.wait4``'s ``ru_maxrss``), ``wait4_maxrss_mb`` and ``wall_s``.
 
     A child that fails or times out gives ``{"error": ...}`` instead of raising, so a sweep
     reports what it could measure.
@@ -81,16 +106,19 @@ def run_child(argv: list[str], timeout: float | None = None, env: dict | None = 
                 _, status, ru = os.wait4(proc.pid, 0)
                 proc.returncode = -9
                 return {"error": f"timeout after {timeout:.0f} s", "argv": argv,
-                        "child_maxrss_mb": _maxrss_bytes(ru) / MB}
+                        "child_maxrss_mb": _maxrss_bytes(ru) / MB,
+                        "wait4_maxrss_mb": _maxrss_bytes(ru) / MB}
             time.sleep(0.05)
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             return {"error": f"exit code {proc.returncode}", "argv": argv,
-                    "child_maxrss_mb": _maxrss_bytes(ru) / MB, "wall_s": wall}
+                    "child_maxrss_mb": _maxrss_bytes(ru) / MB,
+                    "wait4_maxrss_mb": _maxrss_bytes(ru) / MB, "wall_s": wall}
         with open(result) as fh:
             out = json.load(fh)
-        out["child_maxrss_mb"] = _maxrss_bytes(ru) / MB
+        out["wait4_maxrss_mb"] = _maxrss_bytes(ru) / MB
+        out["child_maxrss_mb"] = out.get("process_maxrss_mb", out["wait4_maxrss_mb"])
         out["wall_s"] = wall
         return out
     finally:
@@ -101,21 +129,33 @@ def run_child(argv: list[str], timeout: float | None = None, env: dict | None = 
 
 # -- child side ----------------------------------------------------------------------------
 
+def _rss_reader():
+    """A function returning the current RSS in bytes: psutil, else /proc/self/statm, else
+    the process maximum so far (ru_maxrss; then per-stage peaks are upper bounds)."""
+    try:
+        import psutil
+
+        proc = psutil.Process()
+        return lambda: int(proc.memory_info().rss)
+    except ImportError:
+        pass
+    statm = Path("/proc/self/statm")
+    if statm.is_file():
+        page = os.sysconf("SC_PAGE_SIZE")
+        return lambda: int(statm.read_text().split()[1]) * page
+    return peak_rss_bytes  # pragma: no cover
+
+
 class _Sampler(threading.Thread):
     """Peak RSS since the last ``reset``, sampled every ``interval`` seconds."""
 
     def __init__(self, interval: float = 0.002):
         super().__init__(daemon=True)
-        import psutil
-
-        self._proc = psutil.Process()
+        self.rss = _rss_reader()
         self.interval = interval
         self.peak = self.rss()
         self._stop = threading.Event()
         self._lock = threading.Lock()
-
-    def rss(self) -> int:
-        return int(self._proc.memory_info().rss)
 
     def run(self):
         while not self._stop.is_set():
@@ -163,7 +203,7 @@ class StageRecorder:
     @contextmanager
     def stage(self, name: str, **info):
         start_rss = self._sampler.reset()
-        max_before = _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF))
+        max_before = peak_rss_bytes()
         if self.trace:
             tracemalloc.reset_peak()
             traced0 = tracemalloc.get_traced_memory()[0]
@@ -171,7 +211,7 @@ class StageRecorder:
         yield info
         dt = time.perf_counter() - t
         peak = self._sampler.read()
-        max_after = _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF))
+        max_after = peak_rss_bytes()
         if max_after > max_before:  # the process maximum was set during this stage
             peak = max(peak, max_after)
         row = {"stage": name, "time_s": dt, "rss_start_mb": start_rss / MB,
@@ -186,10 +226,36 @@ class StageRecorder:
     def write(self, path, extra: dict | None = None) -> None:
         self._sampler.stop()
         out = {"stages": self.stages, "baseline_rss_mb": self.baseline_rss / MB,
-               "process_maxrss_mb": _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF)) / MB,
+               "process_maxrss_mb": peak_rss_bytes() / MB,
                "tracemalloc": self.trace, **(extra or {})}
         with open(path, "w") as fh:
             json.dump(out, fh)
+
+
+# -- command line --------------------------------------------------------------------------
+
+def parse_sizes(values) -> list[int]:
+    """``["2000,5000", "10000"]`` -> ``[2000, 5000, 10000]`` (argparse ``nargs="+"`` values;
+    ``_`` digit separators and a ``K`` suffix are accepted: ``5K`` = 5000)."""
+    out = []
+    for v in values if isinstance(values, (list, tuple)) else [values]:
+        for part in str(v).replace(",", " ").split():
+            part = part.replace("_", "")
+            mult = 1000 if part[-1] in "kK" else 1
+            out.append(int(float(part[:-1] if mult > 1 else part) * mult))
+    if not out or min(out) < 1:
+        raise ValueError(f"sizes must be positive integers, got {values!r}")
+    return out
+
+
+def write_report(path: Path, markdown: str, data: dict) -> None:
+    """``--out``: JSON (``data``) when the name ends in .json, else the Markdown text."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".json":
+        path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    else:
+        path.write_text(markdown.rstrip("\n") + "\n")
 
 
 # -- analysis ------------------------------------------------------------------------------

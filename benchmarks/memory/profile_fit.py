@@ -2,37 +2,46 @@
 
 Pipeline, one fresh process per configuration (stages timed and memory-sampled separately):
 
-1. ``read``      read_conllu of en-brown train (XPOS) and dev, first n training sentences
+1. ``read``      read_conllu of the first n sentences of en-brown train (XPOS; the parent
+                 writes them to a temporary file first, so reading scales with n too) and of
+                 dev (2,867 sentences, always whole)
 2. ``views``     X = SuffixView(1-4) + WordView (hstacked), Y = TagNgramView(1, 2)
-3. ``sparsecca`` SparseCCA(k, tau, solver='randomized').fit(X, Y)
+3. ``sparsecca`` SparseCCA(k, tau, solver='randomized', max_rank).fit(X, Y)
 4. ``nbest``     TrigramHMM fit, 10-fold jackknifed 10-best lists of the n sentences, dev
                  10-best list
 5. ``rerank``    GenerativeReranker (same input view, k, tau, w = 10, solver 'randomized',
-                 nothing tuned).fit(train n-best, dev n-best)
+                 max_rank, nothing tuned).fit(train n-best, dev n-best)
+
+Defaults are the scale run's (k = 75, tau = 0.9, max_rank = 512: the rerankers'
+rank-plus-ridge factor of X; ``--max-rank 0`` lets SparseCCA grow its rank adaptively).
+Without ../shared/data (or with ``--synthetic``) the corpus is ``synthetic_corpus``.
 
 Two sweeps:
 
 * **n sweep** (``--sizes``, default 5K 10K 20K 50K): the whole pipeline.  Each size is run
   twice: once for time and RSS, once with tracemalloc on (Python/NumPy-side peaks; tracing
-  slows Python code, so its times are not used).
+  slows Python code, so its times are not used; ``--no-tracemalloc`` skips these runs).
 * **feature sweep** (``--d1-n`` sentences, ``--min-counts``): steps 1-3 with the input
   view's features pruned by ``min_count`` -- d1 shrinks by an order of magnitude while
   nnz(X) hardly moves, which separates growth in nnz(X) from growth in d1^2.
 
-Memory is the child's peak RSS (``os.wait4`` ru_maxrss; per stage: a 2 ms psutil sampler
-completed by ru_maxrss) minus its RSS after the imports (the "baseline", ~200 MB of
+Memory is the child's peak RSS (its own ``VmHWM``; per stage: a 2 ms psutil sampler
+completed by the high-water mark) minus its RSS after the imports (the "baseline", ~200 MB of
 interpreter, NumPy, SciPy, numba and sparsecca code): the growth exponents are fitted to that
 increment by least squares on log-log axes.  A memory that scales with d1^2 would show an
-exponent near 1 against d1^2 in the feature sweep; one that scales with nnz(X), an exponent
-near 1 against nnz(X) and near 0 against d1^2.
+exponent near 1 against d1^2 in the feature sweep and would be of the order of one dense
+d1 x d1 float64 matrix (8 d1^2 bytes, shown in the tables); one that scales with nnz(X), an
+exponent near 1 against nnz(X), near 0 against d1^2 in the feature sweep, and a roughly
+constant "MB per 1M nnz(X)".  The report ends with that verdict, computed from the numbers.
 
-Writes ``profile_fit.md`` (tables + fitted exponents), ``profile_fit.csv`` (one row per
-stage per run), ``profile_fit.png`` (log-log plots) and ``profile_fit.json`` to ``--out``.
+Writes ``profile_fit.md`` (tables, fitted exponents, verdict), ``profile_fit.csv`` (one row
+per stage per run), ``profile_fit.png`` (log-log plots with the fitted slopes in the legends;
+needs matplotlib) and ``profile_fit.json`` to ``--out``.
 
 Usage::
 
-    python benchmarks/memory/profile_fit.py                       # defaults, ~20-40 min
-    python benchmarks/memory/profile_fit.py --sizes 2000 5000 --min-counts 1 5 --d1-n 5000
+    python benchmarks/memory/profile_fit.py --out profile_fit      # defaults, ~30-45 min
+    python benchmarks/memory/profile_fit.py --sizes 1000,2000,4000 --min-counts 1,5 --d1-n 2000
     python benchmarks/memory/profile_fit.py --synthetic            # without ../shared/data
 """
 
@@ -40,6 +49,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import tempfile
 import time
@@ -51,6 +62,7 @@ from _harness import (  # noqa: E402
     loglog_fit,
     machine_info,
     markdown_table,
+    parse_sizes,
     run_child,
     write_csv,
 )
@@ -92,18 +104,22 @@ def child(args) -> None:
             train = synthetic_corpus(n_sentences=n, random_state=0)
             dev = synthetic_corpus(n_sentences=2000, random_state=1)
         else:
-            train = read_conllu(BROWN / "train.conllu.gz", tags="xpos")[:n]
+            train = read_conllu(args.train_file, tags="xpos")
             dev = read_conllu(BROWN / "dev.conllu.gz", tags="xpos")
+    if train.n_sentences != n:
+        raise SystemExit(f"expected {n} training sentences, read {train.n_sentences}")
     info["n_tokens"] = int(train.n_tokens)
     with rec.stage("views"):
         X = make_view().fit_transform(train)
         Y = TagNgramView().fit_transform(train)
     info.update(d1=int(X.shape[1]), d2=int(Y.shape[1]), nnz_x=int(X.nnz), nnz_y=int(Y.nnz))
     with rec.stage("sparsecca"):
-        cca = SparseCCA(args.k, tau=args.tau, solver="randomized", random_state=0).fit(X, Y)
+        cca = SparseCCA(args.k, tau=args.tau, solver="randomized",
+                        max_rank=args.max_rank or None, random_state=0).fit(X, Y)
     info.update(cca_rank=int(cca.rank_), cca_error_estimate=float(cca.error_estimate_),
                 cca_top_corr=float(cca.correlations_[0]),
-                cca_sum_corr=float(np.sum(cca.correlations_)))
+                cca_sum_corr=float(np.sum(cca.correlations_)),
+                d1_merged=int(cca.n_merged_features_))
     del cca
     if args.sweep == "n":
         del X, Y
@@ -114,21 +130,50 @@ def child(args) -> None:
         with rec.stage("rerank"):
             model = GenerativeReranker(n_components=args.k, tau=args.tau, k_grid=[args.k],
                                        w=10.0, solver="randomized", input_view=make_view(),
+                                       max_rank=args.max_rank or 512,
                                        random_state=0).fit(jk, dev_nb)
         info["dev_top1"] = float(dev_nb.top1_accuracy())
         info["dev_reranked"] = float(model.score(dev_nb))
+    info["loadavg_end"] = list(os.getloadavg())
     rec.write(args.result, extra=info)
 
 
 # -- parent --------------------------------------------------------------------------------
 
-def _argv(args, n, mc, sweep, trace):
+def write_first_sentences(src: Path, n: int, dest: Path) -> int:
+    """Copy the first ``n`` sentences of the CoNLL-U file ``src`` (gzip or plain) to
+    ``dest`` (plain); returns how many were written."""
+    import gzip
+
+    with open(src, "rb") as fh:
+        opener = gzip.open if fh.read(2) == b"\x1f\x8b" else open
+    count, in_sentence = 0, False
+    with opener(src, "rt", encoding="utf-8") as fin, open(dest, "w", encoding="utf-8") as fout:
+        for line in fin:
+            if line.strip():
+                in_sentence = True
+                fout.write(line)
+            elif in_sentence:
+                fout.write("\n")
+                in_sentence = False
+                count += 1
+                if count == n:
+                    break
+        if in_sentence and count < n:
+            fout.write("\n")
+            count += 1
+    return count
+
+
+def _argv(args, n, mc, sweep, trace, train_file):
     a = [__file__, "--child", "--n", str(n), "--min-count", str(mc), "--k", str(args.k),
-         "--tau", str(args.tau), "--sweep", sweep]
+         "--tau", str(args.tau), "--max-rank", str(args.max_rank), "--sweep", sweep]
     if trace:
         a.append("--tracemalloc")
     if args.synthetic:
         a.append("--synthetic")
+    else:
+        a += ["--train-file", str(train_file)]
     return a
 
 
@@ -136,8 +181,8 @@ def _summary(res: dict) -> dict:
     """One row per run: totals and the figures of interest."""
     stages = {s["stage"]: s for s in res["stages"]}
     base = res["baseline_rss_mb"]
-    row = {k: res.get(k) for k in ("sweep", "n", "min_count", "n_tokens", "d1", "d2", "nnz_x",
-                                   "cca_rank", "cca_error_estimate", "dev_top1",
+    row = {k: res.get(k) for k in ("sweep", "n", "min_count", "n_tokens", "d1", "d1_merged",
+                                   "d2", "nnz_x", "cca_rank", "cca_error_estimate", "dev_top1",
                                    "dev_reranked")}
     row["d1_squared"] = float(res["d1"]) ** 2
     row["dense_cxx_gb"] = 8.0 * float(res["d1"]) ** 2 / 1e9
@@ -149,7 +194,11 @@ def _summary(res: dict) -> dict:
         row[f"{name}_s"] = s["time_s"]
         row[f"{name}_peak_mb"] = s["rss_peak_mb"]
         row[f"{name}_increase_mb"] = s["rss_peak_mb"] - base
-    row["loadavg_1m"] = res.get("loadavg_end", [float("nan")])[0]
+    row["mb_per_mnnz"] = row["peak_increase_mb"] / (res["nnz_x"] / 1e6)
+    row["frac_dense"] = row["peak_increase_mb"] / (row["dense_cxx_gb"] * 1e3)
+    row["cca_frac_dense"] = row.get("sparsecca_increase_mb", math.nan) / (
+        row["dense_cxx_gb"] * 1e3)
+    row["loadavg_1m"] = res.get("loadavg_end", [math.nan])[0]
     return row
 
 
@@ -160,26 +209,30 @@ def _plot(n_rows, f_rows, fits, path):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5))
     ax = axes[0]
     n = np.array([r["n"] for r in n_rows], float)
     for key, label, mark in (("peak_increase_mb", "whole pipeline", "o-"),
-                             ("sparsecca_increase_mb", "SparseCCA fit", "s-"),
+                             ("sparsecca_increase_mb", "up to the SparseCCA fit", "s-"),
                              ("rerank_increase_mb", "reranker fit", "^-"),
                              ("traced_peak_mb", "tracemalloc peak (whole run)", "d--")):
         y = np.array([r.get(key, np.nan) for r in n_rows], float)
         if np.isfinite(y).sum() >= 2:
             slope = loglog_fit(n, y)[0]
             ax.loglog(n, y, mark, label=f"{label} (slope {slope:.2f})")
-    ax.loglog(n, n / n[0] * n_rows[0]["peak_increase_mb"], ":", color="gray",
-              label="slope 1 (linear)")
+    nnz = np.array([r["nnz_x"] for r in n_rows], float)
+    ax.loglog(n, nnz / nnz[0] * n_rows[0]["peak_increase_mb"], ":", color="gray",
+              label=f"proportional to nnz(X) (slope {loglog_fit(n, nnz)[0]:.2f})")
+    dense = np.array([r["dense_cxx_gb"] for r in n_rows]) * 1e3
+    ax.loglog(n, dense, "--", color="red",
+              label=f"one dense d1 x d1 float64 (slope {loglog_fit(n, dense)[0]:.2f})")
     ax.set_xlabel("n (sentences)")
     ax.set_ylabel("peak memory above baseline (MB)")
     ax.set_title("peak memory vs n")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     ax = axes[1]
-    for key, label, mark in (("time_s", "whole pipeline", "o-"), ("sparsecca_s", "SparseCCA fit",
-                                                                   "s-"),
+    for key, label, mark in (("time_s", "whole pipeline", "o-"),
+                             ("sparsecca_s", "SparseCCA fit", "s-"),
                              ("nbest_s", "tagger + jackknife", "v-"),
                              ("rerank_s", "reranker fit", "^-")):
         y = np.array([r.get(key, np.nan) for r in n_rows], float)
@@ -189,53 +242,150 @@ def _plot(n_rows, f_rows, fits, path):
     ax.set_xlabel("n (sentences)")
     ax.set_ylabel("time (s)")
     ax.set_title("time vs n")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     ax = axes[2]
     if len(f_rows) >= 2:
         d1 = np.array([r["d1"] for r in f_rows], float)
         y = np.array([r["sparsecca_increase_mb"] for r in f_rows], float)
-        ax.loglog(d1, y, "s-", label=f"SparseCCA fit peak (slope vs d1 "
+        ax.loglog(d1, y, "s-", label=f"peak up to the SparseCCA fit (slope vs d1 "
                                      f"{fits['feature_peak_vs_d1'][0]:.2f})")
         ax.loglog(d1, (d1 / d1.min()) ** 2 * y[np.argmin(d1)], ":", color="red",
                   label="if it grew as d1^2")
         ax.loglog(d1, np.array([r["dense_cxx_gb"] for r in f_rows]) * 1e3, "--",
-                  color="gray", label="one dense d1 x d1 float64 (MB)")
+                  color="red", alpha=0.6, label="one dense d1 x d1 float64 (MB)")
         for r in f_rows:
             ax.annotate(f"nnz {r['nnz_x'] / 1e6:.2f}M", (r["d1"], r["sparsecca_increase_mb"]),
                         fontsize=7, textcoords="offset points", xytext=(4, -10))
         ax.set_title(f"feature sweep at n = {f_rows[0]['n']:,} (min_count pruning)")
+        ax.legend(fontsize=7)
+    else:
+        ax.set_title("feature sweep: fewer than 2 points")
     ax.set_xlabel("d1 (input features)")
     ax.set_ylabel("peak memory above baseline (MB)")
-    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def _fits(n_rows, f_rows):
+    fits = {}
+    if len(n_rows) >= 2:
+        n = [r["n"] for r in n_rows]
+        nnz = [r["nnz_x"] for r in n_rows]
+        peak = [r["peak_increase_mb"] for r in n_rows]
+        cca = [r["sparsecca_increase_mb"] for r in n_rows]
+        fits["n_peak_vs_n"] = loglog_fit(n, peak)
+        fits["n_time_vs_n"] = loglog_fit(n, [r["time_s"] for r in n_rows])
+        fits["n_cca_peak_vs_n"] = loglog_fit(n, cca)
+        fits["n_cca_time_vs_n"] = loglog_fit(n, [r["sparsecca_s"] for r in n_rows])
+        fits["n_nnz_vs_n"] = loglog_fit(n, nnz)
+        fits["n_d1_vs_n"] = loglog_fit(n, [r["d1"] for r in n_rows])
+        fits["n_peak_vs_nnz"] = loglog_fit(nnz, peak)
+        fits["n_peak_vs_d1sq"] = loglog_fit([r["d1_squared"] for r in n_rows], peak)
+        fits["n_cca_peak_vs_nnz"] = loglog_fit(nnz, cca)
+        fits["n_cca_peak_vs_d1sq"] = loglog_fit([r["d1_squared"] for r in n_rows], cca)
+        if all("traced_peak_mb" in r for r in n_rows):
+            fits["n_traced_peak_vs_n"] = loglog_fit(n, [r["traced_peak_mb"] for r in n_rows])
+    if len(f_rows) >= 2:
+        y = [r["sparsecca_increase_mb"] for r in f_rows]
+        fits["feature_peak_vs_d1"] = loglog_fit([r["d1"] for r in f_rows], y)
+        fits["feature_peak_vs_d1sq"] = loglog_fit([r["d1_squared"] for r in f_rows], y)
+    both = n_rows + f_rows
+    if len(both) >= 3:
+        import numpy as np
+
+        A = np.column_stack([np.log([r["nnz_x"] for r in both]),
+                             np.log([r["d1_squared"] for r in both]), np.ones(len(both))])
+        y = np.log([r["sparsecca_increase_mb"] for r in both])
+        if np.linalg.matrix_rank(A) == 3:
+            coef = np.linalg.lstsq(A, y, rcond=None)[0]
+            fits["joint_cca_peak"] = (float(coef[0]), float(coef[1]))
+    return fits
+
+
+def _verdict(n_rows, f_rows, fits) -> list[str]:
+    """Which of nnz(X) and d1^2 the peak memory tracks, from the measured numbers."""
+    out = []
+    if len(n_rows) >= 2:
+        a = fits["n_peak_vs_nnz"][0]
+        big = max(n_rows, key=lambda r: r["n"])
+        per = [r["mb_per_mnnz"] for r in n_rows]
+        out.append(
+            f"- n sweep: nnz(X) grows as n^{fits['n_nnz_vs_n'][0]:.2f} and d1 as "
+            f"n^{fits['n_d1_vs_n'][0]:.2f} (so d1^2 as n^{2 * fits['n_d1_vs_n'][0]:.2f}); the "
+            f"whole-pipeline peak memory grows as nnz(X)^{a:.2f} (as (d1^2)^"
+            f"{fits['n_peak_vs_d1sq'][0]:.2f}); memory per nonzero of X goes from "
+            f"{per[0]:,.0f} to {per[-1]:,.0f} MB per million nonzeros.  At n = {big['n']:,} "
+            f"the peak above baseline is {big['peak_increase_mb']:,.0f} MB, "
+            f"{100 * big['frac_dense']:.1f}% of ONE dense d1 x d1 float64 matrix "
+            f"({big['dense_cxx_gb']:,.1f} GB at d1 = {big['d1']:,}).")
+    if len(f_rows) >= 2:
+        b = fits["feature_peak_vs_d1sq"][0]
+        lo, hi = min(f_rows, key=lambda r: r["d1"]), max(f_rows, key=lambda r: r["d1"])
+        out.append(
+            f"- feature sweep at n = {f_rows[0]['n']:,}: d1 goes from {lo['d1']:,} to "
+            f"{hi['d1']:,} ({hi['d1_squared'] / lo['d1_squared']:.0f}x in d1^2) while nnz(X) "
+            f"goes from {lo['nnz_x']:,} to {hi['nnz_x']:,} "
+            f"({hi['nnz_x'] / lo['nnz_x']:.2f}x); the peak up to the SparseCCA fit moves as "
+            f"(d1^2)^{b:.2f} ({lo['sparsecca_increase_mb']:,.0f} -> "
+            f"{hi['sparsecca_increase_mb']:,.0f} MB).  Growth with d1^2 would mean an "
+            f"exponent near 1.")
+        if len(n_rows) >= 2:
+            # the feature sweep is the discriminating experiment (d1^2 moves, nnz(X) does
+            # not); the n sweep then says how the memory grows with nnz(X)
+            a = fits["n_peak_vs_nnz"][0]
+            if b >= 0.5:
+                word = (f"**d1^2**: in the feature sweep it grows as (d1^2)^{b:.2f} at nearly "
+                        f"constant nnz(X)")
+            elif abs(a - 1.0) <= 0.35:
+                word = (f"**nnz(X)**, near-linearly (exponent {a:.2f}), not d1^2 (feature-"
+                        f"sweep exponent {b:.2f})")
+            elif a < 1.0:
+                word = (f"**nnz(X)** sub-linearly (exponent {a:.2f}: fixed overheads still "
+                        f"dominate at these sizes), not d1^2 (feature-sweep exponent {b:.2f})")
+            else:
+                word = (f"nnz(X) super-linearly (exponent {a:.2f}), but not d1^2 "
+                        f"(feature-sweep exponent {b:.2f})")
+            out.append(f"- verdict: peak memory tracks {word}.")
+    if not out:
+        out.append("- too few points for a verdict (need >= 2 sizes and >= 2 min_counts)")
+    return out
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[5000, 10000, 20000, 50000])
-    ap.add_argument("--min-counts", type=int, nargs="+", default=[1, 2, 5, 20, 100],
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    ap.add_argument("--sizes", nargs="+", default=["5000,10000,20000,50000"],
+                    help="n sweep sizes in sentences, e.g. 5000,10000,20000,50000")
+    ap.add_argument("--min-counts", nargs="+", default=["1,2,5,20,100"],
                     help="feature sweep: min_count of the input view's parts")
     ap.add_argument("--d1-n", type=int, default=20000, help="n of the feature sweep")
-    ap.add_argument("--k", type=int, default=50)
-    ap.add_argument("--tau", type=float, default=0.5)
+    ap.add_argument("--k", type=int, default=75)
+    ap.add_argument("--tau", type=float, default=0.9)
+    ap.add_argument("--max-rank", type=int, default=512)
     ap.add_argument("--no-tracemalloc", action="store_true")
     ap.add_argument("--synthetic", action="store_true",
                     help="synthetic_corpus instead of en-brown (automatic when absent)")
     ap.add_argument("--timeout", type=float, default=1800, help="per child, seconds")
     ap.add_argument("--out", type=Path,
-                    default=Path(tempfile.gettempdir()) / "sparsecca-profile-fit")
+                    default=Path(tempfile.gettempdir()) / "sparsecca-profile-fit",
+                    help="output directory")
     # child-only arguments
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--min-count", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--sweep", default="n", help=argparse.SUPPRESS)
     ap.add_argument("--tracemalloc", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--train-file", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        return child(args)
+        child(args)
+        return 0
+    args.sizes = parse_sizes(args.sizes)
+    args.min_counts = parse_sizes(args.min_counts)
     if not args.synthetic and not (BROWN / "train.conllu.gz").is_file():
         print(f"{BROWN} not found: using the synthetic corpus", flush=True)
         args.synthetic = True
@@ -244,13 +394,23 @@ def main(argv=None):
     print(f"machine: {info}", flush=True)
     t_start = time.perf_counter()
     runs = []
+    tmp = Path(tempfile.mkdtemp(prefix="sparsecca-profile-data-"))
+    files: dict[int, Path] = {}
+
+    def train_file(n):
+        if args.synthetic:
+            return None
+        if n not in files:
+            files[n] = tmp / f"train_{n}.conllu"
+            got = write_first_sentences(BROWN / "train.conllu.gz", n, files[n])
+            if got < n:
+                raise SystemExit(f"en-brown train has {got:,} sentences < {n:,}")
+        return files[n]
 
     def run(n, mc, sweep, trace):
-        import os
-
-        res = run_child(_argv(args, n, mc, sweep, trace), timeout=args.timeout)
+        res = run_child(_argv(args, n, mc, sweep, trace, train_file(n)), timeout=args.timeout)
         res.setdefault("sweep", sweep)
-        res["loadavg_end"] = list(os.getloadavg())
+        res.setdefault("loadavg_end", list(os.getloadavg()))
         tag = f"{sweep} n={n} min_count={mc}{' tracemalloc' if trace else ''}"
         if "error" in res:
             print(f"  {tag}: FAILED ({res['error']})", flush=True)
@@ -264,57 +424,33 @@ def main(argv=None):
         runs.append(res)
         return res
 
-    print("n sweep (whole pipeline)", flush=True)
-    n_rows = []
-    for n in args.sizes:
-        res = run(n, 1, "n", False)
-        if "error" in res:
-            continue
-        row = _summary(res)
-        if not args.no_tracemalloc:
-            tr = run(n, 1, "n", True)
-            if "error" not in tr:
-                row["traced_peak_mb"] = max(s["traced_peak_mb"] for s in tr["stages"])
-                for s in tr["stages"]:
-                    row[f"{s['stage']}_traced_peak_mb"] = s["traced_peak_mb"]
-        n_rows.append(row)
-    print(f"feature sweep (read + views + SparseCCA) at n = {args.d1_n:,}", flush=True)
-    f_rows = []
-    for mc in args.min_counts:
-        res = run(args.d1_n, mc, "features", False)
-        if "error" not in res:
-            f_rows.append(_summary(res))
+    try:
+        print("n sweep (whole pipeline)", flush=True)
+        n_rows = []
+        for n in args.sizes:
+            res = run(n, 1, "n", False)
+            if "error" in res:
+                continue
+            row = _summary(res)
+            if not args.no_tracemalloc:
+                tr = run(n, 1, "n", True)
+                if "error" not in tr:
+                    row["traced_peak_mb"] = max(s["traced_peak_mb"] for s in tr["stages"])
+                    for s in tr["stages"]:
+                        row[f"{s['stage']}_traced_peak_mb"] = s["traced_peak_mb"]
+            n_rows.append(row)
+        print(f"feature sweep (read + views + SparseCCA) at n = {args.d1_n:,}", flush=True)
+        f_rows = []
+        for mc in args.min_counts:
+            res = run(args.d1_n, mc, "features", False)
+            if "error" not in res:
+                f_rows.append(_summary(res))
+    finally:
+        for f in files.values():
+            f.unlink(missing_ok=True)
+        tmp.rmdir()
 
-    fits = {}
-    if len(n_rows) >= 2:
-        n = [r["n"] for r in n_rows]
-        fits["n_peak_vs_n"] = loglog_fit(n, [r["peak_increase_mb"] for r in n_rows])
-        fits["n_time_vs_n"] = loglog_fit(n, [r["time_s"] for r in n_rows])
-        fits["n_cca_peak_vs_n"] = loglog_fit(n, [r["sparsecca_increase_mb"] for r in n_rows])
-        fits["n_cca_time_vs_n"] = loglog_fit(n, [r["sparsecca_s"] for r in n_rows])
-        fits["n_peak_vs_nnz"] = loglog_fit([r["nnz_x"] for r in n_rows],
-                                           [r["peak_increase_mb"] for r in n_rows])
-        fits["n_cca_peak_vs_nnz"] = loglog_fit([r["nnz_x"] for r in n_rows],
-                                               [r["sparsecca_increase_mb"] for r in n_rows])
-        fits["n_cca_peak_vs_d1sq"] = loglog_fit([r["d1_squared"] for r in n_rows],
-                                                [r["sparsecca_increase_mb"] for r in n_rows])
-        if all("traced_peak_mb" in r for r in n_rows):
-            fits["n_traced_peak_vs_n"] = loglog_fit(n, [r["traced_peak_mb"] for r in n_rows])
-    if len(f_rows) >= 2:
-        y = [r["sparsecca_increase_mb"] for r in f_rows]
-        fits["feature_peak_vs_d1"] = loglog_fit([r["d1"] for r in f_rows], y)
-        fits["feature_peak_vs_d1sq"] = loglog_fit([r["d1_squared"] for r in f_rows], y)
-        fits["feature_peak_vs_nnz"] = loglog_fit([r["nnz_x"] for r in f_rows], y)
-    both = [r for r in n_rows + f_rows]
-    if len(both) >= 3:
-        import numpy as np
-
-        A = np.column_stack([np.log([r["nnz_x"] for r in both]),
-                             np.log([r["d1_squared"] for r in both]), np.ones(len(both))])
-        y = np.log([r["sparsecca_increase_mb"] for r in both])
-        coef = np.linalg.lstsq(A, y, rcond=None)[0]
-        fits["joint_cca_peak"] = (float(coef[0]), float(coef[1]))
-
+    fits = _fits(n_rows, f_rows)
     # -- report ------------------------------------------------------------------------------
     cols = [("n", "n", ",d"), ("d1", "d1", ",d"), ("nnz_x", "nnz(X)", ",d"),
             ("dense_cxx_gb", "dense d1^2 (GB)", ".1f"), ("time_s", "time (s)", ".1f"),
@@ -322,38 +458,45 @@ def main(argv=None):
             ("sparsecca_s", "SparseCCA", ".1f"), ("nbest_s", "tagger+jackknife", ".1f"),
             ("rerank_s", "reranker", ".1f"), ("peak_rss_mb", "peak RSS (MB)", ".0f"),
             ("peak_increase_mb", "above baseline (MB)", ".0f"),
-            ("sparsecca_increase_mb", "SparseCCA stage (MB)", ".0f"),
+            ("sparsecca_increase_mb", "up to SparseCCA (MB)", ".0f"),
             ("rerank_increase_mb", "reranker stage (MB)", ".0f"),
             ("traced_peak_mb", "tracemalloc peak (MB)", ".0f"),
+            ("mb_per_mnnz", "MB per 1M nnz(X)", ".0f"),
+            ("frac_dense", "peak / dense d1^2", ".3f"),
             ("cca_rank", "rank", "d"), ("cca_error_estimate", "err. est.", ".2g"),
             ("loadavg_1m", "load", ".2f")]
     fcols = [("min_count", "min_count", "d"), ("d1", "d1", ",d"), ("nnz_x", "nnz(X)", ",d"),
              ("dense_cxx_gb", "dense d1^2 (GB)", ".2f"), ("sparsecca_s", "SparseCCA (s)", ".1f"),
-             ("sparsecca_increase_mb", "SparseCCA stage above baseline (MB)", ".0f"),
+             ("sparsecca_increase_mb", "up to SparseCCA, above baseline (MB)", ".0f"),
+             ("cca_frac_dense", "that / dense d1^2", ".3f"),
              ("peak_rss_mb", "peak RSS (MB)", ".0f"), ("cca_rank", "rank", "d"),
              ("loadavg_1m", "load", ".2f")]
     names = {
         "n_peak_vs_n": "peak memory (whole pipeline) vs n",
         "n_time_vs_n": "time (whole pipeline) vs n",
-        "n_cca_peak_vs_n": "peak memory (SparseCCA stage) vs n",
+        "n_cca_peak_vs_n": "peak memory (up to SparseCCA) vs n",
         "n_cca_time_vs_n": "time (SparseCCA stage) vs n",
         "n_traced_peak_vs_n": "tracemalloc peak vs n",
+        "n_nnz_vs_n": "nnz(X) vs n",
+        "n_d1_vs_n": "d1 vs n",
         "n_peak_vs_nnz": "peak memory (whole pipeline) vs nnz(X), n sweep",
-        "n_cca_peak_vs_nnz": "peak memory (SparseCCA stage) vs nnz(X), n sweep",
-        "n_cca_peak_vs_d1sq": "peak memory (SparseCCA stage) vs d1^2, n sweep",
-        "feature_peak_vs_d1": "peak memory (SparseCCA stage) vs d1, feature sweep",
-        "feature_peak_vs_d1sq": "peak memory (SparseCCA stage) vs d1^2, feature sweep",
-        "feature_peak_vs_nnz": "peak memory (SparseCCA stage) vs nnz(X), feature sweep",
+        "n_peak_vs_d1sq": "peak memory (whole pipeline) vs d1^2, n sweep",
+        "n_cca_peak_vs_nnz": "peak memory (up to SparseCCA) vs nnz(X), n sweep",
+        "n_cca_peak_vs_d1sq": "peak memory (up to SparseCCA) vs d1^2, n sweep",
+        "feature_peak_vs_d1": "peak memory (up to SparseCCA) vs d1, feature sweep",
+        "feature_peak_vs_d1sq": "peak memory (up to SparseCCA) vs d1^2, feature sweep",
     }
+    command = "python benchmarks/memory/profile_fit.py " + " ".join(
+        sys.argv[1:] if argv is None else argv)
     lines = ["# profile_fit: peak memory and time of the fit pipeline\n",
-             f"Command: `python benchmarks/memory/profile_fit.py "
-             f"{' '.join(sys.argv[1:]) if argv is None else ' '.join(argv)}`  ",
+             f"Command: `{command}`  ",
              f"Machine: {info['cpus']} CPUs, {info['mem_gib']} GiB, Python {info['python']}, "
              f"NumPy {info['numpy']}, SciPy {info['scipy']}; load average at start "
              f"{info['loadavg']}; data: {'synthetic' if args.synthetic else 'en-brown XPOS'}; "
-             f"k = {args.k}, tau = {args.tau}; total {time.perf_counter() - t_start:.0f} s.\n",
+             f"k = {args.k}, tau = {args.tau}, max_rank = {args.max_rank}; total "
+             f"{time.perf_counter() - t_start:.0f} s.\n",
              "Memory = child peak RSS minus its RSS after imports (baseline); times are wall "
-             "seconds per stage.\n", "## n sweep (whole pipeline)\n",
+             "seconds per stage; one fresh process per row.\n", "## n sweep (whole pipeline)\n",
              markdown_table(n_rows, cols), "",
              f"## feature sweep at n = {args.d1_n:,} (read + views + SparseCCA)\n",
              markdown_table(f_rows, fcols), "", "## fitted growth exponents "
@@ -363,9 +506,20 @@ def main(argv=None):
             lines.append(f"| {names[k]} | {v[0]:.2f} |")
     if "joint_cca_peak" in fits:
         a, b = fits["joint_cca_peak"]
-        lines.append(f"| joint fit over both sweeps, log peak(SparseCCA) = a log nnz(X) + "
-                     f"b log d1^2 + c: a | {a:.2f} |")
+        lines.append(f"| joint fit over both sweeps, log peak(up to SparseCCA) = a log nnz(X) "
+                     f"+ b log d1^2 + c: a | {a:.2f} |")
         lines.append(f"| ... b (d1^2) | {b:.2f} |")
+    lines += ["", "## nnz(X) or d1^2?\n", *_verdict(n_rows, f_rows, fits)]
+    png = args.out / "profile_fit.png"
+    if len(n_rows) >= 2:
+        try:
+            _plot(n_rows, f_rows, fits, png)
+            lines += ["", "Plot: `profile_fit.png` (log-log; fitted slopes in the legends)."]
+        except ImportError:
+            png = None
+            lines += ["", "No plot: matplotlib is not installed."]
+    else:
+        png = None
     report = "\n".join(lines) + "\n"
     (args.out / "profile_fit.md").write_text(report)
     csv_rows = []
@@ -378,13 +532,12 @@ def main(argv=None):
                              "child_maxrss_mb": res.get("child_maxrss_mb"), **s})
     write_csv(csv_rows, args.out / "profile_fit.csv")
     (args.out / "profile_fit.json").write_text(json.dumps(
-        {"machine": info, "runs": runs, "fits": fits, "n_rows": n_rows, "f_rows": f_rows},
-        indent=1, default=str))
-    if n_rows:
-        _plot(n_rows, f_rows, fits, args.out / "profile_fit.png")
+        {"command": command, "machine": info, "runs": runs, "fits": fits, "n_rows": n_rows,
+         "f_rows": f_rows}, indent=1, default=str))
     print(report)
-    print(f"wrote {args.out}/profile_fit.{{md,csv,json,png}}")
+    print(f"wrote {args.out}/profile_fit.{{md,csv,json{',png' if png else ''}}}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

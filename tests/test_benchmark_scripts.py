@@ -1,0 +1,70 @@
+"""Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py.
+
+Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
+the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
+a reason when it is absent, failing under CI=true (the ``shared_data`` fixture).  psutil and
+matplotlib are optional for the scripts (the RSS sampler falls back to /proc/self/statm; no
+plot without matplotlib), so this runs with the test extra alone.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _run(script, *args, timeout=120):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run([sys.executable, str(BENCH / script), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    assert proc.returncode == 0, (f"{script} exited {proc.returncode}\n--- stdout\n"
+                                  f"{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def test_compare_peers_quick(shared_data, tmp_path):
+    out = tmp_path / "peers.json"
+    text = _run("compare_peers.py", "--quick", "--sizes", "200", "--out", out)
+    assert "| part | problem | ours | peer | peer status | peer time / ours |" in text
+    assert "**Headline (brown)**" in text
+    assert "## Taggers, en-wsj XPOS" in text
+    data = json.loads(out.read_text())
+    assert data["cca"] and data["taggers"] and data["ratios"]
+    ours = data["cca"][0]["results"]["sparsecca:auto"]
+    assert ours["status"] == "ok" and len(ours["corr"]) == 10
+
+
+def test_scale_run_small(shared_data, tmp_path):
+    out = tmp_path / "scale.md"
+    text = _run("scale_run.py", "--n", 300, "--k", 10, "--folds", 3, "--max-rank", 64,
+                "--out", out)
+    assert "| stage | time (s) | peak RSS in stage (MB) | RSS after (MB) | note |" in text
+    for stage in ("read", "tagger fit", "jackknife", "dev n-best", "views", "fit generative",
+                  "fit softened", "fit discriminative"):
+        assert f"| {stage} |" in text
+    assert "target <= 180 s" in text and "target <= 4,096 MB" in text
+    assert out.read_text().startswith("# Scale run")
+
+
+def test_profile_fit_small(shared_data, tmp_path):
+    text = _run("memory/profile_fit.py", "--sizes", "200,400", "--min-counts", "1,5",
+                "--d1-n", 200, "--no-tracemalloc", "--k", 10, "--max-rank", 64,
+                "--out", tmp_path)
+    assert "| n | d1 | nnz(X) |" in text
+    assert "## fitted growth exponents" in text
+    assert "| peak memory (whole pipeline) vs n |" in text
+    assert "- verdict: peak memory tracks" in text
+    for name in ("profile_fit.md", "profile_fit.csv", "profile_fit.json"):
+        assert (tmp_path / name).is_file()
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert (tmp_path / "profile_fit.png").stat().st_size > 0
