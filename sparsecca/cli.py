@@ -386,6 +386,12 @@ def _finish_report(results, args) -> None:
     print(format_table(results))
     written = write_report(results, args.out, overwrite=args.force)
     _info(args, "report: " + ", ".join(sorted(written.values())))
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        # said even with --quiet: a missing figure should not go unnoticed
+        print("note: no Figure-1 plot: matplotlib is not installed (install the 'plot' "
+              "extra: pip install \".[plot]\")", file=sys.stderr)
 
 
 def _check_run_args(args) -> None:
