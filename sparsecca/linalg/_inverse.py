@@ -35,6 +35,7 @@ import warnings
 
 import numpy as np
 import scipy.linalg as la
+import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._gram import RegularizedGram, _as_block, _DataMatrix, _source
@@ -432,6 +433,27 @@ class RegularizedInverse(LinearOperator):
         return self._P, self._g2
 
     # -- products ------------------------------------------------------------------------
+    def sparse_sandwich(self, B):
+        """B^T C^-1 B for a sparse (d, m) B, as a dense (m, m) array ('randomized' only).
+
+        With C^-1 = S (I - U K^-1 U^T) S (S = diag(delta)^-1/2, see ``_lowrank_inverse``) and
+        F = S B sparse, B^T C^-1 B = F^T F - (U^T F)^T K^-1 (U^T F): a sparse product and
+        O(nnz(B) r + m^2 r) dense work, never a dense (d, m) block.
+        """
+        if self.method != "randomized":
+            raise ValueError(f"sparse_sandwich needs method='randomized', got {self.method!r}")
+        F = (sp.diags(self._isd) @ sp.csr_matrix(B, dtype=np.float64)).tocsc()
+        G = np.asarray((F.T @ F).toarray(), dtype=np.float64)
+        if self._Wp is None:
+            Q = np.asarray(F.T @ self._P).T  # (r, m)
+            with small_blas(Q.shape[0]):
+                G -= Q.T @ ((self._g2 / (1.0 + self._g2))[:, None] * Q)
+        else:
+            Q = np.asarray(F.T @ self._Wp).T
+            with small_blas(Q.shape[0]):
+                G -= Q.T @ la.cho_solve((self._core_chol, True), Q, check_finite=False)
+        return 0.5 * (G + G.T)
+
     def _lowrank_inverse(self, B):
         """Woodbury inverse of the low-rank-plus-diagonal model."""
         Bs = B * self._isd[:, None]

@@ -205,7 +205,16 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
            fallback=False):
     Wy = yinv.inv_sqrt()
     n_cg = 0
-    if strategy == "full":
+    if strategy == "full" and xinv.method == "randomized" and _uncentred_sparse(cross):
+        # Galerkin matrix straight from the sparse C_xy and the low-rank-plus-diagonal form
+        # of C_xx^-1 (no dense d1 x d2 block): the rerankers' repeated solves
+        Cs = cross.tosparse()
+        H = xinv.sparse_sandwich(Cs)  # C_xy^T C_xx^-1 C_xy
+        H = Wy.matmat(np.ascontiguousarray(Wy.matmat(H).T))  # W_y (.) W_y^T
+        omega, Vk = _top_eigh(H, k)
+        B = Wy.rmatmat(Vk)
+        A = xinv.matmat(np.asarray(Cs @ B))  # C_xx^-1 C_xy W_y^T V_k, as below
+    elif strategy == "full":
         Cxy = _dense_cross(cross)
         Ct = np.ascontiguousarray(Wy.matmat(Cxy.T).T)  # C_xy W_y^T, (d1, d2)
         del Cxy
@@ -233,6 +242,17 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
                                     max_expansions=30 if fallback else 100,
                                     raise_stalled=fallback)
     return A, B, omega, n_cg
+
+
+def _uncentred_sparse(cross):
+    """True for a CrossCovariance with sparse factors and no centring term."""
+    if not (hasattr(cross, "tosparse") and hasattr(cross, "rank_one")):
+        return False
+    xd, m = getattr(cross, "_x", None), getattr(cross, "_m", None)
+    if xd is not None and not (xd.sparse and sp.issparse(m)):
+        return False
+    u, _ = cross.rank_one()
+    return not np.any(u)
 
 
 class _WhitenedCross(LinearOperator):
