@@ -394,8 +394,10 @@ class DiscriminativeReranker(_LowDimReranker):
 
     Parameters as :class:`SoftenedReranker`, plus
 
-    lam : float in (0, 1] or sequence
-        lam = 0 is refused (the objective divides by lam).
+    lam : float in (0, 1] or sequence, default (0.3, 0.5, 0.75)
+        lam = 0 is refused (the objective divides by lam).  The default grid spans the
+        paper's best English value (lam = 0.3 with tau = 0.95, k = 75, section 4) and the
+        values the softened model picks on the shared sets (0.5-0.75).
     gamma : float > 0
         Step size of the multiplier update.
     n_iter : int >= 0
@@ -409,7 +411,7 @@ class DiscriminativeReranker(_LowDimReranker):
     _state_arrays = _LowDimReranker._state_arrays + ("slacks_",)
     _state_values = _LowDimReranker._state_values + ("lam_", "n_iter_")
 
-    def __init__(self, n_components=100, tau=(0.99,), lam=(0.75, 0.9), gamma=0.1,
+    def __init__(self, n_components=100, tau=(0.99,), lam=(0.3, 0.5, 0.75), gamma=0.1,
                  n_iter=5, k_grid=None, w=None, solver="randomized", max_rank=512,
                  input_view=None, output_view=None, random_state=0, w_window=2):
         super().__init__(n_components=n_components, tau=tau, lam=lam, k_grid=k_grid, w=w,

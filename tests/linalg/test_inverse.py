@@ -198,9 +198,15 @@ def test_regularized_inverse_bad_arguments(kw, exc, match):
         RegularizedInverse(X, tau, **kw)
 
 
+@pytest.mark.parametrize("path", ["sparse", "dense"])
 @pytest.mark.parametrize("tail", ["diagonal", "identity"])
-def test_sparse_sandwich_matches_dense_products(tail):
-    """B^T C^-1 B from the sparse formula equals the product through the dense operator."""
+def test_sparse_sandwich_matches_dense_products(tail, path, monkeypatch):
+    """B^T C^-1 B from the sparse formula equals the product through the dense operator,
+    whether F^T F is a sparse product or a BLAS syrk on the densified block."""
+    import sparsecca.linalg._inverse as inverse_module
+
+    monkeypatch.setattr(inverse_module, "SANDWICH_DENSE_MIN_DENSITY",
+                        0.0 if path == "dense" else 2.0)
     X, Y = count_problem(300, 120, 25, seed=5)
     inv = RegularizedInverse(X, 0.3, method="randomized", rank=40, tail=tail, random_state=0)
     B = sp.csr_matrix(X.T @ Y)
