@@ -125,11 +125,11 @@ class _DataMatrix:
             X64 = self.X.astype(np.float64, copy=False)
             K = X64 @ X64.T
         if self.center:
-            # Xc Xc^T = X X^T - X mu 1^T - 1 mu^T X^T + n mu^T mu 1 1^T
+            # Xc Xc^T = X X^T - X mu 1^T - 1 mu^T X^T + (mu^T mu) 1 1^T
             xm = np.asarray(self.X @ self.mean, dtype=np.float64).ravel()
             K -= xm[:, None]
             K -= xm[None, :]
-            K += self.n * float(self.mean @ self.mean)
+            K += float(self.mean @ self.mean)
         return K
 
 

@@ -10,6 +10,8 @@ with a = C_xx^-1 C_xy b / sqrt(omega) (Eq. 15).  Three strategies:
 
 ``full``      Z = C_xx^-1 (C_xy W_y^T) for all d2 columns, then a dense eigh of the d2 x d2
               Galerkin matrix (C_xy W_y^T)^T Z -- for d2 up to a few thousand.
+``dual``      n < d1 and n < d2: the same problem as an r x r eigenproblem in n-space
+              (linear-kernel CCA), from the eigendecompositions of Xc Xc^T and Yc Yc^T.
 ``operator``  randomized SVD of T as a LinearOperator (needs a whitener of C_xx); fast but
               only as accurate as the randomized SVD of a slowly decaying spectrum allows.
 ``krylov``    block Krylov-Schur (Davidson) iteration on G with the C_xx^-1 products of
@@ -36,7 +38,7 @@ from ._validation import FactorizationError, check_choice, small_blas
 
 __all__ = ["CCAResult", "reduced_cca"]
 
-STRATEGIES = ("auto", "full", "operator", "krylov")
+STRATEGIES = ("auto", "full", "dual", "operator", "krylov")
 
 #: 'auto' uses the full Galerkin matrix up to this many output features
 FULL_MAX_D2 = 2500
@@ -135,8 +137,9 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     yinv : RegularizedInverse of C_yy ('dense' or 'randomized': a whitener is needed)
     cross : (d1, d2) operator, C_xy (e.g. :class:`CrossCovariance`)
     n_components : int in [1, min(d1, d2)]
-    strategy : {'auto', 'full', 'operator', 'krylov'}
-        'auto': 'full' for a dense ``xinv``; for a randomized one 'full' while d2 <= 2500;
+    strategy : {'auto', 'full', 'dual', 'operator', 'krylov'}
+        'auto': for a dense ``xinv`` 'dual' when both inverses are in their dual (n x n)
+        form (n < d1 and n < d2), else 'full'; for a randomized one 'full' while d2 <= 2500;
         for an iterative one 'full' while d2 < 3 (k + p), else 'krylov'.
     oversamples : int, optional
         Extra directions for the randomized SVD / Krylov block (default max(10, k // 2)).
@@ -168,7 +171,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         # columns only pays when d2 is not much larger than the k + p of the Krylov block
         # (zipf 50K x 30K, d2 = 300, k = 50: 'krylov' 38 s against 'full' 51 s, both to 1e-7)
         if xinv.method == "dense":
-            strategy = "full"
+            strategy = "dual" if _dual_ready(xinv, yinv, cross) else "full"
         elif xinv.method == "randomized":
             strategy = "full" if d2 <= FULL_MAX_D2 else "krylov"
         else:
@@ -176,10 +179,14 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
             # correlations: en-wsj at tau = 0.1)
             strategy = "full" if d2 < 3 * (k + p) else "krylov"
             fallback = d2 <= FULL_MAX_D2
+    if strategy == "dual" and not _dual_ready(xinv, yinv, cross):
+        raise ValueError("strategy='dual' needs 'dense' inverses of C_xx and C_yy in their "
+                         "dual (n x n) form (n < d1 and n < d2) and a cross-covariance X^T M "
+                         "with the rows of M")
     if strategy == "operator" and xinv.method == "iterative":
         raise ValueError("strategy='operator' needs a whitener of C_xx; an iterative xinv "
                          "supports strategy='full' or 'krylov'")
-    width = d2 if strategy == "full" else min(d2, k + p)
+    width = d2 if strategy in ("full", "dual") else min(d2, k + p)
     with small_blas(width):
         try:
             A, B, omega, n_cg = _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol,
@@ -214,6 +221,8 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
         omega, Vk = _top_eigh(H, k)
         B = Wy.rmatmat(Vk)
         A = xinv.matmat(np.asarray(Cs @ B))  # C_xx^-1 C_xy W_y^T V_k, as below
+    elif strategy == "dual":
+        A, B, omega = _solve_dual(xinv, yinv, cross, k)
     elif strategy == "full":
         Cxy = _dense_cross(cross)
         Ct = np.ascontiguousarray(Wy.matmat(Cxy.T).T)  # C_xy W_y^T, (d1, d2)
@@ -242,6 +251,49 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
                                     max_expansions=30 if fallback else 100,
                                     raise_stalled=fallback)
     return A, B, omega, n_cg
+
+
+def _dual_ready(xinv, yinv, cross):
+    """Both inverses dense in the dual (n x n) form, and C_xy = Xc^T M with M at hand."""
+    for inv in (xinv, yinv):
+        if inv.method != "dense" or getattr(inv, "dense_space", None) != "dual":
+            return False
+    m = getattr(cross, "_m", None)
+    return m is not None and m.shape[0] == xinv.factor.n_samples == yinv.factor.n_samples
+
+
+def _solve_dual(xinv, yinv, cross, k):
+    """Eq. 14-15 in n-space, for n < d1 and n < d2 (kernel CCA with linear kernels).
+
+    With Xc = U_x diag(sqrt(l_x)) V_x^T, Xc C_xx^-1 Xc^T = U_x G_x U_x^T, G_x =
+    diag(l_x / ((1 - tau) l_x + tau)), so the nonzero omega of C_yy^-1 C_xy^T C_xx^-1 C_xy are
+    the eigenvalues of the r x r matrix G_x^1/2 U_x^T (M C_yy^-1 M^T) U_x G_x^1/2 (r <= n), with
+    M C_yy^-1 M^T formed in n-space from the dual form of C_yy^-1.  Then b = C_yy^-1 M^T U_x
+    G_x^1/2 u and a = C_xx^-1 C_xy b (Eq. 15, up to the scale _finalize fixes): O(n^2 r)
+    instead of the d2 x d2 Galerkin matrix and d1 x d2 blocks of 'full'.
+    """
+    tau = xinv.tau
+    Ux, lx, _ = xinv.factor.dual_eigh()
+    gx = np.sqrt(lx / ((1.0 - tau) * lx + tau))
+    M = cross._m
+    _, ly, Vy = yinv.factor.dual_eigh()
+    ty = yinv.tau
+    MV = np.asarray(M @ Vy, dtype=np.float64)  # (n, r_y)
+    if sp.issparse(M):
+        MM = np.asarray((M @ M.T).toarray(), dtype=np.float64)
+    else:
+        M64 = np.asarray(M, dtype=np.float64)
+        MM = M64 @ M64.T
+    # M C_yy^-1 M^T, C_yy^-1 = V_y diag(1 / ((1 - tau) l_y + tau)) V_y^T + (I - V_y V_y^T) / tau
+    # (tau > 0 here: with tau = 0 and n < d2 the dual inverse already refused a singular C_yy)
+    N = (MV / ((1.0 - ty) * ly + ty)) @ MV.T
+    N += (MM - MV @ MV.T) / ty
+    W = Ux * gx  # U_x G_x^1/2, (n, r_x)
+    H = W.T @ N @ W
+    omega, Uk = _top_eigh(H, min(k, H.shape[0]))
+    B = yinv.matmat(np.asarray(M.T @ (W @ Uk), dtype=np.float64))
+    A = xinv.matmat(cross.matmat(B))
+    return A, B, omega
 
 
 def _uncentred_sparse(cross):

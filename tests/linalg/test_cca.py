@@ -286,3 +286,31 @@ def test_fixed_rank_engine_solves_once_at_max_rank():
     assert [r for r, _ in fixed.rank_history] == [64]
     assert adaptive.rank_history[-1][0] == 64
     np.testing.assert_allclose(fixed.correlations, adaptive.correlations, rtol=1e-10)
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("dense_m", [False, True])
+def test_dual_strategy_matches_full(center, dense_m):
+    """n < d1, d2: the n-space ('dual') solve equals the d2 x d2 Galerkin ('full') one, for
+    M = Y and for a general M (softened-style), sparse or dense."""
+    from sparsecca.linalg import CrossCovariance, RegularizedInverse, reduced_cca
+
+    X, Y = count_problem(60, 150, 90, seed=11)
+    rng = np.random.default_rng(0)
+    M = (0.6 * Y + 0.4 * sp.random(60, 90, density=0.1, random_state=rng)).tocsr()
+    if dense_m:
+        M = M.toarray()
+    xinv = RegularizedInverse(X, 0.3, method="dense", center=center)
+    yinv = RegularizedInverse(Y, 0.3, method="dense", center=center)
+    assert xinv.dense_space == yinv.dense_space == "dual"
+    cross = CrossCovariance(X, M, center=center)
+    dual = reduced_cca(xinv, yinv, cross, 8)
+    full = reduced_cca(xinv, yinv, cross, 8, strategy="full")
+    assert dual.strategy == "dual" and full.strategy == "full"
+    np.testing.assert_allclose(dual.correlations, full.correlations, rtol=1e-9)
+    Cxx = xinv.covariance.toarray()
+    Cyy = yinv.covariance.toarray()
+    assert max_sin_angle(dual.x_weights, full.x_weights, Cxx) < 1e-6
+    assert max_sin_angle(dual.y_weights, full.y_weights, Cyy) < 1e-6
+    np.testing.assert_allclose(np.abs(dual.x_weights), np.abs(full.x_weights), rtol=1e-6,
+                               atol=1e-8 * np.abs(full.x_weights).max())

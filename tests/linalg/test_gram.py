@@ -115,3 +115,23 @@ def test_block_errors():
     with pytest.raises(TypeError, match=r"pairs\[0\] must be an \(X_block, M_block\) pair, "
                                         r"got int"):
         CrossCovariance.from_blocks([5])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_centred_dual_gram_and_dual_eigh(sparse):
+    """Xc Xc^T (the dual Gram) and the dual SVD of centred data against explicit centring;
+    the constant term is (mu^T mu) 1 1^T (it was n mu^T mu: a wrong dual basis for every
+    centred n < d dense solve)."""
+    from sparsecca.linalg import GramFactor
+    from sparsecca.linalg._gram import _DataMatrix
+
+    rng = np.random.default_rng(4)
+    Xd = rng.poisson(0.7, size=(30, 70)).astype(float)
+    X = sp.csr_matrix(Xd) if sparse else Xd
+    Xc = Xd - Xd.mean(axis=0)
+    K = _DataMatrix(X, center=True).dense_outer_gram()
+    np.testing.assert_allclose(K, Xc @ Xc.T, rtol=0, atol=1e-12 * np.abs(Xc @ Xc.T).max())
+    U, lam, V = GramFactor(X, center=True).dual_eigh()
+    assert lam.size == 29  # centring removes one dimension
+    np.testing.assert_allclose(V.T @ V, np.eye(29), atol=1e-10)
+    np.testing.assert_allclose((U * np.sqrt(lam)) @ V.T, Xc, atol=1e-10)
