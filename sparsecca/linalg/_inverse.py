@@ -437,12 +437,13 @@ class RegularizedInverse(LinearOperator):
         return self._P, self._g2
 
     # -- products ------------------------------------------------------------------------
-    def sparse_sandwich(self, B):
-        """B^T C^-1 B for a sparse (d, m) B, as a dense (m, m) array ('randomized' only).
+    def sparse_sandwich(self, B, u=None, v=None):
+        """B^T C^-1 B for B = Bs - u v^T (Bs sparse (d, m); u, v an optional rank-one term,
+        the centring of a cross-covariance), as a dense (m, m) array ('randomized' only).
 
         With C^-1 = S (I - U K^-1 U^T) S (S = diag(delta)^-1/2, see ``_lowrank_inverse``) and
-        F = S B sparse, B^T C^-1 B = F^T F - (U^T F)^T K^-1 (U^T F): a sparse product and
-        O(nnz(B) r + m^2 r) dense work, never a dense (d, m) block.
+        F = S B, B^T C^-1 B = F^T F - (U^T F)^T K^-1 (U^T F): a sparse product (or a BLAS
+        syrk on a dense-enough block) and O(nnz(B) r + m^2 r) dense work.
         """
         if self.method != "randomized":
             raise ValueError(f"sparse_sandwich needs method='randomized', got {self.method!r}")
@@ -458,13 +459,19 @@ class RegularizedInverse(LinearOperator):
             G = np.triu(G) + np.triu(G, 1).T
         else:
             G = np.asarray((F.T @ F).toarray(), dtype=np.float64)
-        if self._Wp is None:
-            Q = np.asarray(F.T @ self._P).T  # (r, m)
-            with small_blas(Q.shape[0]):
+        U = self._P if self._Wp is None else self._Wp
+        Q = np.asarray(F.T @ U).T  # (r, m)
+        if u is not None and np.any(u):
+            su = np.asarray(u, dtype=np.float64) * self._isd
+            v = np.asarray(v, dtype=np.float64)
+            fs = np.asarray(F.T @ su).ravel()  # F^T S u, (m,)
+            G -= np.outer(fs, v) + np.outer(v, fs)
+            G += float(su @ su) * np.outer(v, v)
+            Q -= np.outer(U.T @ su, v)
+        with small_blas(Q.shape[0]):
+            if self._Wp is None:
                 G -= Q.T @ ((self._g2 / (1.0 + self._g2))[:, None] * Q)
-        else:
-            Q = np.asarray(F.T @ self._Wp).T
-            with small_blas(Q.shape[0]):
+            else:
                 G -= Q.T @ la.cho_solve((self._core_chol, True), Q, check_finite=False)
         return 0.5 * (G + G.T)
 

@@ -212,15 +212,17 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
            fallback=False):
     Wy = yinv.inv_sqrt()
     n_cg = 0
-    if strategy == "full" and xinv.method == "randomized" and _uncentred_sparse(cross):
-        # Galerkin matrix straight from the sparse C_xy and the low-rank-plus-diagonal form
-        # of C_xx^-1 (no dense d1 x d2 block): the rerankers' repeated solves
+    if strategy == "full" and xinv.method == "randomized" and _sparse_cross(cross):
+        # Galerkin matrix straight from the sparse C_xy (minus its rank-one centring term)
+        # and the low-rank-plus-diagonal form of C_xx^-1 (no dense d1 x d2 block): the
+        # rerankers' repeated solves
         Cs = cross.tosparse()
-        H = xinv.sparse_sandwich(Cs)  # C_xy^T C_xx^-1 C_xy
+        u, v = cross.rank_one()
+        H = xinv.sparse_sandwich(Cs, u, v)  # C_xy^T C_xx^-1 C_xy
         H = Wy.matmat(np.ascontiguousarray(Wy.matmat(H).T))  # W_y (.) W_y^T
         omega, Vk = _top_eigh(H, k)
         B = Wy.rmatmat(Vk)
-        A = xinv.matmat(np.asarray(Cs @ B))  # C_xx^-1 C_xy W_y^T V_k, as below
+        A = xinv.matmat(cross.matmat(B))  # C_xx^-1 C_xy W_y^T V_k, as below
     elif strategy == "dual":
         A, B, omega = _solve_dual(xinv, yinv, cross, k)
     elif strategy == "full":
@@ -296,15 +298,12 @@ def _solve_dual(xinv, yinv, cross, k):
     return A, B, omega
 
 
-def _uncentred_sparse(cross):
-    """True for a CrossCovariance with sparse factors and no centring term."""
+def _sparse_cross(cross):
+    """True for a CrossCovariance with sparse factors (C_xy = sparse - rank one)."""
     if not (hasattr(cross, "tosparse") and hasattr(cross, "rank_one")):
         return False
     xd, m = getattr(cross, "_x", None), getattr(cross, "_m", None)
-    if xd is not None and not (xd.sparse and sp.issparse(m)):
-        return False
-    u, _ = cross.rank_one()
-    return not np.any(u)
+    return xd is None or (xd.sparse and sp.issparse(m))
 
 
 class _WhitenedCross(LinearOperator):

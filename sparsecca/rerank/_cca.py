@@ -70,7 +70,7 @@ class _LowDimReranker(PersistMixin, BaseReranker):
 
     _has_lam = True
     # what save() stores; load() rebuilds the views from their own (validated) state
-    _state_arrays = ("x_weights_", "y_weights_", "eigenvalues_")
+    _state_arrays = ("x_weights_", "y_weights_", "eigenvalues_", "x_mean_", "y_mean_")
     _state_values = ("n_components_", "tau_", "w_", "solver_", "solver_error_", "dev_accuracy_",
                      "grid_scores_")
     _state_children = ("input_view_", "output_view_")
@@ -86,12 +86,17 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         self.x_weights_ = state_array(a, "x_weights_", "float", ndim=2, shape=(d1, k))
         self.y_weights_ = state_array(a, "y_weights_", "float", ndim=2, shape=(d2, k))
         self.eigenvalues_ = state_array(a, "eigenvalues_", "float", shape=(k,))
+        m = {"x_mean_": self.x_mean_, "y_mean_": self.y_mean_}
+        self.x_mean_ = state_array(m, "x_mean_", "float", shape=(d1,))
+        self.y_mean_ = state_array(m, "y_mean_", "float", shape=(d2,))
+        if not self.center and (np.any(self.x_mean_) or np.any(self.y_mean_)):
+            raise ModelFormatError("x_mean_ and y_mean_ must be zero for center=False")
         if not isinstance(self.w_, float) or not np.isfinite(self.w_):
             raise ModelFormatError(f"w_ must be a finite float, got {self.w_!r}")
 
     def __init__(self, n_components=100, tau=(0.9, 0.99), lam=(0.5, 0.75, 0.9),
                  k_grid=None, w=None, solver="randomized", max_rank=512, input_view=None,
-                 output_view=None, random_state=0, w_window=2):
+                 output_view=None, random_state=0, w_window=2, center=False):
         self.n_components = n_components
         self.tau = tau
         self.lam = lam
@@ -103,12 +108,14 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         self.output_view = output_view
         self.random_state = random_state
         self.w_window = w_window
+        self.center = center
 
     # -- sklearn-style parameter access ---------------------------------------------------
     def get_params(self, deep=True):
         return {k: getattr(self, k) for k in ("n_components", "tau", "lam", "k_grid", "w",
                                               "solver", "max_rank", "input_view",
-                                              "output_view", "random_state", "w_window")}
+                                              "output_view", "random_state", "w_window",
+                                              "center")}
 
     def set_params(self, **params):
         for k, v in params.items():
@@ -139,6 +146,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         if self.solver not in ("auto", "dense", "randomized", "iterative"):
             raise ValueError(f"solver must be 'auto', 'dense', 'randomized' or 'iterative', "
                              f"got {self.solver!r}")
+        if not isinstance(self.center, (bool, np.bool_)):
+            raise ValueError(f"center must be True or False, got {self.center!r}")
         ww = self.w_window
         if isinstance(ww, bool) or not isinstance(ww, numbers.Integral) or ww < 0:
             raise ValueError(f"w_window must be an int >= 0, got {ww!r}")
@@ -204,7 +213,12 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
         # the rank cap is part of the model (rank-plus-ridge C_xx): no adaptive doubling
         engine = CCAEngine(X, Y, solver=self.solver, max_rank=int(self.max_rank),
-                           random_state=self.random_state, adaptive_rank=False)
+                           random_state=self.random_state, adaptive_rank=False,
+                           center=bool(self.center))
+        # training means of the views (zero without centring): every projection is taken
+        # of the centred vector, A^T (x - mu_x) and B^T (yhat - mu_y)
+        self.x_mean_ = _column_mean(X) if self.center else np.zeros(X.shape[1])
+        self.y_mean_ = _column_mean(Y) if self.center else np.zeros(Y.shape[1])
         if dev is not None:
             Xd, Yhat_d = self._views(dev)
         grid_acc = np.full((taus.size, lams.size), -np.inf)
@@ -246,7 +260,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         The selection score is the plateau-averaged dev accuracy of :func:`tune_weight`
         (``w_window``), so k, tau and lam are compared on the same robust criterion as w.
         """
-        P = _cosine_prefix_scores(np.asarray(Xd @ A), np.asarray(Yhat_d @ B), dev.cand_sentence)
+        P = _cosine_prefix_scores(_project(Xd, A, self.x_mean_),
+                                  _project(Yhat_d, B, self.y_mean_), dev.cand_sentence)
         best = (-np.inf, -np.inf, None, None)
         for k in ks:
             p = P[:, k - 1]
@@ -268,8 +283,9 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         self._check_fitted("x_weights_")
         nbest = check_nbest(nbest)
         X, Yhat = self._views(nbest)
-        P = _cosine_prefix_scores(np.asarray(X @ self.x_weights_),
-                                  np.asarray(Yhat @ self.y_weights_), nbest.cand_sentence)
+        P = _cosine_prefix_scores(_project(X, self.x_weights_, self.x_mean_),
+                                  _project(Yhat, self.y_weights_, self.y_mean_),
+                                  nbest.cand_sentence)
         return P[:, -1]
 
     def decision_function(self, nbest):
@@ -303,6 +319,18 @@ def _solve(engine, M, tau, K):
     return A, B, omega, (None if err is None else float(err))
 
 
+def _column_mean(X):
+    return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+
+
+def _project(X, W, mean):
+    """(X - 1 mean^T) W without densifying X; (n, k) float64."""
+    P = np.asarray(X @ W, dtype=np.float64)
+    if np.any(mean):
+        P -= mean @ W
+    return P
+
+
 def _clone_view(view):
     return type(view)(**view.get_params())
 
@@ -331,6 +359,11 @@ class GenerativeReranker(_LowDimReranker):
     input_view, output_view : unfitted views
         Default ``SuffixView()`` (suffixes 2-4) and ``TagNgramView()`` (tag 1- and 2-grams).
     random_state : int or None
+    center : bool, default False
+        Centre both views (implicitly: sparse inputs stay sparse) before the eigenproblem,
+        and score A^T (x - mu_x) against B^T (yhat - mu_y) with the training means
+        ``x_mean_`` / ``y_mean_``.  Uncentred (the paper's Eq. 11), the first canonical pair
+        is the mean direction, shared by every candidate of a sentence.
     w_window : int >= 0, default 2
         w, k, tau and lam are chosen by the dev accuracy averaged over +-``w_window``
         neighbouring w grid points (see :func:`sparsecca.rerank.tune_weight`): a broad
@@ -347,11 +380,11 @@ class GenerativeReranker(_LowDimReranker):
 
     def __init__(self, n_components=100, tau=(0.9, 0.99, 0.999), k_grid=None, w=None,
                  solver="randomized", max_rank=512, input_view=None, output_view=None,
-                 random_state=0, w_window=2):
+                 random_state=0, w_window=2, center=False):
         super().__init__(n_components=n_components, tau=tau, lam=0.0, k_grid=k_grid, w=w,
                          solver=solver, max_rank=max_rank, input_view=input_view,
                          output_view=output_view, random_state=random_state,
-                         w_window=w_window)
+                         w_window=w_window, center=center)
 
     def get_params(self, deep=True):
         p = super().get_params(deep)
@@ -413,11 +446,12 @@ class DiscriminativeReranker(_LowDimReranker):
 
     def __init__(self, n_components=100, tau=(0.99,), lam=(0.3, 0.5, 0.75), gamma=0.1,
                  n_iter=5, k_grid=None, w=None, solver="randomized", max_rank=512,
-                 input_view=None, output_view=None, random_state=0, w_window=2):
+                 input_view=None, output_view=None, random_state=0, w_window=2,
+                 center=False):
         super().__init__(n_components=n_components, tau=tau, lam=lam, k_grid=k_grid, w=w,
                          solver=solver, max_rank=max_rank, input_view=input_view,
                          output_view=output_view, random_state=random_state,
-                         w_window=w_window)
+                         w_window=w_window, center=center)
         self.gamma = gamma
         self.n_iter = n_iter
 
@@ -455,15 +489,15 @@ class DiscriminativeReranker(_LowDimReranker):
             if it == int(self.n_iter):
                 break
             # normalise to the length constraints ||X a|| = ||Y b|| = 1 (Eq. 4)
-            PX = np.asarray(X @ A)
-            PY = np.asarray(Y @ B)
+            PX = _project(X, A, self.x_mean_)
+            PY = _project(Y, B, self.y_mean_)
             nx = np.linalg.norm(PX, axis=0)
             ny = np.linalg.norm(PY, axis=0)
             nx[nx == 0] = 1.0
             ny[ny == 0] = 1.0
             PX /= nx
             QY = PY / ny
-            QH = np.asarray(Yhat @ B) / ny
+            QH = _project(Yhat, B, self.y_mean_) / ny
             margins = np.einsum("ij,ij->i", PX[cand_sent], QY[cand_sent] - QH)
             xi, alpha = slack_update(margins, L, alpha, off, float(self.gamma))
             history.append(xi)

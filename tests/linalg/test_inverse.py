@@ -215,18 +215,30 @@ def test_sparse_sandwich_matches_dense_products(tail, path, monkeypatch):
     scale = np.abs(ref).max()
     np.testing.assert_allclose(got, 0.5 * (ref + ref.T), rtol=0,
                                atol=1e3 * np.finfo(float).eps * scale)
+    # with a rank-one term (a centred cross-covariance): B - u v^T
+    rng = np.random.default_rng(1)
+    u, v = rng.normal(size=B.shape[0]), rng.normal(size=B.shape[1])
+    Bd = B.toarray() - np.outer(u, v)
+    ref = Bd.T @ inv.matmat(Bd)
+    got = inv.sparse_sandwich(B, u, v)
+    np.testing.assert_allclose(got, 0.5 * (ref + ref.T), rtol=0,
+                               atol=1e3 * np.finfo(float).eps * np.abs(ref).max())
 
 
-def test_sparse_galerkin_path_matches_dense_cross_path():
-    """reduced_cca's sparse Galerkin shortcut (randomized inverse, sparse uncentred C_xy)
-    gives the projections of the dense-block path (forced by a dense M)."""
+@pytest.mark.parametrize("center", [False, True])
+def test_sparse_galerkin_path_matches_dense_cross_path(center):
+    """reduced_cca's sparse Galerkin shortcut (randomized inverse, sparse C_xy, with or
+    without its rank-one centring term) gives the projections of the dense-block path
+    (forced by a dense M)."""
     from sparsecca.linalg import CrossCovariance, reduced_cca
 
     X, Y = count_problem(400, 150, 30, seed=6)
-    xinv = RegularizedInverse(X, 0.4, method="randomized", rank=60, random_state=0)
-    yinv = RegularizedInverse(Y, 0.4, method="dense")
-    fast = reduced_cca(xinv, yinv, CrossCovariance(X, Y), 6, strategy="full")
-    slow = reduced_cca(xinv, yinv, CrossCovariance(X, Y.toarray()), 6, strategy="full")
+    xinv = RegularizedInverse(X, 0.4, method="randomized", rank=60, random_state=0,
+                              center=center)
+    yinv = RegularizedInverse(Y, 0.4, method="dense", center=center)
+    fast = reduced_cca(xinv, yinv, CrossCovariance(X, Y, center=center), 6, strategy="full")
+    slow = reduced_cca(xinv, yinv, CrossCovariance(X, Y.toarray(), center=center), 6,
+                       strategy="full")
     np.testing.assert_allclose(fast.correlations, slow.correlations, rtol=1e-10)
     np.testing.assert_allclose(fast.x_weights, slow.x_weights, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(fast.y_weights, slow.y_weights, rtol=1e-7, atol=1e-9)

@@ -33,13 +33,17 @@ def lists(n=700, k=5, seed=0):
 FIXED = dict(n_components=8, tau=0.5, k_grid=[8], w=3.0, solver="dense")
 
 
-def _reference_projections(train, tau, M_of, k):
-    """Eq. 11 as one dense symmetric-definite generalized eigenproblem (scipy.linalg.eigh)."""
+def _reference_projections(train, tau, M_of, k, center=False):
+    """Eq. 11 as one dense symmetric-definite generalized eigenproblem (scipy.linalg.eigh);
+    with ``center`` on explicitly centred views."""
     X = SuffixView().fit_transform(train.corpus).toarray()
     view = TagNgramView().fit(train.corpus)
     Y = view.transform(train.corpus).toarray()
     Yh = view.transform_sequences(train.tag_ids, train.cand_offsets, train.tags).toarray()
     M = M_of(Y, Yh)
+    if center:
+        X = X - X.mean(axis=0)
+        Y = Y - Y.mean(axis=0)
     d1, d2 = X.shape[1], Y.shape[1]
     Cxy = X.T @ M
     lhs = np.zeros((d1 + d2, d1 + d2))
@@ -65,6 +69,34 @@ def test_generative_equals_block_eigenproblem():
     np.testing.assert_allclose(np.sqrt(model.eigenvalues_), w, rtol=1e-8)
     np.testing.assert_allclose(_match_signs(A, model.x_weights_), A, atol=1e-6)
     np.testing.assert_allclose(_match_signs(B, model.y_weights_), B, atol=1e-6)
+
+
+@pytest.mark.parametrize("model_cls", [GenerativeReranker, SoftenedReranker])
+def test_centred_models_equal_centred_eigenproblem(model_cls):
+    """center=True: CCA on the centred views, and projections of centred vectors."""
+    train, dev, _ = lists()
+    params = dict(FIXED, center=True)
+    if model_cls is GenerativeReranker:
+        params.pop("lam", None)
+        M_of = lambda Y, Yh: Y  # noqa: E731
+    else:
+        params["lam"] = 0.4
+
+        def M_of(Y, Yh):
+            R = aggregate_residuals(Y, Yh, train.losses, train.sent_offsets).toarray()
+            return 0.6 * Y + 0.4 * R
+    model = model_cls(**params).fit(train, dev)
+    w, A, B = _reference_projections(train, 0.5, M_of, 8, center=True)
+    np.testing.assert_allclose(np.sqrt(model.eigenvalues_), w, rtol=1e-8)
+    np.testing.assert_allclose(_match_signs(A, model.x_weights_), A, atol=1e-6)
+    np.testing.assert_allclose(_match_signs(B, model.y_weights_), B, atol=1e-6)
+    X = model.input_view_.transform(dev.corpus).toarray()
+    Yh = model.output_view_.transform_sequences(dev.tag_ids, dev.cand_offsets,
+                                                dev.tags).toarray()
+    u = (X - model.x_mean_)[dev.cand_sentence] @ model.x_weights_
+    v = (Yh - model.y_mean_) @ model.y_weights_
+    ref = np.einsum("ij,ij->i", u, v) / (np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1))
+    np.testing.assert_allclose(model.projection_scores(dev), ref, atol=1e-12)
 
 
 def test_softened_equals_block_eigenproblem():
