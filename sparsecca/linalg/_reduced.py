@@ -10,8 +10,9 @@ with a = C_xx^-1 C_xy b / sqrt(omega) (Eq. 15).  Three strategies:
 
 ``full``      Z = C_xx^-1 (C_xy W_y^T) for all d2 columns, then a dense eigh of the d2 x d2
               Galerkin matrix (C_xy W_y^T)^T Z -- for d2 up to a few thousand.
-``dual``      n < d1 and n < d2: the same problem as an r x r eigenproblem in n-space
-              (linear-kernel CCA), from the eigendecompositions of Xc Xc^T and Yc Yc^T.
+``dual``      n < d1: C_xx^-1 through the eigendecomposition of Xc Xc^T; with n < d2 too
+              the whole problem is an r x r eigenproblem in n-space (linear-kernel CCA),
+              otherwise a d2 x d2 Galerkin matrix from an (r x d2) block.
 ``operator``  randomized SVD of T as a LinearOperator (needs a whitener of C_xx); fast but
               only as accurate as the randomized SVD of a slowly decaying spectrum allows.
 ``krylov``    block Krylov-Schur (Davidson) iteration on G with the C_xx^-1 products of
@@ -138,8 +139,8 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     cross : (d1, d2) operator, C_xy (e.g. :class:`CrossCovariance`)
     n_components : int in [1, min(d1, d2)]
     strategy : {'auto', 'full', 'dual', 'operator', 'krylov'}
-        'auto': for a dense ``xinv`` 'dual' when both inverses are in their dual (n x n)
-        form (n < d1 and n < d2), else 'full'; for a randomized one 'full' while d2 <= 2500;
+        'auto': for a dense ``xinv`` 'dual' when it is in its dual (n x n) form (n < d1),
+        else 'full'; for a randomized one 'full' while d2 <= 2500;
         for an iterative one 'full' while d2 < 3 (k + p), else 'krylov'.
     oversamples : int, optional
         Extra directions for the randomized SVD / Krylov block (default max(10, k // 2)).
@@ -180,9 +181,9 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
             strategy = "full" if d2 < 3 * (k + p) else "krylov"
             fallback = d2 <= FULL_MAX_D2
     if strategy == "dual" and not _dual_ready(xinv, yinv, cross):
-        raise ValueError("strategy='dual' needs 'dense' inverses of C_xx and C_yy in their "
-                         "dual (n x n) form (n < d1 and n < d2) and a cross-covariance X^T M "
-                         "with the rows of M")
+        raise ValueError("strategy='dual' needs a 'dense' inverse of C_xx in its dual (n x n) "
+                         "form (n < d1), a 'dense' inverse of C_yy and a cross-covariance "
+                         "X^T M with the rows of M")
     if strategy == "operator" and xinv.method == "iterative":
         raise ValueError("strategy='operator' needs a whitener of C_xx; an iterative xinv "
                          "supports strategy='full' or 'krylov'")
@@ -255,17 +256,25 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
     return A, B, omega, n_cg
 
 
+def _is_dual(inv):
+    return inv.method == "dense" and getattr(inv, "dense_space", None) == "dual"
+
+
 def _dual_ready(xinv, yinv, cross):
-    """Both inverses dense in the dual (n x n) form, and C_xy = Xc^T M with M at hand."""
-    for inv in (xinv, yinv):
-        if inv.method != "dense" or getattr(inv, "dense_space", None) != "dual":
-            return False
+    """C_xx^-1 dense in its dual (n x n) form, C_yy^-1 dense (either form), and C_xy =
+    Xc^T M with M at hand."""
+    if not (_is_dual(xinv) and yinv.method == "dense"):
+        return False
     m = getattr(cross, "_m", None)
     return m is not None and m.shape[0] == xinv.factor.n_samples == yinv.factor.n_samples
 
 
 def _solve_dual(xinv, yinv, cross, k):
-    """Eq. 14-15 in n-space, for n < d1 and n < d2 (kernel CCA with linear kernels).
+    """Eq. 14-15 through the dual (n x n) form of C_xx^-1, for n < d1.
+
+    With n < d2 as well, the whole problem is solved in n-space (kernel CCA with linear
+    kernels), as below; otherwise (C_yy^-1 primal) the d2 x d2 Galerkin matrix is E^T E with
+    E = G_x^1/2 U_x^T M, whitened by the Cholesky factor of C_yy.
 
     With Xc = U_x diag(sqrt(l_x)) V_x^T, Xc C_xx^-1 Xc^T = U_x G_x U_x^T, G_x =
     diag(l_x / ((1 - tau) l_x + tau)), so the nonzero omega of C_yy^-1 C_xy^T C_xx^-1 C_xy are
@@ -278,6 +287,19 @@ def _solve_dual(xinv, yinv, cross, k):
     Ux, lx, _ = xinv.factor.dual_eigh()
     gx = np.sqrt(lx / ((1.0 - tau) * lx + tau))
     M = cross._m
+    W = Ux * gx  # U_x G_x^1/2, (n, r_x)
+    if not _is_dual(yinv):
+        # n >= d2: the d2 x d2 Galerkin matrix E^T E, E = G_x^1/2 U_x^T M (r_x x d2), whitened
+        # by the Cholesky factor of C_yy -- no d1 x d2 block and no C_xx^-1 product for it
+        E = np.asarray(M.T @ W, dtype=np.float64).T
+        Wy = yinv.inv_sqrt()
+        Et = np.ascontiguousarray(Wy.matmat(np.ascontiguousarray(E.T)).T)  # E W_y^T
+        with small_blas(Et.shape[1]):
+            H = Et.T @ Et
+        omega, Vk = _top_eigh(H, k)
+        B = Wy.rmatmat(Vk)
+        A = xinv.matmat(cross.matmat(B))
+        return A, B, omega
     _, ly, Vy = yinv.factor.dual_eigh()
     ty = yinv.tau
     MV = np.asarray(M @ Vy, dtype=np.float64)  # (n, r_y)
@@ -290,7 +312,6 @@ def _solve_dual(xinv, yinv, cross, k):
     # (tau > 0 here: with tau = 0 and n < d2 the dual inverse already refused a singular C_yy)
     N = (MV / ((1.0 - ty) * ly + ty)) @ MV.T
     N += (MM - MV @ MV.T) / ty
-    W = Ux * gx  # U_x G_x^1/2, (n, r_x)
     H = W.T @ N @ W
     omega, Uk = _top_eigh(H, min(k, H.shape[0]))
     B = yinv.matmat(np.asarray(M.T @ (W @ Uk), dtype=np.float64))

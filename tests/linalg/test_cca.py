@@ -288,21 +288,23 @@ def test_fixed_rank_engine_solves_once_at_max_rank():
     np.testing.assert_allclose(fixed.correlations, adaptive.correlations, rtol=1e-10)
 
 
+@pytest.mark.parametrize("d2", [90, 40])
 @pytest.mark.parametrize("center", [False, True])
 @pytest.mark.parametrize("dense_m", [False, True])
-def test_dual_strategy_matches_full(center, dense_m):
-    """n < d1, d2: the n-space ('dual') solve equals the d2 x d2 Galerkin ('full') one, for
-    M = Y and for a general M (softened-style), sparse or dense."""
+def test_dual_strategy_matches_full(center, dense_m, d2):
+    """n < d1: the 'dual' solve (n-space when n < d2 too, else an (r x d2) Galerkin block)
+    equals the 'full' one, for M = Y and for a general M (softened-style), sparse or dense."""
     from sparsecca.linalg import CrossCovariance, RegularizedInverse, reduced_cca
 
-    X, Y = count_problem(60, 150, 90, seed=11)
+    X, Y = count_problem(60, 150, d2, seed=11)
     rng = np.random.default_rng(0)
-    M = (0.6 * Y + 0.4 * sp.random(60, 90, density=0.1, random_state=rng)).tocsr()
+    M = (0.6 * Y + 0.4 * sp.random(60, d2, density=0.1, random_state=rng)).tocsr()
     if dense_m:
         M = M.toarray()
     xinv = RegularizedInverse(X, 0.3, method="dense", center=center)
     yinv = RegularizedInverse(Y, 0.3, method="dense", center=center)
-    assert xinv.dense_space == yinv.dense_space == "dual"
+    assert xinv.dense_space == "dual"
+    assert yinv.dense_space == ("dual" if d2 > 60 else "primal")
     cross = CrossCovariance(X, M, center=center)
     dual = reduced_cca(xinv, yinv, cross, 8)
     full = reduced_cca(xinv, yinv, cross, 8, strategy="full")
