@@ -284,22 +284,33 @@ def _solve_dual(xinv, yinv, cross, k):
     instead of the d2 x d2 Galerkin matrix and d1 x d2 blocks of 'full'.
     """
     tau = xinv.tau
-    Ux, lx, _ = xinv.factor.dual_eigh()
-    gx = np.sqrt(lx / ((1.0 - tau) * lx + tau))
     M = cross._m
-    W = Ux * gx  # U_x G_x^1/2, (n, r_x)
     if not _is_dual(yinv):
-        # n >= d2: the d2 x d2 Galerkin matrix E^T E, E = G_x^1/2 U_x^T M (r_x x d2), whitened
-        # by the Cholesky factor of C_yy -- no d1 x d2 block and no C_xx^-1 product for it
-        E = np.asarray(M.T @ W, dtype=np.float64).T
+        # n >= d2: the d2 x d2 Galerkin matrix from the dual Cholesky factor L of
+        # (1 - tau) Kc + tau I (Kc = Xc Xc^T):  Xc C_xx^-1 Xc^T = (I - tau (L L^T)^-1) / (1 - tau),
+        # so C_xy^T C_xx^-1 C_xy = (M^T M - tau Z^T Z) / (1 - tau), Z = L^-1 M; whitened by the
+        # Cholesky factor of C_yy -- no d1 x d2 block, no eigendecomposition of Kc
+        Md = M.toarray() if sp.issparse(M) else np.asarray(M)
+        Md = np.asarray(Md, dtype=np.float64)
+        with small_blas(Md.shape[1]):
+            if tau == 1.0:  # C_xx = I: M^T Kc M
+                H = Md.T @ (xinv.factor._src.dense_outer_gram() @ Md)
+            else:
+                Z = la.solve_triangular(xinv._dual_chol, Md, lower=True, check_finite=False)
+                H = Md.T @ Md
+                H -= tau * (Z.T @ Z)
+                del Z
+                H /= 1.0 - tau
+        del Md
         Wy = yinv.inv_sqrt()
-        Et = np.ascontiguousarray(Wy.matmat(np.ascontiguousarray(E.T)).T)  # E W_y^T
-        with small_blas(Et.shape[1]):
-            H = Et.T @ Et
+        H = Wy.matmat(np.ascontiguousarray(Wy.matmat(H).T))  # W_y (.) W_y^T
         omega, Vk = _top_eigh(H, k)
         B = Wy.rmatmat(Vk)
         A = xinv.matmat(cross.matmat(B))
         return A, B, omega
+    Ux, lx, _ = xinv.factor.dual_eigh()
+    gx = np.sqrt(lx / ((1.0 - tau) * lx + tau))
+    W = Ux * gx  # U_x G_x^1/2, (n, r_x)
     _, ly, Vy = yinv.factor.dual_eigh()
     ty = yinv.tau
     MV = np.asarray(M @ Vy, dtype=np.float64)  # (n, r_y)

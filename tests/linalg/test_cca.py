@@ -288,10 +288,11 @@ def test_fixed_rank_engine_solves_once_at_max_rank():
     np.testing.assert_allclose(fixed.correlations, adaptive.correlations, rtol=1e-10)
 
 
+@pytest.mark.parametrize("tau", [0.3, 1.0])
 @pytest.mark.parametrize("d2", [90, 40])
 @pytest.mark.parametrize("center", [False, True])
 @pytest.mark.parametrize("dense_m", [False, True])
-def test_dual_strategy_matches_full(center, dense_m, d2):
+def test_dual_strategy_matches_full(center, dense_m, d2, tau):
     """n < d1: the 'dual' solve (n-space when n < d2 too, else an (r x d2) Galerkin block)
     equals the 'full' one, for M = Y and for a general M (softened-style), sparse or dense."""
     from sparsecca.linalg import CrossCovariance, RegularizedInverse, reduced_cca
@@ -301,8 +302,8 @@ def test_dual_strategy_matches_full(center, dense_m, d2):
     M = (0.6 * Y + 0.4 * sp.random(60, d2, density=0.1, random_state=rng)).tocsr()
     if dense_m:
         M = M.toarray()
-    xinv = RegularizedInverse(X, 0.3, method="dense", center=center)
-    yinv = RegularizedInverse(Y, 0.3, method="dense", center=center)
+    xinv = RegularizedInverse(X, tau, method="dense", center=center)
+    yinv = RegularizedInverse(Y, tau, method="dense", center=center)
     assert xinv.dense_space == "dual"
     assert yinv.dense_space == ("dual" if d2 > 60 else "primal")
     cross = CrossCovariance(X, M, center=center)
