@@ -14,6 +14,7 @@ from .._persist import (
     unpack_strings,
 )
 from ..data import TaggedCorpus, Vocabulary
+from ..kernels import grouped_lookup
 from ._base import (
     BaseView,
     NotFittedError,
@@ -32,7 +33,6 @@ from ._base import (
     stack_rows,
     type_features,
 )
-from ._kernels import grouped_lookup
 from ._lexical import suffixes
 from ._tags import BOS, recode_tags
 

@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from sparsecca.features._kernels import grouped_lookup
+from sparsecca.kernels import grouped_lookup
 
 
 def _table(rng, n_groups, n_codes, density):
@@ -75,7 +75,7 @@ def test_grouped_lookup_without_jit():
     """The kernel as plain Python (NUMBA_DISABLE_JIT=1) agrees with the reference."""
     code = textwrap.dedent("""
         import numpy as np
-        from sparsecca.features._kernels import grouped_lookup
+        from sparsecca.kernels import grouped_lookup
         from sparsecca.features import JointView
         from sparsecca.data import TaggedCorpus
         start = np.array([0, 2, 2, 3])

@@ -1,4 +1,4 @@
-"""Numba kernel of the feature views: looking feature codes up in a grouped sorted table."""
+"""Numba kernel for the feature views: looking feature codes up in a grouped sorted table."""
 
 from __future__ import annotations
 
