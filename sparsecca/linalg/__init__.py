@@ -9,7 +9,8 @@ is not scaled by (1 - tau), sqrt(omega) of Eq. 14 can exceed 1 (up to 1 / (1 - t
 
 Covariance builders
     :class:`RegularizedGram`, :class:`CrossCovariance` (LinearOperators; accumulate from CSR
-    row blocks with ``from_blocks``), :class:`GramStats`
+    row blocks with ``from_blocks``), :class:`GramStats`; :func:`column_mean` and
+    :func:`centred_projection` (projections of implicitly centred rows)
 Randomized SVD (Halko, Martinsson & Tropp 2011)
     :func:`randomized_svd`, :func:`randomized_range_finder`, :func:`adaptive_range_finder`,
     :func:`svd_flip`
@@ -28,7 +29,7 @@ Errors
 """
 
 from ._cca import CCAEngine, SparseCCA, cca_path
-from ._gram import CrossCovariance, GramStats, RegularizedGram
+from ._gram import CrossCovariance, GramStats, RegularizedGram, centred_projection, column_mean
 from ._inverse import GramFactor, RegularizedInverse, block_cg
 from ._reduced import CCAResult, reduced_cca
 from ._rsvd import adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
@@ -48,6 +49,8 @@ __all__ = [
     "adaptive_range_finder",
     "block_cg",
     "cca_path",
+    "centred_projection",
+    "column_mean",
     "randomized_range_finder",
     "randomized_svd",
     "reduced_cca",

@@ -17,7 +17,13 @@ import numpy as np
 
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..exceptions import NotFittedError
-from ._gram import CrossCovariance, _ColumnMerge, _DataMatrix
+from ._gram import (
+    CrossCovariance,
+    _ColumnMerge,
+    _DataMatrix,
+    centred_projection,
+    column_mean,
+)
 from ._inverse import GramFactor, RegularizedInverse
 from ._reduced import CCAResult, reduced_cca
 from ._validation import (
@@ -419,8 +425,8 @@ class SparseCCA(PersistMixin, _ParamsMixin):
         self.n_merged_features_ = engine.n_merged_features_
         # the engine solves on X with duplicate columns merged; the weights come back expanded,
         # so the means must be those of the original columns
-        self.x_mean_ = _column_mean(engine.X) if engine.center else None
-        self.y_mean_ = _column_mean(engine.Y) if engine.center else None
+        self.x_mean_ = column_mean(engine.X) if engine.center else None
+        self.y_mean_ = column_mean(engine.Y) if engine.center else None
         self.empirical_correlations_ = _pearson(engine.X @ A, engine.Y @ B)
 
     def _check_fitted(self):
@@ -509,7 +515,7 @@ class SparseCCA(PersistMixin, _ParamsMixin):
         if X.shape[1] != self.x_weights_.shape[0]:
             raise ValueError(f"X must have {self.x_weights_.shape[0]} features as in fit, "
                              f"got {X.shape[1]}")
-        xs = _project(X, self.x_weights_, self.x_mean_)
+        xs = centred_projection(X, self.x_weights_, self.x_mean_)
         if Y is None:
             return xs
         Y = check_matrix(Y, "Y")
@@ -517,22 +523,11 @@ class SparseCCA(PersistMixin, _ParamsMixin):
         if Y.shape[1] != self.y_weights_.shape[0]:
             raise ValueError(f"Y must have {self.y_weights_.shape[0]} features as in fit, "
                              f"got {Y.shape[1]}")
-        return xs, _project(Y, self.y_weights_, self.y_mean_)
+        return xs, centred_projection(Y, self.y_weights_, self.y_mean_)
 
     def fit_transform(self, X, Y):
         """fit(X, Y) then transform(X, Y): returns (x_scores, y_scores)."""
         return self.fit(X, Y).transform(X, Y)
-
-
-def _column_mean(X):
-    return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
-
-
-def _project(X, W, mean):
-    P = np.asarray(X @ W, dtype=np.float64)
-    if mean is not None:
-        P -= mean @ W
-    return P
 
 
 def _pearson(P, Q):

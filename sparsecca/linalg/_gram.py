@@ -23,7 +23,8 @@ from scipy.sparse.linalg import LinearOperator
 from ..kernels._csr import csr_gram_matmat, csr_gram_matmat_parallel
 from ._validation import check_matrix, check_same_rows, check_tau
 
-__all__ = ["GramStats", "RegularizedGram", "CrossCovariance"]
+__all__ = ["GramStats", "RegularizedGram", "CrossCovariance", "column_mean",
+           "centred_projection"]
 
 #: above this many multiply-adds (nnz(X) * block width) the fused Gram kernel runs on all
 #: numba threads -- only when SPARSECCA_PARALLEL_GRAM=1: on the shared 2-core machine the
@@ -43,6 +44,22 @@ def _as_block(V):
     if one_d:
         V = V[:, None]
     return np.ascontiguousarray(V, dtype=np.float64), one_d
+
+
+def column_mean(X):
+    """Column means of a dense or sparse (n, d) matrix, as a float64 (d,) array."""
+    return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+
+
+def centred_projection(X, W, mean=None):
+    """(X - 1 mean^T) W without densifying X, (n, k) float64.
+
+    ``mean`` None (or all zero) gives X W: the uncentred projection.
+    """
+    P = np.asarray(X @ W, dtype=np.float64)
+    if mean is not None and np.any(mean):
+        P -= mean @ W
+    return P
 
 
 class _DataMatrix:

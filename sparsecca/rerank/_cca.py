@@ -25,7 +25,7 @@ import numpy as np
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..features import SuffixView, TagNgramView
 from ..kernels import aggregate_residuals, slack_update
-from ..linalg import CCAEngine
+from ..linalg import CCAEngine, centred_projection, column_mean
 from ._base import BaseReranker, check_nbest, losses_of_choice, plateau_score, tune_weight
 
 __all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
@@ -217,8 +217,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
                            center=bool(self.center))
         # training means of the views (zero without centring): every projection is taken
         # of the centred vector, A^T (x - mu_x) and B^T (yhat - mu_y)
-        self.x_mean_ = _column_mean(X) if self.center else np.zeros(X.shape[1])
-        self.y_mean_ = _column_mean(Y) if self.center else np.zeros(Y.shape[1])
+        self.x_mean_ = column_mean(X) if self.center else np.zeros(X.shape[1])
+        self.y_mean_ = column_mean(Y) if self.center else np.zeros(Y.shape[1])
         if dev is not None:
             Xd, Yhat_d = self._views(dev)
         grid_acc = np.full((taus.size, lams.size), -np.inf)
@@ -260,8 +260,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         The selection score is the plateau-averaged dev accuracy of :func:`tune_weight`
         (``w_window``), so k, tau and lam are compared on the same robust criterion as w.
         """
-        P = _cosine_prefix_scores(_project(Xd, A, self.x_mean_),
-                                  _project(Yhat_d, B, self.y_mean_), dev.cand_sentence)
+        P = _cosine_prefix_scores(centred_projection(Xd, A, self.x_mean_),
+                                  centred_projection(Yhat_d, B, self.y_mean_), dev.cand_sentence)
         best = (-np.inf, -np.inf, None, None)
         for k in ks:
             p = P[:, k - 1]
@@ -283,8 +283,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         self._check_fitted("x_weights_")
         nbest = check_nbest(nbest)
         X, Yhat = self._views(nbest)
-        P = _cosine_prefix_scores(_project(X, self.x_weights_, self.x_mean_),
-                                  _project(Yhat, self.y_weights_, self.y_mean_),
+        P = _cosine_prefix_scores(centred_projection(X, self.x_weights_, self.x_mean_),
+                                  centred_projection(Yhat, self.y_weights_, self.y_mean_),
                                   nbest.cand_sentence)
         return P[:, -1]
 
@@ -317,18 +317,6 @@ def _solve(engine, M, tau, K):
     A, B, omega = res
     err = getattr(res, "error_estimate", None)
     return A, B, omega, (None if err is None else float(err))
-
-
-def _column_mean(X):
-    return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
-
-
-def _project(X, W, mean):
-    """(X - 1 mean^T) W without densifying X; (n, k) float64."""
-    P = np.asarray(X @ W, dtype=np.float64)
-    if np.any(mean):
-        P -= mean @ W
-    return P
 
 
 def _clone_view(view):
@@ -489,15 +477,15 @@ class DiscriminativeReranker(_LowDimReranker):
             if it == int(self.n_iter):
                 break
             # normalise to the length constraints ||X a|| = ||Y b|| = 1 (Eq. 4)
-            PX = _project(X, A, self.x_mean_)
-            PY = _project(Y, B, self.y_mean_)
+            PX = centred_projection(X, A, self.x_mean_)
+            PY = centred_projection(Y, B, self.y_mean_)
             nx = np.linalg.norm(PX, axis=0)
             ny = np.linalg.norm(PY, axis=0)
             nx[nx == 0] = 1.0
             ny[ny == 0] = 1.0
             PX /= nx
             QY = PY / ny
-            QH = _project(Yhat, B, self.y_mean_) / ny
+            QH = centred_projection(Yhat, B, self.y_mean_) / ny
             margins = np.einsum("ij,ij->i", PX[cand_sent], QY[cand_sent] - QH)
             xi, alpha = slack_update(margins, L, alpha, off, float(self.gamma))
             history.append(xi)
