@@ -462,7 +462,7 @@ class RegularizedInverse(LinearOperator):
             G = np.triu(G) + np.triu(G, 1).T
         else:
             G = np.asarray((F.T @ F).toarray(), dtype=np.float64)
-        U = self._P if self._Wp is None else self._Wp
+        U = self._woodbury_basis()
         Q = np.asarray(F.T @ U).T  # (r, m)
         if u is not None and np.any(u):
             su = np.asarray(u, dtype=np.float64) * self._isd
@@ -472,23 +472,26 @@ class RegularizedInverse(LinearOperator):
             G += float(su @ su) * np.outer(v, v)
             Q -= np.outer(U.T @ su, v)
         with small_blas(Q.shape[0]):
-            if self._Wp is None:
-                G -= Q.T @ ((self._g2 / (1.0 + self._g2))[:, None] * Q)
-            else:
-                G -= Q.T @ la.cho_solve((self._core_chol, True), Q, check_finite=False)
+            G -= Q.T @ self._woodbury_core_solve(Q)
         return 0.5 * (G + G.T)
+
+    def _woodbury_basis(self):
+        """U of C^-1 = S (I - U K^-1 U^T) S: P (orthonormal, identity tail) or W'."""
+        return self._P if self._Wp is None else self._Wp
+
+    def _woodbury_core_solve(self, Q):
+        """K^-1 Q for the r x r core of the Woodbury form (diagonal for the identity tail,
+        the Cholesky factor of I + W'^T W' otherwise)."""
+        if self._Wp is None:
+            return (self._g2 / (1.0 + self._g2))[:, None] * Q
+        return la.cho_solve((self._core_chol, True), Q, check_finite=False)
 
     def _lowrank_inverse(self, B):
         """Woodbury inverse of the low-rank-plus-diagonal model."""
         Bs = B * self._isd[:, None]
-        if self._Wp is None:
-            with small_blas(min(self._P.shape[1], B.shape[1])):
-                Bs -= self._P @ ((self._g2 / (1.0 + self._g2))[:, None] * (self._P.T @ Bs))
-        else:
-            with small_blas(min(self._Wp.shape[1], B.shape[1])):
-                T = la.cho_solve((self._core_chol, True), self._Wp.T @ Bs,
-                                 check_finite=False)
-                Bs -= self._Wp @ T
+        U = self._woodbury_basis()
+        with small_blas(min(U.shape[1], B.shape[1])):
+            Bs -= U @ self._woodbury_core_solve(U.T @ Bs)
         Bs *= self._isd[:, None]
         return Bs
 

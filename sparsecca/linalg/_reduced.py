@@ -10,9 +10,9 @@ with a = C_xx^-1 C_xy b / sqrt(omega) (Eq. 15).  Three strategies:
 
 ``full``      Z = C_xx^-1 (C_xy W_y^T) for all d2 columns, then a dense eigh of the d2 x d2
               Galerkin matrix (C_xy W_y^T)^T Z -- for d2 up to a few thousand.
-``dual``      n < d1: C_xx^-1 through the eigendecomposition of Xc Xc^T; with n < d2 too
-              the whole problem is an r x r eigenproblem in n-space (linear-kernel CCA),
-              otherwise a d2 x d2 Galerkin matrix from an (r x d2) block.
+``dual``      n < d1: C_xx^-1 through the Cholesky factor of the n x n (1 - tau) Xc Xc^T +
+              tau I, the d2 x d2 Galerkin matrix from an (n x d2) block; with n < d2 too
+              the whole problem is an r x r eigenproblem in n-space (linear-kernel CCA).
 ``operator``  randomized SVD of T as a LinearOperator (needs a whitener of C_xx); fast but
               only as accurate as the randomized SVD of a slowly decaying spectrum allows.
 ``krylov``    block Krylov-Schur (Davidson) iteration on G with the C_xx^-1 products of
@@ -98,7 +98,7 @@ def _dense_cross(cross):
     if xd is not None and not (xd.sparse and sp.issparse(m)):
         # a dense factor: one dense product Xc^T M
         return xd.rmatmat(m.toarray() if sp.issparse(m) else m)
-    if hasattr(cross, "tosparse") and hasattr(cross, "rank_one"):
+    if _sparse_cross(cross):
         u, v = cross.rank_one()
         out = cross.tosparse().toarray()
         if np.any(u):
@@ -217,15 +217,11 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
         # Galerkin matrix straight from the sparse C_xy (minus its rank-one centring term)
         # and the low-rank-plus-diagonal form of C_xx^-1 (no dense d1 x d2 block): the
         # rerankers' repeated solves
-        Cs = cross.tosparse()
         u, v = cross.rank_one()
-        H = xinv.sparse_sandwich(Cs, u, v)  # C_xy^T C_xx^-1 C_xy
-        H = Wy.matmat(np.ascontiguousarray(Wy.matmat(H).T))  # W_y (.) W_y^T
-        omega, Vk = _top_eigh(H, k)
-        B = Wy.rmatmat(Vk)
-        A = xinv.matmat(cross.matmat(B))  # C_xx^-1 C_xy W_y^T V_k, as below
+        A, B, omega = _from_galerkin(xinv.sparse_sandwich(cross.tosparse(), u, v), xinv, Wy,
+                                     cross, k)
     elif strategy == "dual":
-        A, B, omega = _solve_dual(xinv, yinv, cross, k)
+        A, B, omega = _solve_dual(xinv, yinv, Wy, cross, k)
     elif strategy == "full":
         Cxy = _dense_cross(cross)
         Ct = np.ascontiguousarray(Wy.matmat(Cxy.T).T)  # C_xy W_y^T, (d1, d2)
@@ -269,27 +265,36 @@ def _dual_ready(xinv, yinv, cross):
     return m is not None and m.shape[0] == xinv.factor.n_samples == yinv.factor.n_samples
 
 
-def _solve_dual(xinv, yinv, cross, k):
+def _from_galerkin(H0, xinv, Wy, cross, k):
+    """Projections from the unwhitened Galerkin matrix H0 = C_xy^T C_xx^-1 C_xy (d2 x d2).
+
+    The top-k eigenvectors V_k of W_y H0 W_y^T give b = W_y^T v and a = C_xx^-1 C_xy b (Eq.
+    15 up to the scale _finalize fixes).
+    """
+    H = Wy.matmat(np.ascontiguousarray(Wy.matmat(H0).T))  # W_y (.) W_y^T
+    omega, Vk = _top_eigh(H, k)
+    B = Wy.rmatmat(Vk)
+    return xinv.matmat(cross.matmat(B)), B, omega
+
+
+def _solve_dual(xinv, yinv, Wy, cross, k):
     """Eq. 14-15 through the dual (n x n) form of C_xx^-1, for n < d1.
 
-    With n < d2 as well, the whole problem is solved in n-space (kernel CCA with linear
-    kernels), as below; otherwise (C_yy^-1 primal) the d2 x d2 Galerkin matrix is E^T E with
-    E = G_x^1/2 U_x^T M, whitened by the Cholesky factor of C_yy.
+    With Kc = Xc Xc^T and L the Cholesky factor of (1 - tau) Kc + tau I (held by ``xinv``),
+    Xc C_xx^-1 Xc^T = (I - tau (L L^T)^-1) / (1 - tau), so the Galerkin matrix is
+    C_xy^T C_xx^-1 C_xy = (M^T M - tau Z^T Z) / (1 - tau) with Z = L^-1 M, whitened by C_yy's
+    factor: no d1 x d2 block, no eigendecomposition of Kc.
 
-    With Xc = U_x diag(sqrt(l_x)) V_x^T, Xc C_xx^-1 Xc^T = U_x G_x U_x^T, G_x =
-    diag(l_x / ((1 - tau) l_x + tau)), so the nonzero omega of C_yy^-1 C_xy^T C_xx^-1 C_xy are
-    the eigenvalues of the r x r matrix G_x^1/2 U_x^T (M C_yy^-1 M^T) U_x G_x^1/2 (r <= n), with
+    With n < d2 as well (C_yy^-1 dual too) the whole problem is solved in n-space (kernel
+    CCA with linear kernels): with Xc = U_x diag(sqrt(l_x)) V_x^T, Xc C_xx^-1 Xc^T =
+    U_x G_x U_x^T, G_x = diag(l_x / ((1 - tau) l_x + tau)), so the nonzero omega are the
+    eigenvalues of the r x r matrix G_x^1/2 U_x^T (M C_yy^-1 M^T) U_x G_x^1/2 (r <= n), with
     M C_yy^-1 M^T formed in n-space from the dual form of C_yy^-1.  Then b = C_yy^-1 M^T U_x
-    G_x^1/2 u and a = C_xx^-1 C_xy b (Eq. 15, up to the scale _finalize fixes): O(n^2 r)
-    instead of the d2 x d2 Galerkin matrix and d1 x d2 blocks of 'full'.
+    G_x^1/2 u and a = C_xx^-1 C_xy b: O(n^2 r) instead of a d2 x d2 problem.
     """
     tau = xinv.tau
     M = cross._m
     if not _is_dual(yinv):
-        # n >= d2: the d2 x d2 Galerkin matrix from the dual Cholesky factor L of
-        # (1 - tau) Kc + tau I (Kc = Xc Xc^T):  Xc C_xx^-1 Xc^T = (I - tau (L L^T)^-1) / (1 - tau),
-        # so C_xy^T C_xx^-1 C_xy = (M^T M - tau Z^T Z) / (1 - tau), Z = L^-1 M; whitened by the
-        # Cholesky factor of C_yy -- no d1 x d2 block, no eigendecomposition of Kc
         Md = M.toarray() if sp.issparse(M) else np.asarray(M)
         Md = np.asarray(Md, dtype=np.float64)
         with small_blas(Md.shape[1]):
@@ -302,12 +307,7 @@ def _solve_dual(xinv, yinv, cross, k):
                 del Z
                 H /= 1.0 - tau
         del Md
-        Wy = yinv.inv_sqrt()
-        H = Wy.matmat(np.ascontiguousarray(Wy.matmat(H).T))  # W_y (.) W_y^T
-        omega, Vk = _top_eigh(H, k)
-        B = Wy.rmatmat(Vk)
-        A = xinv.matmat(cross.matmat(B))
-        return A, B, omega
+        return _from_galerkin(H, xinv, Wy, cross, k)
     Ux, lx, _ = xinv.factor.dual_eigh()
     gx = np.sqrt(lx / ((1.0 - tau) * lx + tau))
     W = Ux * gx  # U_x G_x^1/2, (n, r_x)
