@@ -41,6 +41,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from ._gram import RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
+from ._split import tall_matmul, tall_tmatmul
 from ._validation import (
     FactorizationError,
     SingularCovarianceError,
@@ -491,7 +492,7 @@ class RegularizedInverse(LinearOperator):
         Bs = B * self._isd[:, None]
         U = self._woodbury_basis()
         with small_blas(min(U.shape[1], B.shape[1])):
-            Bs -= U @ self._woodbury_core_solve(U.T @ Bs)
+            Bs -= tall_matmul(U, self._woodbury_core_solve(tall_tmatmul(U, Bs)))
         Bs *= self._isd[:, None]
         return Bs
 

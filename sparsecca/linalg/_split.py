@@ -1,0 +1,95 @@
+"""Tall dense products split across two Python threads, each running one-thread BLAS.
+
+The iterative solver's dense work is tall and skinny (d x b blocks, d up to 10^5, b ~ 75).
+OpenBLAS's own threading is pinned off for such shapes (see ``small_blas``: with the other
+core busy its spinning threads were 2-20x slower), which leaves one core idle on a quiet
+machine.  Splitting the rows of the tall operand between the calling thread and one worker
+uses both cores without spinning: a busy machine only time-slices the two threads.
+
+The results do not depend on the number of threads: above the size threshold a product is
+always computed as the same two row halves (and a reduction ``A^T B`` sums them in the same
+order), whether the halves run on one thread or two.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+__all__ = ["SPLIT_MIN_FLOPS", "n_split_threads", "run_pair", "tall_matmul", "tall_tmatmul"]
+
+#: products smaller than this many multiply-adds run in one call (a thread hop costs ~50 us)
+SPLIT_MIN_FLOPS = 2_000_000
+
+_LOCK = threading.Lock()
+_POOL: ThreadPoolExecutor | None = None
+
+
+def n_split_threads() -> int:
+    """2 when two cores are available to this process (and SPARSECCA_SPLIT is not 0), else 1."""
+    if os.environ.get("SPARSECCA_SPLIT", "1") == "0":
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 1
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparsecca-split")
+    return _POOL
+
+
+def run_pair(f, g):
+    """``(f(), g())``, with ``f`` on the worker thread while ``g`` runs here (when 2 threads).
+
+    Both must release the GIL for the overlap to pay (BLAS calls, ``nogil`` numba kernels).
+    """
+    if n_split_threads() < 2:
+        return f(), g()
+    fut = _pool().submit(f)
+    try:
+        b = g()
+    finally:
+        a = fut.result()
+    return a, b
+
+
+def tall_matmul(A, B):
+    """``A @ B`` for a tall A (d, a) and a small B (a, b), rows of A split over two threads."""
+    d = A.shape[0]
+    if d < 2 or d * A.shape[1] * B.shape[1] < SPLIT_MIN_FLOPS:
+        return A @ B
+    out = np.empty((d, B.shape[1]), dtype=np.result_type(A, B))
+    h = d // 2
+
+    def top():
+        np.matmul(A[:h], B, out=out[:h])
+
+    def bottom():
+        np.matmul(A[h:], B, out=out[h:])
+
+    run_pair(top, bottom)
+    return out
+
+
+def tall_tmatmul(A, B):
+    """``A^T B`` for tall A (d, a), B (d, b), as the sum of the two row halves' products.
+
+    Always the same two halves, summed top + bottom, so the rounding does not depend on
+    whether the halves ran on one thread or two.
+    """
+    d = A.shape[0]
+    h = d // 2
+    if d < 2 or d * A.shape[1] * B.shape[1] < SPLIT_MIN_FLOPS:
+        return A.T @ B
+    top, bottom = run_pair(lambda: A[:h].T @ B[:h], lambda: A[h:].T @ B[h:])
+    top += bottom
+    return top

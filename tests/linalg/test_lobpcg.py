@@ -1,0 +1,159 @@
+"""The iterative solver's LOBPCG strategy against the dense solver and Eq. 11's block eigh,
+and the thread-split products it runs on."""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsecca.linalg._reduced as reduced_mod
+from sparsecca.linalg import CCAEngine, SparseCCA, reduced_cca
+from sparsecca.linalg._gram import CrossCovariance
+from sparsecca.linalg._split import run_pair, tall_matmul, tall_tmatmul
+
+from .conftest import count_problem, covariances, eigh_reference, max_sin_angle
+
+EPS = np.finfo(np.float64).eps
+
+
+def _engine_pair(X, Y, center=False, **kw):
+    return (CCAEngine(X, Y, solver="dense", center=center),
+            CCAEngine(X, Y, solver="iterative", center=center, random_state=0, **kw))
+
+
+@pytest.mark.parametrize("tau", [0.1, 0.5, 0.95, 1.0])
+@pytest.mark.parametrize("center", [False, True])
+def test_lobpcg_equals_block_eigh(tau, center):
+    X, Y = count_problem(900, 240, 40, seed=11)
+    k = 8
+    dense, it = _engine_pair(X, Y, center=center, tol=1e-12)
+    res = it.solve(Y, tau, k)
+    assert res.strategy == "lobpcg" and (res.n_iter > 0 or tau == 1.0)  # C = I at tau = 1
+    Cxx, Cyy, Cxy = covariances(X, Y, tau, center=center)
+    sig, Aref, _ = eigh_reference(Cxx, Cyy, Cxy, k + 1)
+    np.testing.assert_allclose(res.correlations, sig[:k], rtol=1e-9)
+    np.testing.assert_allclose(res.correlations, dense.solve(Y, tau, k).correlations,
+                               rtol=1e-9)
+    if sig[k - 1] - sig[k] > 1e-3 * sig[0]:
+        assert max_sin_angle(res.x_weights, Aref[:, :k], Cxx) < 1e-5
+    A, B = res.x_weights, res.y_weights
+    np.testing.assert_allclose(A.T @ Cxx @ A, np.eye(k), atol=1e3 * EPS)
+    np.testing.assert_allclose(B.T @ Cyy @ B, np.eye(k), atol=1e3 * EPS)
+
+
+def test_default_tolerance_meets_the_iterative_target():
+    X, Y = count_problem(2000, 400, 60, seed=12)
+    dense, it = _engine_pair(X, Y)
+    res = it.solve(Y, 0.5, 20)
+    assert res.strategy == "lobpcg"
+    ref = dense.solve(Y, 0.5, 20).correlations
+    np.testing.assert_allclose(res.correlations, ref, rtol=1e-6)
+    # Ritz values of a subspace are lower bounds
+    assert np.all(res.correlations <= ref * (1 + 1e-12))
+
+
+def test_arbitrary_cross_factor():
+    """The rerankers' M != Y (a residual-like factor with negative entries)."""
+    X, Y = count_problem(800, 200, 30, seed=13)
+    rng = np.random.default_rng(1)
+    R = sp.random(800, 30, density=0.1, random_state=rng, format="csr")
+    R.data -= 0.5
+    M = (0.6 * Y + 0.4 * R).tocsr()
+    dense, it = _engine_pair(X, Y, tol=1e-12)
+    a = it.solve(M, 0.3, 6)
+    b = dense.solve(M, 0.3, 6)
+    assert a.strategy == "lobpcg"
+    np.testing.assert_allclose(a.correlations, b.correlations, rtol=1e-9)
+
+
+def test_operator_cross_and_randomized_start_give_the_same_answer(monkeypatch):
+    X, Y = count_problem(900, 240, 40, seed=14)
+    _, it = _engine_pair(X, Y, tol=1e-12)
+    base = it.solve(Y, 0.4, 6)
+    # C_xy W_y^T as an operator (large d1 x d2) and the randomized starting block (large d2)
+    monkeypatch.setattr(reduced_mod, "LOBPCG_DENSE_CT_BYTES", 0)
+    monkeypatch.setattr(reduced_mod, "FULL_MAX_D2", 10)
+    other = it.solve(Y, 0.4, 6, strategy="lobpcg")
+    np.testing.assert_allclose(other.correlations, base.correlations, rtol=1e-9)
+
+
+def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
+    X, Y = count_problem(900, 240, 40, seed=15)
+    dense, it = _engine_pair(X, Y, tol=1e-12)
+    monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", 2)
+    with pytest.warns(RuntimeWarning, match=r"LOBPCG did not reach relative residual .* in 2 "
+                                            r"iterations"):
+        it.solve(Y, 0.4, 6, strategy="lobpcg")
+    res = it.solve(Y, 0.4, 6)  # 'auto': the stalled LOBPCG hands over to block CG
+    assert res.strategy == "full"
+    np.testing.assert_allclose(res.correlations, dense.solve(Y, 0.4, 6).correlations,
+                               rtol=1e-9)
+
+
+def test_lobpcg_refuses_what_it_cannot_do():
+    X, Y = count_problem(300, 60, 20, seed=16)
+    e = CCAEngine(X, Y, solver="dense")
+    with pytest.raises(ValueError, match=r"strategy='lobpcg' needs an iterative xinv"):
+        e.solve(Y, 0.3, 4, strategy="lobpcg")
+    it = CCAEngine(X, Y, solver="iterative", random_state=0)
+    # k + p = 20 columns, 4 x 20 > d1 = 60: the basis would not be thin
+    with pytest.raises(ValueError, match=r"a block of k \+ p = 20 columns with 4 \(k \+ p\) "
+                                         r"<= d1 = 60"):
+        it.solve(Y, 0.3, 10, strategy="lobpcg")
+    # 'auto' picks block CG there
+    assert it.solve(Y, 0.3, 10).strategy == "full"
+
+
+def test_sparsecca_iterative_uses_lobpcg_and_a_small_preconditioner():
+    X, Y = count_problem(1200, 300, 40, seed=17)
+    m = SparseCCA(10, tau=0.5, solver="iterative", random_state=0).fit(X, Y)
+    d = SparseCCA(10, tau=0.5, solver="dense").fit(X, Y)
+    assert m.rank_ == 32 and 0 < m.n_iter_ < 200
+    np.testing.assert_allclose(m.correlations_, d.correlations_, rtol=1e-6)
+
+
+def test_reduced_cca_with_a_raw_iterative_inverse():
+    """The low-level entry point with hand-built operators (what the rerankers call)."""
+    from sparsecca.linalg import RegularizedInverse
+    from sparsecca.linalg._gram import _DataMatrix
+
+    X, Y = count_problem(700, 200, 30, seed=18)
+    xinv = RegularizedInverse(X, 0.3, "iterative", rank=8)
+    yinv = RegularizedInverse(Y, 0.3, "dense")
+    cross = CrossCovariance(_DataMatrix(X, False), Y)
+    res = reduced_cca(xinv, yinv, cross, 5, strategy="lobpcg", tol=1e-12)
+    Cxx, Cyy, Cxy = covariances(X, Y, 0.3)
+    sig, _, _ = eigh_reference(Cxx, Cyy, Cxy, 5)
+    np.testing.assert_allclose(res.correlations, sig, rtol=1e-9)
+
+
+# -- the thread-split products ----------------------------------------------------------------
+
+def test_split_products_do_not_depend_on_the_thread_count(monkeypatch):
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((30001, 70))
+    B = rng.standard_normal((70, 60))
+    C = rng.standard_normal((30001, 60))
+    out = {}
+    for split in ("0", "1"):
+        monkeypatch.setenv("SPARSECCA_SPLIT", split)
+        out[split] = (tall_matmul(A, B), tall_tmatmul(A, C))
+    for one, two in zip(out["0"], out["1"]):
+        np.testing.assert_array_equal(one, two)
+    # and they are the plain products up to the rounding of a length-70 / length-d dot
+    ab, atc = out["1"]
+    assert np.all(np.abs(ab - A @ B) <= 70 * EPS * (np.abs(A) @ np.abs(B)))
+    assert np.all(np.abs(atc - A.T @ C) <= A.shape[0] * EPS * (np.abs(A).T @ np.abs(C)))
+
+
+def test_run_pair_propagates_errors_from_either_side():
+    def boom():
+        raise ValueError("worker side")
+
+    with pytest.raises(ValueError, match="worker side"):
+        run_pair(boom, lambda: 1)
+    with pytest.raises(KeyError):
+        run_pair(lambda: 1, lambda: {}["main side"])
+    assert run_pair(lambda: 1, lambda: 2) == (1, 2)
+    assert os.environ.get("SPARSECCA_SPLIT", "1") in ("0", "1")
