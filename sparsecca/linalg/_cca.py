@@ -150,6 +150,7 @@ class CCAEngine:
         self.adaptive_rank = bool(adaptive_rank)
         self._xinv = {}
         self._yinv = {}
+        self._warm = None
 
     # -- cached inverses --------------------------------------------------------------------
     def y_inverse(self, tau):
@@ -215,8 +216,11 @@ class CCAEngine:
         rs = self._rng
         if self.solver_ == "iterative":
             xinv = self.x_inverse(tau, rank=self._precond_rank(k, strategy))
+            # LOBPCG starts from the block the previous solve ended with (a tau grid, the
+            # rerankers' sequence of M) besides its own preconditioned guess
             res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
-                              random_state=rs)
+                              random_state=rs, start=self._warm)
+            self._warm = res.__dict__.pop("lobpcg_block", self._warm)
             res.__dict__.update(solver=self.solver_, error_estimate=_rel_err(res))
         elif self.solver_ == "dense":
             xinv = self.x_inverse(tau)

@@ -132,7 +132,7 @@ def _top_eigh(H, k):
 
 
 def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples=None,
-                n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None):
+                n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None, start=None):
     """Solve Eq. 14-15 given fitted inverse operators and a cross-covariance.
 
     This is the low-level entry point: the rerankers call it repeatedly with different
@@ -161,10 +161,15 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     approx_xinv : RegularizedInverse, optional
         'krylov': a cheap whitenable approximation of C_xx^-1 for the starting subspace
         (default: the low-rank preconditioner inside an iterative ``xinv``).
+    start : (d1, b) array, optional
+        'lobpcg': directions added to the starting subspace, e.g. the block a solve at a
+        neighbouring tau ended with (``CCAResult.lobpcg_block``); the Rayleigh-Ritz step
+        keeps whatever helps, so a poor guess costs one C_xx product and nothing else.
 
     Returns
     -------
     CCAResult
+        For 'lobpcg' its ``lobpcg_block`` is the final (d1, k + p) block (a warm start).
     """
     d1, d2 = cross.shape
     k = int(n_components)
@@ -200,19 +205,21 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         raise ValueError("strategy='operator' needs a whitener of C_xx; an iterative xinv "
                          "supports strategy='full' or 'krylov'")
     width = d2 if strategy in ("full", "dual") else min(d2, k + p)
+    info = {}
     with small_blas(width):
         try:
             A, B, omega, n_cg = _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol,
-                                       random_state, approx_xinv, fallback)
+                                       random_state, approx_xinv, fallback, start, info)
         except _Stalled as exc:
             strategy = "full"
             A, B, omega, n_cg = _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol,
                                        random_state, approx_xinv, False)
             n_cg += exc.n_cg
+            info.pop("lobpcg_block", None)
         omega = np.asarray(omega)[:k]
         _check_rank(omega, k)
         res = _finalize(A, B, xinv, yinv, cross)
-    res.__dict__.update(strategy=strategy, n_iter=n_cg, raw_eigenvalues=omega)
+    res.__dict__.update(strategy=strategy, n_iter=n_cg, raw_eigenvalues=omega, **info)
     return res
 
 
@@ -222,7 +229,7 @@ class _Stalled(Exception):
 
 
 def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_xinv,
-           fallback=False):
+           fallback=False, start=None, info=None):
     Wy = yinv.inv_sqrt()
     n_cg = 0
     if strategy == "full" and xinv.method == "randomized" and _sparse_cross(cross):
@@ -258,7 +265,10 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
         B = Wy.rmatmat(Vt.T)  # a = W_x^T u carries Eq. 15's 1 / sqrt(omega) already
         omega = s * s
     elif strategy == "lobpcg":
-        A, B, omega, n_cg = _lobpcg(xinv, Wy, cross, k, p, tol, raise_stalled=fallback)
+        A, B, omega, n_cg, block = _lobpcg(xinv, Wy, cross, k, p, tol, start=start,
+                                           raise_stalled=fallback)
+        if info is not None:
+            info["lobpcg_block"] = block
     else:
         A, B, omega, n_cg = _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv,
                                     max_expansions=30 if fallback else 100,
@@ -286,7 +296,7 @@ LOBPCG_DENSE_CT_BYTES = 512 * 2**20
 LOBPCG_DROP = 1e-12
 
 
-def _lobpcg(xinv, Wy, cross, k, p, tol, raise_stalled=False):
+def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
     """Top-k eigenpairs of the pencil (K, C), K = Ct Ct^T, Ct = C_xy W_y^T, C = C_xx, by LOBPCG.
 
     K a = omega C a is Eq. 11 with b eliminated (b = W_y^T Ct^T a / sqrt(omega)), so the
@@ -304,7 +314,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, raise_stalled=False):
 
     Returns
     -------
-    A : (d1, k), B : (d2, k), theta : (k,) Ritz values (omega), n_iter : int (iterations)
+    A : (d1, k), B : (d2, k), theta : (k,) Ritz values (omega), n_iter : int (iterations),
+    block : (d1, m) the final Ritz block (a warm start for a neighbouring problem)
     """
     d1, d2 = cross.shape
     m = min(k + p, d2)
@@ -340,6 +351,10 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, raise_stalled=False):
         _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wy), m, oversamples=min(p, d2 - m),
                                   n_iter=2, random_state=0)
         X = precond(ct(np.ascontiguousarray(Vt.T)))
+    if start is not None:
+        start = np.asarray(start, dtype=np.float64)
+        if start.ndim == 2 and start.shape[0] == d1 and start.shape[1] > 0:
+            X = np.hstack([X, start])
     CX = C.matmat(X)
     UX = ctT(X)
     X, CX, UX, theta, _ = _rayleigh_ritz([X], [CX], [UX], m)
@@ -385,7 +400,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, raise_stalled=False):
                       f"iterations (got {rel[:k].max():.3g})", RuntimeWarning, stacklevel=3)
     A = X[:, :k]
     B = Wy.rmatmat(UX[:, :k])  # b = W_y^T Ct^T a (Eq. 15 up to the scale _finalize fixes)
-    return A, B, theta[:k], it
+    return A, B, theta[:k], it, X
 
 
 def _rayleigh_ritz(S, CS, US, m):

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import sparsecca.linalg._reduced as reduced_mod
-from sparsecca.linalg import CCAEngine, SparseCCA, reduced_cca
+from sparsecca.linalg import CCAEngine, SparseCCA, cca_path, reduced_cca
 from sparsecca.linalg._gram import CrossCovariance
 from sparsecca.linalg._split import run_pair, tall_matmul, tall_tmatmul
 
@@ -89,6 +89,20 @@ def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
     assert res.strategy == "full"
     np.testing.assert_allclose(res.correlations, dense.solve(Y, 0.4, 6).correlations,
                                rtol=1e-9)
+
+
+def test_warm_start_from_the_previous_block():
+    X, Y = count_problem(900, 240, 40, seed=19)
+    dense, it = _engine_pair(X, Y, tol=1e-12)
+    first = it.solve(Y, 0.4, 6)
+    again = it.solve(Y, 0.4, 6)  # starts from the converged block: nothing left to do
+    assert first.n_iter > 0 and again.n_iter == 0
+    np.testing.assert_allclose(again.correlations, first.correlations, rtol=1e-12)
+    # a tau grid warm-starts each tau from the previous one and still matches dense
+    path = cca_path(X, Y, [0.2, 0.6, 0.9], 6, solver="iterative", tol=1e-12, random_state=0)
+    for tau, res in zip([0.2, 0.6, 0.9], path):
+        np.testing.assert_allclose(res.correlations, dense.solve(Y, tau, 6).correlations,
+                                   rtol=1e-9)
 
 
 def test_lobpcg_refuses_what_it_cannot_do():
