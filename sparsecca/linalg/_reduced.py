@@ -358,6 +358,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
     CX = C.matmat(X)
     UX = ctT(X)
     X, CX, UX, theta, _ = _rayleigh_ritz([X], [CX], [UX], m)
+    if theta.size < k:
+        _check_rank(np.concatenate([theta, np.zeros(k - theta.size)]), k)
     P = CP = UP = None
     thresh = np.sqrt(tol)
     history = []
@@ -373,7 +375,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
         # the p buffer pairs absorb a cluster straddling k: the wanted Ritz values are off by
         # about ||r||^2 over the gap to the rest of the spectrum, past the block (cluster
         # form of the Temple bound), estimated by the last Ritz value
-        gap = theta[k - 1] - theta[m - 1] if m > k else theta[k - 1]
+        mm = theta.size  # < m when the basis lost dependent directions
+        gap = theta[k - 1] - theta[mm - 1] if mm > k else theta[k - 1]
         quad = float(rn[:k].max()) ** 2 / max(float(gap), 1e-300) / max(float(theta[k - 1]),
                                                                        1e-300)
         if rel[:k].max() <= thresh and quad <= tol:

@@ -39,6 +39,17 @@ def n_split_threads() -> int:
     return 2 if cores >= 2 else 1
 
 
+_ON_WORKER = threading.local()
+
+
+def _on_worker(f):
+    _ON_WORKER.flag = True
+    try:
+        return f()
+    finally:
+        _ON_WORKER.flag = False
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     with _LOCK:
@@ -51,10 +62,12 @@ def run_pair(f, g):
     """``(f(), g())``, with ``f`` on the worker thread while ``g`` runs here (when 2 threads).
 
     Both must release the GIL for the overlap to pay (BLAS calls, ``nogil`` numba kernels).
+    Called from the worker itself (a split product inside ``f``) it runs both in turn, so
+    nesting cannot deadlock the one-worker pool.
     """
-    if n_split_threads() < 2:
+    if n_split_threads() < 2 or getattr(_ON_WORKER, "flag", False):
         return f(), g()
-    fut = _pool().submit(f)
+    fut = _pool().submit(_on_worker, f)
     try:
         b = g()
     finally:

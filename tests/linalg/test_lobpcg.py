@@ -171,3 +171,12 @@ def test_run_pair_propagates_errors_from_either_side():
         run_pair(lambda: 1, lambda: {}["main side"])
     assert run_pair(lambda: 1, lambda: 2) == (1, 2)
     assert os.environ.get("SPARSECCA_SPLIT", "1") in ("0", "1")
+
+
+def test_nested_run_pair_does_not_deadlock():
+    A = np.random.default_rng(2).standard_normal((50000, 60))
+    B = np.random.default_rng(3).standard_normal((60, 40))
+    # a split product inside the worker's half
+    a, b = run_pair(lambda: tall_matmul(A, B), lambda: tall_tmatmul(A, A))
+    np.testing.assert_allclose(a, A @ B, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(b, A.T @ A, rtol=1e-12, atol=1e-8)
