@@ -6,7 +6,8 @@ Y = TagNgramView(XPOS, 1-2), k = 50, tau in {0.1, 0.5, 0.95}; targets: top-k cor
 within 1e-3 (randomized) and 1e-6 (iterative) relative of the dense solver.  One engine per
 solver serves all three tau values (the dense one factors the n x n dual per tau; the
 randomized one reuses its factor of X).  Prints, per solver and tau, the fit time, the largest
-relative difference of the top-k correlations, and the rank / CG iterations.
+relative difference of the top-k correlations, and the rank / the strategy and its
+iterations (LOBPCG steps, plus block CG iterations when it fell back to 'full').
 
 Usage::
 
@@ -68,7 +69,7 @@ def main(argv=None):
             dt = time.perf_counter() - t
             rel = float(np.max(np.abs(res.correlations - ref[tau]) / ref[tau]))
             extra = (f"rank {res.rank}" if solver == "randomized"
-                     else f"{res.n_iter} CG iterations")
+                     else f"strategy {res.strategy}, {res.n_iter} iterations")
             ok = "met" if rel <= TARGET[solver] else "MISSED"
             warn = " (warned: error estimate above tol)" if caught else ""
             print(f"{solver:<12} tau={tau:<5} {dt:8.1f} s  max rel diff {rel:.2e} "

@@ -96,9 +96,9 @@ class CCAEngine:
         Cap of the randomized factor (default keeps it near 640 MB: min(n, d1,
         max(256, 2e7 / d1))).
     precond_rank : int, optional
-        Rank of the iterative solver's preconditioner (default 32 for the LOBPCG strategy,
-        which the rank barely helps -- zipf 50K x 30K: 28 iterations at rank 16 and at
-        rank 256 -- and 128 for block CG, which it does).
+        Rank of the iterative solver's preconditioner (default 128; 32 for the LOBPCG
+        strategy when n > d1, where the rank barely helps -- zipf 50K x 30K: 28 iterations
+        at rank 16 and at rank 256).
     adaptive_rank : bool, default True
         'randomized': start at rank min(max_rank, max(256, 2k)) and double it until the
         error estimate meets ``tol``.  False uses rank ``max_rank`` at once, for callers
@@ -166,19 +166,23 @@ class CCAEngine:
             self._yinv = {tau: inv}  # one tau at a time: dense factors are d2 x d2
         return self._yinv[tau]
 
-    def x_inverse(self, tau, rank=None):
-        """The inverse of C_xx used by ``solver_`` for ``tau`` (cached)."""
+    def x_inverse(self, tau, rank=None, tail="auto"):
+        """The inverse of C_xx used by ``solver_`` for ``tau`` (cached).
+
+        ``rank`` and ``tail`` set the low-rank-plus-``tail`` factor of the 'randomized'
+        inverse and of the 'iterative' one's preconditioner (see :class:`RegularizedInverse`).
+        """
         tau = check_tau(tau)
-        key = (tau, rank)
+        key = (tau, rank, tail)
         if key not in self._xinv:
             s = self.solver_
             if s == "dense":
                 inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx")
             elif s == "randomized":
                 inv = RegularizedInverse(self.xfactor, tau, "randomized", rank=rank,
-                                         tail="auto", name="Cxx")
+                                         tail=tail, name="Cxx")
             else:
-                inv = RegularizedInverse(self.xfactor, tau, "iterative", tail="auto",
+                inv = RegularizedInverse(self.xfactor, tau, "iterative", tail=tail,
                                          rank=PRECOND_RANK if rank is None else rank,
                                          tol=max(np.sqrt(self.tol) / 10.0, 1e-14),
                                          name="Cxx")
@@ -215,7 +219,8 @@ class CCAEngine:
         yinv = self.y_inverse(tau)
         rs = self._rng
         if self.solver_ == "iterative":
-            xinv = self.x_inverse(tau, rank=self._precond_rank(k, strategy))
+            rank, tail = self._preconditioner(k, strategy)
+            xinv = self.x_inverse(tau, rank=rank, tail=tail)
             # LOBPCG starts from the block the previous solve ended with (a tau grid, the
             # rerankers' sequence of M) besides its own preconditioned guess
             res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
@@ -233,12 +238,25 @@ class CCAEngine:
             res = CCAResult(self._xmerge.expand(res[0]), res[1], res[2], **res.__dict__)
         return res
 
-    def _precond_rank(self, k, strategy):
-        if self.precond_rank is not None:
-            return self.precond_rank
+    def _preconditioner(self, k, strategy):
+        """(rank, tail) of the iterative solver's preconditioner.
+
+        Block CG keeps RegularizedInverse's 'auto' tail and rank 128.  LOBPCG only needs
+        the preconditioner to be a good local model, and the diagonal tail is one whatever
+        the shape: on en-wsj (n < d1) it took 83 steps at tau = 0.5 where the identity tail
+        had not converged after 200.  Its rank matters when n < d1 -- text views with nested,
+        nearly collinear features (en-wsj: 83 steps at rank 128, 120 at 32) -- and not on
+        independent count features with n > d1 (zipf 50K: 28 steps at rank 16 and at 256),
+        where the cheaper factor wins.
+        """
         d1, d2 = self.n_merged_features_, self.Y.shape[1]
         lobpcg = strategy == "lobpcg" or (strategy == "auto" and lobpcg_fits(d1, d2, k))
-        return PRECOND_RANK_LOBPCG if lobpcg else PRECOND_RANK
+        if not lobpcg:
+            return (PRECOND_RANK if self.precond_rank is None else self.precond_rank), "auto"
+        if self.precond_rank is not None:
+            return self.precond_rank, "diagonal"
+        n = self.X.shape[0]
+        return (PRECOND_RANK if n < d1 else PRECOND_RANK_LOBPCG), "diagonal"
 
     def _solve_randomized(self, cross, yinv, tau, k, strategy):
         """Adaptive rank: double r until the a-posteriori relative error estimate <= tol."""

@@ -127,6 +127,23 @@ def test_sparsecca_iterative_uses_lobpcg_and_a_small_preconditioner():
     np.testing.assert_allclose(m.correlations_, d.correlations_, rtol=1e-6)
 
 
+def test_preconditioner_choice_by_shape():
+    # n < d1: rank 128 with the diagonal tail (RegularizedInverse's 'auto' would pick the
+    # identity tail there, which LOBPCG converges badly with)
+    X, Y = count_problem(300, 700, 30, seed=20)
+    it = CCAEngine(X, Y, solver="iterative", random_state=0)
+    res = it.solve(Y, 0.5, 5)
+    assert res.strategy == "lobpcg"
+    (tau, rank, tail), inv = next(iter(it._xinv.items()))
+    assert (rank, tail, inv.tail) == (128, "diagonal", "diagonal")
+    d = CCAEngine(X, Y, solver="dense").solve(Y, 0.5, 5)
+    np.testing.assert_allclose(res.correlations, d.correlations, rtol=1e-6)
+    # block CG keeps the 'auto' tail
+    it.solve(Y, 0.5, 5, strategy="full")
+    (_, rank, tail), inv = next(iter(it._xinv.items()))
+    assert (rank, tail, inv.tail) == (128, "auto", "identity")
+
+
 def test_reduced_cca_with_a_raw_iterative_inverse():
     """The low-level entry point with hand-built operators (what the rerankers call)."""
     from sparsecca.linalg import RegularizedInverse
