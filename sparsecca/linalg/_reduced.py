@@ -204,6 +204,11 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     if strategy == "operator" and xinv.method == "iterative":
         raise ValueError("strategy='operator' needs a whitener of C_xx; an iterative xinv "
                          "supports strategy='full' or 'krylov'")
+    if start is not None:
+        start = np.asarray(start, dtype=np.float64)
+        if start.ndim != 2 or start.shape[0] != d1 or not np.all(np.isfinite(start)):
+            raise ValueError(f"start must be a finite (d1, b) = ({d1}, b) array, got shape "
+                             f"{start.shape}")
     width = d2 if strategy in ("full", "dual") else min(d2, k + p)
     info = {}
     with small_blas(width):
@@ -351,10 +356,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
         _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wy), m, oversamples=min(p, d2 - m),
                                   n_iter=2, random_state=0)
         X = precond(ct(np.ascontiguousarray(Vt.T)))
-    if start is not None:
-        start = np.asarray(start, dtype=np.float64)
-        if start.ndim == 2 and start.shape[0] == d1 and start.shape[1] > 0:
-            X = np.hstack([X, start])
+    if start is not None and start.shape[1] > 0:
+        X = np.hstack([X, start])
     CX = C.matmat(X)
     UX = ctT(X)
     X, CX, UX, theta, _ = _rayleigh_ritz([X], [CX], [UX], m)
@@ -385,8 +388,12 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
         history.append(float(rel[:k].max()))
         if raise_stalled and len(history) >= 40 and min(history[-10:]) > 0.5 * min(history[:-10]):
             raise _Stalled(it)  # less than 2x progress in 10 iterations
-        # columns converged far beyond the target leave the search block
+        # columns converged far beyond the target leave the search block; when none is
+        # left the basis cannot improve (a cluster so tight that the gap test cannot pass)
         active = rel > 1e-2 * thresh
+        if not active.any():
+            converged = True
+            break
         W = np.ascontiguousarray(W[:, active])
         # the sparse C W (numba, no GIL) overlaps the dense Ct^T W
         CW, UW = run_pair(lambda W=W: C.matmat(W),

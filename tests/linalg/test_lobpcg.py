@@ -105,6 +105,23 @@ def test_warm_start_from_the_previous_block():
                                    rtol=1e-9)
 
 
+def test_bad_start_block_is_refused():
+    from sparsecca.linalg import RegularizedInverse
+    from sparsecca.linalg._gram import _DataMatrix
+
+    X, Y = count_problem(700, 200, 30, seed=21)
+    xinv = RegularizedInverse(X, 0.3, "iterative", rank=8)
+    yinv = RegularizedInverse(Y, 0.3, "dense")
+    cross = CrossCovariance(_DataMatrix(X, False), Y)
+    with pytest.raises(ValueError, match=r"start must be a finite \(d1, b\) = \(200, b\) "
+                                         r"array, got shape \(199, 4\)"):
+        reduced_cca(xinv, yinv, cross, 5, strategy="lobpcg", start=np.ones((199, 4)))
+    bad = np.ones((200, 4))
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="start must be a finite"):
+        reduced_cca(xinv, yinv, cross, 5, strategy="lobpcg", start=bad)
+
+
 def test_lobpcg_refuses_what_it_cannot_do():
     X, Y = count_problem(300, 60, 20, seed=16)
     e = CCAEngine(X, Y, solver="dense")
