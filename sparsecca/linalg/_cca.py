@@ -64,8 +64,9 @@ def _auto_solver(n, d1, d2):
     if m <= AUTO_DENSE_MAX:
         side = "dual n x n" if n < d1 else "primal d1 x d1"
         return "dense", f"min(n, d1) = {m} <= {AUTO_DENSE_MAX}: dense Cholesky ({side})"
-    return "iterative", (f"min(n, d1) = {m} > {AUTO_DENSE_MAX}: block CG preconditioned by a "
-                         f"randomized low-rank-plus-diagonal factor (exact to tol)")
+    return "iterative", (f"min(n, d1) = {m} > {AUTO_DENSE_MAX}: LOBPCG (or block CG) "
+                         f"preconditioned by a randomized low-rank-plus-diagonal factor "
+                         f"(exact to tol)")
 
 
 def _default_max_rank(n, d1):
@@ -182,8 +183,9 @@ class CCAEngine:
                 inv = RegularizedInverse(self.xfactor, tau, "randomized", rank=rank,
                                          tail=tail, name="Cxx")
             else:
+                default = PRECOND_RANK if self.precond_rank is None else self.precond_rank
                 inv = RegularizedInverse(self.xfactor, tau, "iterative", tail=tail,
-                                         rank=PRECOND_RANK if rank is None else rank,
+                                         rank=default if rank is None else rank,
                                          tol=max(np.sqrt(self.tol) / 10.0, 1e-14),
                                          name="Cxx")
             if s == "dense":
@@ -202,11 +204,18 @@ class CCAEngine:
         M : (n, d2) ndarray or sparse matrix, the cross-covariance factor (Y for plain CCA)
         tau : float in [0, 1]
         n_components : int in [1, min(d1, d2)]
-        strategy : {'auto', 'full', 'operator', 'krylov'}, see :func:`reduced_cca`
+        strategy : {'auto', 'full', 'dual', 'operator', 'krylov', 'lobpcg'}, see
+            :func:`reduced_cca`
 
         Returns
         -------
         CCAResult, unpacking as ``A, B, omega`` (x weights, y weights, eigenvalues)
+
+        Notes
+        -----
+        The iterative solver's LOBPCG starts from the block the engine's previous solve
+        ended with as well as from its own guess, so ``n_iter`` (never the answer beyond
+        ``tol``) depends on the order of the solves: a fresh engine reproduces a result.
         """
         tau = check_tau(tau)
         M = check_matrix(M, "M")

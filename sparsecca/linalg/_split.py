@@ -42,9 +42,26 @@ def n_split_threads() -> int:
 _ON_WORKER = threading.local()
 
 
-def _on_worker(f):
+def _reset_after_fork():
+    # a forked child inherits _POOL but not its worker thread: start afresh
+    global _POOL, _LOCK
+    _POOL = None
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _on_worker(f, numba_threads):
+    # numba's thread count is per thread: give the worker the caller's, so that a kernel
+    # picks the same code path (and rounding) on either side
+    import numba
+
     _ON_WORKER.flag = True
     try:
+        if numba_threads is not None and numba.get_num_threads() != numba_threads:
+            numba.set_num_threads(numba_threads)
         return f()
     finally:
         _ON_WORKER.flag = False
@@ -67,7 +84,9 @@ def run_pair(f, g):
     """
     if n_split_threads() < 2 or getattr(_ON_WORKER, "flag", False):
         return f(), g()
-    fut = _pool().submit(_on_worker, f)
+    import numba
+
+    fut = _pool().submit(_on_worker, f, numba.get_num_threads())
     try:
         b = g()
     finally:

@@ -2,12 +2,16 @@
 and the thread-split products it runs on."""
 
 import os
+import signal
+import threading
+import time
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import sparsecca.linalg._reduced as reduced_mod
+import sparsecca.linalg._split as split_mod
 from sparsecca.linalg import CCAEngine, SparseCCA, cca_path, reduced_cca
 from sparsecca.linalg._gram import CrossCovariance
 from sparsecca.linalg._split import run_pair, tall_matmul, tall_tmatmul
@@ -71,11 +75,26 @@ def test_operator_cross_and_randomized_start_give_the_same_answer(monkeypatch):
     X, Y = count_problem(900, 240, 40, seed=14)
     _, it = _engine_pair(X, Y, tol=1e-12)
     base = it.solve(Y, 0.4, 6)
-    # C_xy W_y^T as an operator (large d1 x d2) and the randomized starting block (large d2)
+    # C_xy W_y^T as an operator (large d1 x d2), which also takes the randomized starting
+    # block; a fresh engine, so that no warm start hides the cold path
     monkeypatch.setattr(reduced_mod, "LOBPCG_DENSE_CT_BYTES", 0)
-    monkeypatch.setattr(reduced_mod, "FULL_MAX_D2", 10)
-    other = it.solve(Y, 0.4, 6, strategy="lobpcg")
+    _, cold = _engine_pair(X, Y, tol=1e-12)
+    other = cold.solve(Y, 0.4, 6, strategy="lobpcg")
+    assert other.n_iter > 0
     np.testing.assert_allclose(other.correlations, base.correlations, rtol=1e-9)
+
+
+def test_rank_deficient_cross_covariance():
+    """M of rank 5 with 40 columns: the null directions of K must not pollute the block."""
+    X, Y = count_problem(900, 240, 40, seed=11)
+    M = np.hstack([Y.toarray()[:, :5]] * 8)
+    dense, it = _engine_pair(X, Y, tol=1e-12)
+    res = it.solve(M, 0.4, 5, strategy="lobpcg")
+    np.testing.assert_allclose(res.correlations, dense.solve(M, 0.4, 5).correlations,
+                               rtol=1e-9)
+    with pytest.raises(ValueError, match=r"at most the number of nonzero canonical "
+                                         r"correlations \(5 here"):
+        it.solve(M, 0.4, 6, strategy="lobpcg")
 
 
 def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
@@ -138,9 +157,11 @@ def test_lobpcg_refuses_what_it_cannot_do():
 
 def test_sparsecca_iterative_uses_lobpcg_and_a_small_preconditioner():
     X, Y = count_problem(1200, 300, 40, seed=17)
+    res = CCAEngine(X, Y, solver="iterative", random_state=0).solve(Y, 0.5, 10)
+    assert res.strategy == "lobpcg" and res.rank == 32 and 0 < res.n_iter < 200
     m = SparseCCA(10, tau=0.5, solver="iterative", random_state=0).fit(X, Y)
     d = SparseCCA(10, tau=0.5, solver="dense").fit(X, Y)
-    assert m.rank_ == 32 and 0 < m.n_iter_ < 200
+    assert m.rank_ == 32 and m.n_iter_ == res.n_iter
     np.testing.assert_allclose(m.correlations_, d.correlations_, rtol=1e-6)
 
 
@@ -178,24 +199,30 @@ def test_reduced_cca_with_a_raw_iterative_inverse():
 
 # -- the thread-split products ----------------------------------------------------------------
 
+def _two_threads():
+    return 2  # exercise the threaded path even on a one-core runner
+
+
 def test_split_products_do_not_depend_on_the_thread_count(monkeypatch):
     rng = np.random.default_rng(0)
     A = rng.standard_normal((30001, 70))
     B = rng.standard_normal((70, 60))
     C = rng.standard_normal((30001, 60))
     out = {}
-    for split in ("0", "1"):
-        monkeypatch.setenv("SPARSECCA_SPLIT", split)
-        out[split] = (tall_matmul(A, B), tall_tmatmul(A, C))
-    for one, two in zip(out["0"], out["1"]):
+    for threads in (lambda: 1, _two_threads):
+        monkeypatch.setattr(split_mod, "n_split_threads", threads)
+        out[threads()] = (tall_matmul(A, B), tall_tmatmul(A, C))
+    for one, two in zip(out[1], out[2]):
         np.testing.assert_array_equal(one, two)
     # and they are the plain products up to the rounding of a length-70 / length-d dot
-    ab, atc = out["1"]
+    ab, atc = out[2]
     assert np.all(np.abs(ab - A @ B) <= 70 * EPS * (np.abs(A) @ np.abs(B)))
     assert np.all(np.abs(atc - A.T @ C) <= A.shape[0] * EPS * (np.abs(A).T @ np.abs(C)))
 
 
-def test_run_pair_propagates_errors_from_either_side():
+def test_run_pair_propagates_errors_from_either_side(monkeypatch):
+    monkeypatch.setattr(split_mod, "n_split_threads", _two_threads)
+
     def boom():
         raise ValueError("worker side")
 
@@ -204,13 +231,50 @@ def test_run_pair_propagates_errors_from_either_side():
     with pytest.raises(KeyError):
         run_pair(lambda: 1, lambda: {}["main side"])
     assert run_pair(lambda: 1, lambda: 2) == (1, 2)
-    assert os.environ.get("SPARSECCA_SPLIT", "1") in ("0", "1")
 
 
-def test_nested_run_pair_does_not_deadlock():
+def _in_thread_with_timeout(fn, seconds=60):
+    """Run fn on a daemon thread; fail (instead of hanging the suite) if it deadlocks."""
+    out = {}
+
+    def target():
+        out["value"] = fn()
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"deadlocked: still running after {seconds} s"
+    return out["value"]
+
+
+def test_nested_run_pair_does_not_deadlock(monkeypatch):
+    monkeypatch.setattr(split_mod, "n_split_threads", _two_threads)
     A = np.random.default_rng(2).standard_normal((50000, 60))
     B = np.random.default_rng(3).standard_normal((60, 40))
-    # a split product inside the worker's half
-    a, b = run_pair(lambda: tall_matmul(A, B), lambda: tall_tmatmul(A, A))
+    # a split product inside the worker's half, and one inside the caller's
+    a, b = _in_thread_with_timeout(
+        lambda: run_pair(lambda: tall_matmul(A, B), lambda: tall_tmatmul(A, A)))
     np.testing.assert_allclose(a, A @ B, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(b, A.T @ A, rtol=1e-12, atol=1e-8)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_split_products_work_in_a_forked_child(monkeypatch):
+    monkeypatch.setattr(split_mod, "n_split_threads", _two_threads)
+    A = np.random.default_rng(4).standard_normal((50000, 60))
+    B = np.ones((60, 40))
+    ref = tall_matmul(A, B)  # the pool and its worker exist now
+    pid = os.fork()
+    if pid == 0:  # the child must not wait on the parent's (absent) worker thread
+        ok = np.array_equal(tall_matmul(A, B), ref)
+        os._exit(0 if ok else 3)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung in a split product")
