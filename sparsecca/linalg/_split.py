@@ -6,9 +6,11 @@ core busy its spinning threads were 2-20x slower), which leaves one core idle on
 machine.  Splitting the rows of the tall operand between the calling thread and one worker
 uses both cores without spinning: a busy machine only time-slices the two threads.
 
-The results do not depend on the number of threads: above the size threshold a product is
-always computed as the same two row halves (and a reduction ``A^T B`` sums them in the same
-order), whether the halves run on one thread or two.
+The halves run on two threads only inside a ``small_blas`` region (BLAS held to one
+thread); elsewhere BLAS threads the product itself and a second Python thread would only
+oversubscribe the cores.  The results do not depend on the number of threads: above the size
+threshold a product is always computed as the same two row halves (and a reduction
+``A^T B`` sums them in the same order), whether the halves run on one thread or two.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from ._validation import blas_pinned
 
 __all__ = ["SPLIT_MIN_FLOPS", "n_split_threads", "run_pair", "tall_matmul", "tall_tmatmul"]
 
@@ -76,13 +80,14 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def run_pair(f, g):
-    """``(f(), g())``, with ``f`` on the worker thread while ``g`` runs here (when 2 threads).
+    """``(f(), g())``, with ``f`` on the worker thread while ``g`` runs here (when 2 threads
+    and BLAS is held to one thread).
 
     Both must release the GIL for the overlap to pay (BLAS calls, ``nogil`` numba kernels).
     Called from the worker itself (a split product inside ``f``) it runs both in turn, so
     nesting cannot deadlock the one-worker pool.
     """
-    if n_split_threads() < 2 or getattr(_ON_WORKER, "flag", False):
+    if n_split_threads() < 2 or getattr(_ON_WORKER, "flag", False) or not blas_pinned():
         return f(), g()
     import numba
 

@@ -220,9 +220,22 @@ def small_blas(size: int, threshold: int | None = None):
     symmetric eigensolvers are bound by BLAS-2 tridiagonalisation: eigh of 2000 x 2000 took
     1.4 s on one thread and 11.9 s on two with the other core busy).
     """
+    global _PINNED
     threshold = SMALL_BLAS_MAX if threshold is None else threshold
     if _CONTROLLER is None or size > threshold:
         yield
         return
     with _CONTROLLER.limit(limits=1, user_api="blas"):
-        yield
+        _PINNED += 1
+        try:
+            yield
+        finally:
+            _PINNED -= 1
+
+
+_PINNED = 0
+
+
+def blas_pinned() -> bool:
+    """True inside a :func:`small_blas` region that holds BLAS to one thread."""
+    return _PINNED > 0

@@ -203,6 +203,12 @@ def _two_threads():
     return 2  # exercise the threaded path even on a one-core runner
 
 
+@pytest.fixture(autouse=True)
+def _pinned_blas(monkeypatch):
+    # the split runs threaded only where BLAS is held to one thread (inside small_blas)
+    monkeypatch.setattr(split_mod, "blas_pinned", lambda: True)
+
+
 def test_split_products_do_not_depend_on_the_thread_count(monkeypatch):
     rng = np.random.default_rng(0)
     A = rng.standard_normal((30001, 70))
@@ -278,3 +284,18 @@ def test_split_products_work_in_a_forked_child(monkeypatch):
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     pytest.fail("the forked child hung in a split product")
+
+
+def test_blas_pinned_tracks_small_blas_regions():
+    from sparsecca.linalg import _validation as val
+
+    if val._CONTROLLER is None:
+        pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
+    assert not val.blas_pinned()
+    with val.small_blas(10):
+        assert val.blas_pinned()
+        with val.small_blas(10**9):  # a large inner region does not unpin the outer one
+            assert val.blas_pinned()
+    with val.small_blas(10**9):
+        assert not val.blas_pinned()
+    assert not val.blas_pinned()
