@@ -227,19 +227,16 @@ class CCAEngine:
         cross = CrossCovariance(self._xdata, M, center=self.center)
         yinv = self.y_inverse(tau)
         rs = self._rng
-        if self.solver_ == "iterative":
-            rank, tail = self._preconditioner(k, strategy)
+        if self.solver_ != "randomized":
+            rank, tail = (self._preconditioner(k, strategy) if self.solver_ == "iterative"
+                          else (None, "auto"))
             xinv = self.x_inverse(tau, rank=rank, tail=tail)
             # LOBPCG starts from the block the previous solve ended with (a tau grid, the
-            # rerankers' sequence of M) besides its own preconditioned guess
+            # rerankers' sequence of M) besides its own preconditioned guess; only LOBPCG
+            # returns a block, so a dense engine never has one
             res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
                               random_state=rs, start=self._warm)
             self._warm = res.__dict__.pop("lobpcg_block", self._warm)
-            res.__dict__.update(solver=self.solver_, error_estimate=_rel_err(res))
-        elif self.solver_ == "dense":
-            xinv = self.x_inverse(tau)
-            res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
-                              random_state=rs)
             res.__dict__.update(solver=self.solver_, error_estimate=_rel_err(res))
         else:
             res = self._solve_randomized(cross, yinv, tau, k, strategy)

@@ -462,7 +462,7 @@ class RegularizedInverse(LinearOperator):
             with small_blas(m):
                 G = blas.dsyrk(1.0, Fd, trans=1, lower=0)
             G = np.triu(G) + np.triu(G, 1).T
-            Q = tall_tmatmul(U, np.ascontiguousarray(Fd))  # (r, m)
+            Q = tall_tmatmul(U, Fd)  # (r, m); the Fortran-ordered block as it is
             del Fd
         else:
             G = np.asarray((F.T @ F).toarray(), dtype=np.float64)

@@ -427,9 +427,8 @@ def _rayleigh_ritz(S, CS, US, m):
 
     CS, US are the blocks' images C S and Ct^T S (the carried images drift from the exact
     ones by rounding, so every Gram block is formed, X^T C X included).  Returns the new X,
-    C X, Ct^T X (d x m), the Ritz
-    values, and (P, CP, UP): the part of the Ritz vectors outside the first block
-    (LOBPCG's implicit search direction; None for a single block).
+    C X, Ct^T X (d x m), the Ritz values, and (P, CP, UP): the part of the Ritz vectors
+    outside the first block (LOBPCG's implicit search direction; None for a single block).
     """
     nb = [b.shape[1] for b in S]
     off = np.concatenate([[0], np.cumsum(nb)])
