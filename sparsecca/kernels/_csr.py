@@ -15,7 +15,8 @@ from numba import prange
 
 from .._config import JIT_PARALLEL, JIT_SERIAL
 
-__all__ = ["csr_gram_matmat", "csr_gram_matmat_parallel"]
+__all__ = ["csr_gram_matmat", "csr_gram_matmat_parallel", "csr_gram_matmat_rows",
+           "csr_matmat_rows", "csr_tmatmat_rows"]
 
 
 @numba.njit(**JIT_SERIAL)
@@ -32,22 +33,40 @@ def csr_gram_matmat(indptr, indices, data, V, out):
     -------
     out
     """
-    n = indptr.shape[0] - 1
+    return csr_gram_matmat_rows(indptr, indices, data, V, out, 0, indptr.shape[0] - 1)
+
+
+@numba.njit(**JIT_SERIAL)
+def csr_gram_matmat_rows(indptr, indices, data, V, out, lo, hi):
+    """out[:] = X[lo:hi]^T (X[lo:hi] V): :func:`csr_gram_matmat` over a row range (a
+    partial sum; two ranges can run at once, ``nogil``).
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays of X, shape (n, d)
+    V : (d, b) C-contiguous float array
+    out : (d, b) C-contiguous float64 array, overwritten
+    lo, hi : int, the row range 0 <= lo <= hi <= n
+
+    Returns
+    -------
+    out
+    """
     b = V.shape[1]
     t = np.empty(b, dtype=np.float64)
     out[:, :] = 0.0
-    for i in range(n):
-        lo = indptr[i]
-        hi = indptr[i + 1]
-        if lo == hi:
+    for i in range(lo, hi):
+        rlo = indptr[i]
+        rhi = indptr[i + 1]
+        if rlo == rhi:
             continue
         t[:] = 0.0
-        for p in range(lo, hi):
+        for p in range(rlo, rhi):
             c = indices[p]
             a = data[p]
             for j in range(b):
                 t[j] += a * V[c, j]
-        for p in range(lo, hi):
+        for p in range(rlo, rhi):
             c = indices[p]
             a = data[p]
             for j in range(b):
@@ -67,27 +86,65 @@ def csr_gram_matmat_parallel(indptr, indices, data, V, out, n_chunks):
     b = V.shape[1]
     bufs = np.zeros((n_chunks, d, b), dtype=np.float64)
     for ch in prange(n_chunks):
-        lo_row = ch * n // n_chunks
-        hi_row = (ch + 1) * n // n_chunks
-        t = np.empty(b, dtype=np.float64)
-        buf = bufs[ch]
-        for i in range(lo_row, hi_row):
-            lo = indptr[i]
-            hi = indptr[i + 1]
-            if lo == hi:
-                continue
-            t[:] = 0.0
-            for p in range(lo, hi):
-                c = indices[p]
-                a = data[p]
-                for j in range(b):
-                    t[j] += a * V[c, j]
-            for p in range(lo, hi):
-                c = indices[p]
-                a = data[p]
-                for j in range(b):
-                    buf[c, j] += a * t[j]
+        csr_gram_matmat_rows(indptr, indices, data, V, bufs[ch], ch * n // n_chunks,
+                             (ch + 1) * n // n_chunks)
     out[:, :] = bufs[0]
     for ch in range(1, n_chunks):
         out += bufs[ch]
+    return out
+
+
+@numba.njit(**JIT_SERIAL)
+def csr_matmat_rows(indptr, indices, data, V, out, lo, hi):
+    """out[lo:hi] = X[lo:hi] V; the other rows of ``out`` are not touched.
+
+    Each output row is one thread's work, so two row ranges can run at once (``nogil``) and
+    the result does not depend on how the rows were split.
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays of X, shape (n, d)
+    V : (d, b) C-contiguous float array
+    out : (n, b) C-contiguous float64 array
+    lo, hi : int, the row range 0 <= lo <= hi <= n
+
+    Returns
+    -------
+    out
+    """
+    b = V.shape[1]
+    for i in range(lo, hi):
+        for j in range(b):
+            out[i, j] = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            c = indices[p]
+            a = data[p]
+            for j in range(b):
+                out[i, j] += a * V[c, j]
+    return out
+
+
+@numba.njit(**JIT_SERIAL)
+def csr_tmatmat_rows(indptr, indices, data, U, out, lo, hi):
+    """out[:] = X[lo:hi]^T U[lo:hi] (a partial sum of X^T U over a row range).
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays of X, shape (n, d)
+    U : (n, b) C-contiguous float array
+    out : (d, b) C-contiguous float64 array, overwritten
+    lo, hi : int, the row range 0 <= lo <= hi <= n
+
+    Returns
+    -------
+    out
+    """
+    b = U.shape[1]
+    out[:, :] = 0.0
+    for i in range(lo, hi):
+        for p in range(indptr[i], indptr[i + 1]):
+            c = indices[p]
+            a = data[p]
+            for j in range(b):
+                out[c, j] += a * U[i, j]
     return out

@@ -20,7 +20,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ..kernels._csr import csr_gram_matmat, csr_gram_matmat_parallel
+from ..kernels._csr import (
+    csr_gram_matmat,
+    csr_gram_matmat_parallel,
+    csr_gram_matmat_rows,
+    csr_matmat_rows,
+    csr_tmatmat_rows,
+)
+from ._split import SPLIT_MIN_FLOPS, run_pair
 from ._validation import check_matrix, check_same_rows, check_tau
 
 __all__ = ["GramStats", "RegularizedGram", "CrossCovariance", "column_mean",
@@ -62,6 +69,61 @@ def centred_projection(X, W, mean=None):
     return P
 
 
+def _row_split(X):
+    """The row at which X's nonzeros are split in half (balanced work for two threads)."""
+    return int(np.searchsorted(X.indptr, X.nnz // 2))
+
+
+def sparse_matmat(X, V):
+    """X V for a CSR matrix X, (n, b) float64.
+
+    Above ``SPLIT_MIN_FLOPS`` the rows are computed as two ranges, on two threads inside a
+    ``small_blas`` region (see :mod:`._split`); every output row comes from one range, so
+    the result is the same either way.
+    """
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    n = X.shape[0]
+    out = np.empty((n, V.shape[1]))
+    args = (X.indptr, X.indices, X.data, V, out)
+    if X.nnz * V.shape[1] < SPLIT_MIN_FLOPS:
+        return csr_matmat_rows(*args, 0, n)
+    mid = _row_split(X)
+    run_pair(lambda: csr_matmat_rows(*args, 0, mid), lambda: csr_matmat_rows(*args, mid, n))
+    return out
+
+
+def sparse_tmatmat(X, U):
+    """X^T U for a CSR matrix X, (d, b) float64.
+
+    Above ``SPLIT_MIN_FLOPS`` it is always the sum of the same two row-range products (in
+    the same order), on two threads inside a ``small_blas`` region: bit-identical either way.
+    """
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    n, d = X.shape
+    b = U.shape[1]
+    if X.nnz * b < SPLIT_MIN_FLOPS:
+        return csr_tmatmat_rows(X.indptr, X.indices, X.data, U, np.empty((d, b)), 0, n)
+    mid = _row_split(X)
+    top, bottom = run_pair(
+        lambda: csr_tmatmat_rows(X.indptr, X.indices, X.data, U, np.empty((d, b)), 0, mid),
+        lambda: csr_tmatmat_rows(X.indptr, X.indices, X.data, U, np.empty((d, b)), mid, n))
+    top += bottom
+    return top
+
+
+def _split_gram(X, V):
+    """X^T X V as the sum of the same two row-range partial products, in the same order
+    (on two threads inside a ``small_blas`` region): bit-identical either way."""
+    d, b = V.shape
+    mid = _row_split(X)
+    top, bottom = run_pair(
+        lambda: csr_gram_matmat_rows(X.indptr, X.indices, X.data, V, np.empty((d, b)), 0, mid),
+        lambda: csr_gram_matmat_rows(X.indptr, X.indices, X.data, V, np.empty((d, b)), mid,
+                                     X.shape[0]))
+    top += bottom
+    return top
+
+
 class _DataMatrix:
     """A data matrix X (n x d) with optional implicit centering and fast products.
 
@@ -70,8 +132,10 @@ class _DataMatrix:
     """
 
     def __init__(self, X, center: bool):
-        self.X = X
         self.sparse = sp.issparse(X)
+        if self.sparse and X.format != "csr":
+            X = X.tocsr()  # the product kernels read CSR arrays
+        self.X = X
         self.n, self.d = X.shape
         self.dtype = X.dtype
         self.center = bool(center)
@@ -91,7 +155,10 @@ class _DataMatrix:
     def matmat(self, V):
         """Xc V, (n, b)."""
         V, _ = _as_block(V)
-        out = np.asarray(self.X @ V, dtype=np.float64)
+        if self.sparse:
+            out = sparse_matmat(self.X, V)
+        else:
+            out = np.asarray(self.X @ V, dtype=np.float64)
         if self.center:
             out -= self.mean @ V
         return out
@@ -99,7 +166,10 @@ class _DataMatrix:
     def rmatmat(self, U):
         """Xc^T U, (d, b)."""
         U, _ = _as_block(U)
-        out = np.asarray(self._T @ U if self.sparse else self.X.T @ U, dtype=np.float64)
+        if self.sparse:
+            out = sparse_tmatmat(self.X, U)
+        else:
+            out = np.asarray(self.X.T @ U, dtype=np.float64)
         if self.center:
             out -= np.outer(self.mean, U.sum(axis=0))
         return out
@@ -110,8 +180,11 @@ class _DataMatrix:
         if self.sparse:
             X = self.X
             out = np.empty((self.d, V.shape[1]), dtype=np.float64)
-            if X.nnz * V.shape[1] >= PARALLEL_GRAM_WORK and _n_threads() > 1:
+            work = X.nnz * V.shape[1]
+            if work >= PARALLEL_GRAM_WORK and _n_threads() > 1:
                 csr_gram_matmat_parallel(X.indptr, X.indices, X.data, V, out, _n_threads())
+            elif work >= SPLIT_MIN_FLOPS:
+                out = _split_gram(X, V)
             else:
                 csr_gram_matmat(X.indptr, X.indices, X.data, V, out)
         else:
@@ -361,6 +434,7 @@ class CrossCovariance(LinearOperator):
         check_same_rows(X=self._x.X, M=M)
         self._m = M
         self._sparse = None  # accumulated (sparse X^T M, colsum X, colsum M, n)
+        self._product = None  # X^T M once formed by tosparse
         self.center = bool(center)
         super().__init__(dtype=np.float64, shape=(self._x.d, M.shape[1]))
 
@@ -395,6 +469,7 @@ class CrossCovariance(LinearOperator):
         self = cls.__new__(cls)
         self._x = None
         self._m = None
+        self._product = None
         self._sparse = (C, sx, sm, n)
         self.center = bool(center)
         LinearOperator.__init__(self, dtype=np.float64, shape=C.shape)
@@ -408,6 +483,8 @@ class CrossCovariance(LinearOperator):
             if self.center:
                 out -= np.outer(sx, sm @ V) / n
             return out
+        if sp.issparse(self._m):
+            return self._x.rmatmat(sparse_matmat(self._m, V))
         return self._x.rmatmat(np.asarray(self._m @ V, dtype=np.float64))
 
     def _rmatmat(self, U):
@@ -419,6 +496,8 @@ class CrossCovariance(LinearOperator):
                 out -= np.outer(sm, sx @ U) / n
             return out
         XU = self._x.matmat(U)
+        if sp.issparse(self._m):
+            return sparse_tmatmat(self._m, XU)
         return np.asarray(self._m.T @ XU, dtype=np.float64)
 
     def _matvec(self, v):
@@ -435,10 +514,12 @@ class CrossCovariance(LinearOperator):
         this minus the rank-one term n mu_x mu_m^T (see :meth:`rank_one`)."""
         if self._sparse is not None:
             return self._sparse[0].copy()
-        X = self._x.X
-        Xs = X if sp.issparse(X) else sp.csr_matrix(X)
-        Ms = self._m if sp.issparse(self._m) else sp.csr_matrix(self._m)
-        return (Xs.T @ Ms).tocsr().astype(np.float64)
+        if self._product is None:  # formed once per operator (a tau grid reuses it)
+            X = self._x.X
+            Xs = X if sp.issparse(X) else sp.csr_matrix(X)
+            Ms = self._m if sp.issparse(self._m) else sp.csr_matrix(self._m)
+            self._product = (Xs.T @ Ms).tocsr().astype(np.float64)
+        return self._product.copy()
 
     def rank_one(self):
         """(u, v) with C_xy = tosparse() - u v^T (zeros when ``center=False``)."""

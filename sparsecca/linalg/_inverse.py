@@ -32,6 +32,7 @@ the randomized Nystrom factor -- lives in :class:`GramFactor`, so a grid of tau 
 from __future__ import annotations
 
 import warnings
+from contextlib import nullcontext
 
 import numpy as np
 import scipy.linalg as la
@@ -41,8 +42,9 @@ from scipy.sparse.linalg import LinearOperator
 
 from ._gram import RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
-from ._split import tall_matmul, tall_tmatmul
+from ._split import tall_matmul, tall_tmatmul, wide_blas
 from ._validation import (
+    SMALL_BLAS_MAX,
     FactorizationError,
     SingularCovarianceError,
     check_choice,
@@ -613,7 +615,7 @@ class _Whitener(LinearOperator):
         inv = self.inv
         if inv.method == "dense":
             if inv.dense_space == "primal":
-                with _dense_threads(inv.shape[0]):
+                with _dense_threads(inv.shape[0]), _wide(inv.shape[0]):
                     return la.solve_triangular(inv._chol, B, lower=True, check_finite=False)
             _, lam, V = inv.factor.dual_eigh()
             tau = inv.tau
@@ -632,7 +634,7 @@ class _Whitener(LinearOperator):
         inv = self.inv
         if inv.method == "dense":
             if inv.dense_space == "primal":
-                with _dense_threads(inv.shape[0]):
+                with _dense_threads(inv.shape[0]), _wide(inv.shape[0]):
                     return la.solve_triangular(inv._chol, U, lower=True, trans="T",
                                                check_finite=False)
             return self._matmat(U)
@@ -652,6 +654,11 @@ class _Whitener(LinearOperator):
 #: threaded Cholesky crashed (SIGSEGV) on the zipf 30,000 x 30,000 covariance with two
 #: threads -- reproduced here, and reported with the zipf-two-view figures
 DENSE_SINGLE_THREAD_MIN = 16_000
+
+
+def _wide(d):
+    """Both cores for a solve with a d x d factor too large for small_blas (see wide_blas)."""
+    return wide_blas() if SMALL_BLAS_MAX < d < DENSE_SINGLE_THREAD_MIN else nullcontext()
 
 
 def _dense_threads(d):

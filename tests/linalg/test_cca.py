@@ -88,16 +88,47 @@ def test_randomized_adapts_its_rank_and_is_exact_when_the_range_is_exhausted():
     np.testing.assert_allclose(r.correlations_, d.correlations_, rtol=1e-8)
 
 
-def test_randomized_stops_at_max_rank_with_a_warning_and_lower_bounds():
+def test_randomized_model_stops_at_max_rank_with_a_warning_and_lower_bounds():
+    # strategy='full' solves the low-rank-plus-ridge model as it is (no LOBPCG refinement)
     X, Y = count_problem(2000, 500, 40, seed=6)
     d = SparseCCA(5, tau=0.3, solver="dense").fit(X, Y)
+    engine = CCAEngine(X, Y, solver="randomized", max_rank=32, random_state=0)
     with pytest.warns(RuntimeWarning, match=r"estimated relative error .* > tol = 0.001 at "
                                             r"the largest allowed rank 32"):
-        r = SparseCCA(5, tau=0.3, solver="randomized", max_rank=32, random_state=0).fit(X, Y)
-    assert r.rank_ == 32 and r.error_estimate_ > 1e-3
+        r = engine.solve(Y, 0.3, 5, strategy="full")
+    assert r.rank == 32 and r.error_estimate > 1e-3 and r.n_refine == 0
+    assert [rank for rank, _ in r.rank_history] == [32]
     # Rayleigh-Ritz values of a subspace never exceed the exact ones
+    assert np.all(r.correlations <= d.correlations_ * (1 + 1e-10))
+    assert np.all(np.abs(r.correlations - d.correlations_) <= r.residual_norms + 1e-12)
+
+
+@pytest.mark.parametrize("tau", [0.1, 0.5, 0.95])
+def test_randomized_refines_an_inaccurate_model_to_tol(tau):
+    """Count data whose rank-32 model is far off: LOBPCG on the exact pencil, preconditioned
+    by the model, brings the correlations within tol of the dense solver, without a warning
+    and without growing the rank."""
+    X, Y = count_problem(2000, 500, 40, seed=6)
+    d = SparseCCA(5, tau=tau, solver="dense").fit(X, Y)
+    engine = CCAEngine(X, Y, solver="randomized", max_rank=32, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the model alone: far from tol
+        model = engine.solve(Y, tau, 5, strategy="full") if tau == 0.1 else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = SparseCCA(5, tau=tau, solver="randomized", max_rank=32, random_state=0).fit(X, Y)
+    assert r.rank_ == 32 and r.n_iter_ > 0 and r.error_estimate_ <= 1e-3
+    rel = np.abs(r.correlations_ - d.correlations_) / d.correlations_
+    assert rel.max() <= 1e-3
+    if model is not None:  # the model alone was not within tol: the refinement did it
+        assert np.max(np.abs(model.correlations - d.correlations_) / d.correlations_) > 1e-2
+    # still Rayleigh-Ritz values: lower bounds, within the a-posteriori residual bound
     assert np.all(r.correlations_ <= d.correlations_ * (1 + 1e-10))
     assert np.all(np.abs(r.correlations_ - d.correlations_) <= r.residual_norms_ + 1e-12)
+    # a tighter tol gets closer (the estimate is not a fixed guess)
+    tight = SparseCCA(5, tau=tau, solver="randomized", max_rank=32, tol=1e-8,
+                      random_state=0).fit(X, Y)
+    np.testing.assert_allclose(tight.correlations_, d.correlations_, rtol=1e-6)
 
 
 @pytest.mark.parametrize("solver,strategy,rtol", [
@@ -282,7 +313,7 @@ def test_fixed_rank_engine_solves_once_at_max_rank():
         fixed = CCAEngine(X, Y, solver="randomized", max_rank=64, random_state=0,
                           adaptive_rank=False).solve(Y, 0.5, 5)
         adaptive = CCAEngine(X, Y, solver="randomized", max_rank=64, random_state=0,
-                             tol=1e-12).solve(Y, 0.5, 5)
+                             tol=1e-12).solve(Y, 0.5, 5, strategy="full")
     assert [r for r, _ in fixed.rank_history] == [64]
     assert adaptive.rank_history[-1][0] == 64
     np.testing.assert_allclose(fixed.correlations, adaptive.correlations, rtol=1e-10)

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsecca.kernels._csr import csr_gram_matmat, csr_gram_matmat_parallel
+from sparsecca.kernels._csr import (
+    csr_gram_matmat,
+    csr_gram_matmat_parallel,
+    csr_gram_matmat_rows,
+    csr_matmat_rows,
+    csr_tmatmat_rows,
+)
 
 
 def _csr(dtype, seed=0, n=57, d=23):
@@ -44,13 +50,65 @@ def test_parallel_gram_kernel_matches_scipy():
             rtol=1e-12, atol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("lo,hi", [(0, 57), (0, 20), (20, 57), (4, 4)])
+def test_row_range_kernels_match_scipy(dtype, lo, hi):
+    X = _csr(dtype)
+    rng = np.random.default_rng(2)
+    V = rng.standard_normal((23, 6))
+    U = rng.standard_normal((57, 6))
+    out = np.full((57, 6), np.nan)
+    csr_matmat_rows(X.indptr, X.indices, X.data, V, out, lo, hi)
+    np.testing.assert_allclose(out[lo:hi], (X[lo:hi] @ V).astype(np.float64), rtol=1e-12,
+                               atol=1e-10)
+    assert np.all(np.isnan(out[:lo])) and np.all(np.isnan(out[hi:]))  # other rows untouched
+    got = csr_tmatmat_rows(X.indptr, X.indices, X.data, U, np.full((23, 6), np.nan), lo, hi)
+    np.testing.assert_allclose(got, (X[lo:hi].T @ U[lo:hi]).astype(np.float64), rtol=1e-12,
+                               atol=1e-10)
+    Xr = X[lo:hi].astype(np.float64)
+    got = csr_gram_matmat_rows(X.indptr, X.indices, X.data, V, np.full((23, 6), np.nan), lo,
+                               hi)
+    np.testing.assert_allclose(got, Xr.T @ (Xr @ V), rtol=1e-12, atol=1e-10)
+
+
+@pytest.mark.parametrize("threads", ["1", "0"])
+def test_split_sparse_products_match_scipy_and_do_not_depend_on_threads(threads,
+                                                                        monkeypatch):
+    """Above SPLIT_MIN_FLOPS the products are two row ranges (threaded inside small_blas):
+    equal to scipy's, and bit-identical with the split thread on or off."""
+    from sparsecca.linalg import _gram
+    from sparsecca.linalg._validation import small_blas
+
+    X = sp.random(3000, 400, density=0.05, random_state=3, format="csr")
+    rng = np.random.default_rng(4)
+    V = rng.standard_normal((400, 40))
+    U = rng.standard_normal((3000, 40))
+    assert X.nnz * 40 >= _gram.SPLIT_MIN_FLOPS
+    dm = _gram._DataMatrix(X, False)
+    monkeypatch.setenv("SPARSECCA_SPLIT", "1")
+    with small_blas(1):
+        ref_v, ref_u = _gram.sparse_matmat(X, V), _gram.sparse_tmatmat(X, U)
+        ref_g = dm.gram_matmat(V)
+    np.testing.assert_allclose(ref_v, X @ V, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ref_u, X.T @ U, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ref_g, X.T @ (X @ V), rtol=1e-12, atol=1e-12)
+    monkeypatch.setenv("SPARSECCA_SPLIT", threads)
+    with small_blas(1):
+        assert np.array_equal(_gram.sparse_matmat(X, V), ref_v)
+        assert np.array_equal(_gram.sparse_tmatmat(X, U), ref_u)
+        assert np.array_equal(dm.gram_matmat(V), ref_g)
+    # outside small_blas the halves run in turn: still the same bits
+    assert np.array_equal(dm.gram_matmat(V), ref_g)
+
+
 def test_kernels_run_without_jit():
     """The same kernels, interpreted (NUMBA_DISABLE_JIT=1), agree with scipy."""
     code = textwrap.dedent("""
         import numpy as np, scipy.sparse as sp
         from numba.core import config
         assert config.DISABLE_JIT
-        from sparsecca.kernels._csr import csr_gram_matmat, csr_gram_matmat_parallel
+        from sparsecca.kernels._csr import (csr_gram_matmat, csr_gram_matmat_parallel,
+                                            csr_matmat_rows, csr_tmatmat_rows)
         X = sp.random(20, 9, density=0.3, random_state=0, format="csr")
         V = np.arange(18.0).reshape(9, 2)
         ref = X.T @ (X @ V)
@@ -58,6 +116,14 @@ def test_kernels_run_without_jit():
         assert np.allclose(csr_gram_matmat(X.indptr, X.indices, X.data, V, out), ref)
         assert np.allclose(csr_gram_matmat_parallel(X.indptr, X.indices, X.data, V, out, 3),
                            ref)
+        XV = np.empty((20, 2))
+        assert np.allclose(csr_matmat_rows(X.indptr, X.indices, X.data, V, XV, 0, 20), X @ V)
+        U = np.arange(40.0).reshape(20, 2)
+        assert np.allclose(csr_tmatmat_rows(X.indptr, X.indices, X.data, U, out, 5, 20),
+                           X[5:].T @ U[5:])
+        from sparsecca.kernels._csr import csr_gram_matmat_rows
+        assert np.allclose(csr_gram_matmat_rows(X.indptr, X.indices, X.data, V, out, 5, 20),
+                           X[5:].T @ (X[5:] @ V))
         print("ok")
     """)
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")

@@ -144,7 +144,8 @@ def test_bad_start_block_is_refused():
 def test_lobpcg_refuses_what_it_cannot_do():
     X, Y = count_problem(300, 60, 20, seed=16)
     e = CCAEngine(X, Y, solver="dense")
-    with pytest.raises(ValueError, match=r"strategy='lobpcg' needs an iterative xinv"):
+    with pytest.raises(ValueError, match=r"strategy='lobpcg' needs an iterative or "
+                                         r"randomized xinv"):
         e.solve(Y, 0.3, 4, strategy="lobpcg")
     it = CCAEngine(X, Y, solver="iterative", random_state=0)
     # k + p = 20 columns, 4 x 20 > d1 = 60: the basis would not be thin
@@ -299,3 +300,51 @@ def test_blas_pinned_tracks_small_blas_regions():
     with val.small_blas(10**9):
         assert not val.blas_pinned()
     assert not val.blas_pinned()
+
+
+def test_wide_blas_threads_a_big_solve_only_when_no_split_thread_runs(monkeypatch):
+    from sparsecca.linalg import _split
+    from sparsecca.linalg import _validation as val
+
+    if val._CONTROLLER is None:
+        pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
+    monkeypatch.setattr(_split, "n_split_threads", lambda: 2)
+
+    def blas_threads():
+        return min(lib["num_threads"] for lib in val._CONTROLLER.info()
+                   if lib["user_api"] == "blas")
+
+    with val.small_blas(10):
+        assert blas_threads() == 1
+        with _split.wide_blas():
+            assert blas_threads() == 2
+        assert blas_threads() == 1
+        # beside a split thread (either side of run_pair) it stays at one
+        seen = _split.run_pair(lambda: _wide_threads(_split, blas_threads),
+                               lambda: _wide_threads(_split, blas_threads))
+        assert seen == (1, 1)
+
+
+def _wide_threads(split, blas_threads):
+    with split.wide_blas():
+        return blas_threads()
+
+
+@pytest.mark.parametrize("solver", ["randomized", "iterative"])
+def test_tau_grid_reuses_x_transpose_y_and_matches_dense(solver):
+    X, Y = count_problem(1500, 400, 30, seed=23)
+    taus = [0.1, 0.5, 0.9]
+    engine = CCAEngine(X, Y, solver=solver, random_state=0, max_rank=48)
+    first = engine.solve(engine.Y, taus[0], 5)
+    cross = engine._ycross
+    rest = [engine.solve(engine.Y, tau, 5) for tau in taus[1:]]
+    assert cross is not None and engine._ycross is cross  # one X^T Y for the grid
+    dense = CCAEngine(X, Y, solver="dense")
+    rtol = 1e-3 if solver == "randomized" else 1e-6
+    for tau, res in zip(taus, [first] + rest):
+        ref = dense.solve(Y, tau, 5).correlations
+        np.testing.assert_allclose(res.correlations, ref, rtol=rtol)
+    # a different M gets its own operator
+    M = Y.copy()
+    engine.solve(M, 0.5, 5)
+    assert engine._ycross is cross
