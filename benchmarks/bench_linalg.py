@@ -19,8 +19,9 @@ Cases (k, tau as in the issue):
 * ``brown8k``  the same with the 8,000 most frequent input features, dense side by side.
   Target: >= 20x faster than dense at matching top-k correlations.
 * ``path``     a 5-value tau grid (fit_path) against one fit, zipf 20K, for the randomized
-  solver (rank capped at 512, whose factor of X is shared by the grid) and, for comparison,
-  the iterative and dense ones.  Target: <= 1.5x.
+  solver (max_rank 512; its factor of X and X^T Y are shared by the grid, and each tau's
+  LOBPCG refinement starts from the previous tau's block) and, for comparison, the
+  iterative and dense ones.  Target: <= 1.5x.
 
 Usage::
 

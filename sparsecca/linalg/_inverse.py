@@ -500,6 +500,30 @@ class RegularizedInverse(LinearOperator):
         Bs *= self._isd[:, None]
         return Bs
 
+    def lowrank_galerkin(self, B, chunk_bytes=64 * 2**20):
+        """B^T T B for the low-rank-plus-diagonal model T of C^-1 and a dense (d, c) B.
+
+        Formed from row chunks of B (about ``chunk_bytes`` each) through the Woodbury form
+        T = S (I - U K^-1 U^T) S, so no second (d, c) array is allocated.  Returns a
+        symmetric (c, c) float64 array.
+        """
+        if self.method == "dense":
+            raise ValueError("lowrank_galerkin needs a 'randomized' or 'iterative' inverse "
+                             "(a low-rank-plus-diagonal model), got method='dense'")
+        d, c = B.shape
+        U = self._woodbury_basis()
+        G = np.zeros((c, c))
+        UtSB = np.zeros((U.shape[1], c))
+        step = max(1, int(chunk_bytes // (8 * max(c, 1))))
+        with small_blas(c):
+            for lo in range(0, d, step):
+                hi = min(d, lo + step)
+                SB = B[lo:hi] * self._isd[lo:hi, None]
+                G += SB.T @ SB
+                UtSB += U[lo:hi].T @ SB
+            G -= UtSB.T @ self._woodbury_core_solve(UtSB)
+        return 0.5 * (G + G.T)
+
     def _matmat(self, B):
         B, _ = _as_block(B)
         if self.method == "dense":

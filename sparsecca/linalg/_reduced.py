@@ -121,6 +121,25 @@ def _dense_cross(cross):
     return out
 
 
+def _dense_whitened_cross(cross, Wy, chunk_bytes=64 * 2**20):
+    """Ct = C_xy W_y^T as a dense (d1, d2) array, built by row blocks from a sparse C_xy so
+    that the only full-size array is Ct itself (not C_xy and a transposed copy besides)."""
+    d1, d2 = cross.shape
+    if not _sparse_cross(cross):
+        return np.ascontiguousarray(Wy.matmat(_dense_cross(cross).T).T)
+    C = cross.tosparse()
+    u, v = cross.rank_one()
+    out = np.empty((d1, d2))
+    step = max(1, int(chunk_bytes // (8 * max(d2, 1))))
+    for lo in range(0, d1, step):
+        hi = min(d1, lo + step)
+        blk = C[lo:hi].toarray()
+        if np.any(u):
+            blk -= np.outer(u[lo:hi], v)
+        out[lo:hi] = Wy.matmat(blk.T).T
+    return out
+
+
 def _top_eigh(H, k):
     """Top-k eigenpairs of a symmetric matrix, descending."""
     H = 0.5 * (H + H.T)
@@ -346,7 +365,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
     C = xinv.covariance
     precond = xinv._lowrank_inverse
     if 8 * d1 * d2 <= LOBPCG_DENSE_CT_BYTES:
-        Ctd = np.ascontiguousarray(Wy.matmat(_dense_cross(cross).T).T)  # (d1, d2)
+        Ctd = _dense_whitened_cross(cross, Wy)  # (d1, d2)
 
         def ct(U):
             return tall_matmul(Ctd, U)
@@ -365,11 +384,9 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
     # start: the top m eigenvectors of the preconditioner's Galerkin matrix Ct^T T Ct
     # (formed when Ct is dense at hand; a randomized SVD of the whitened operator otherwise)
     if Ctd is not None and d2 <= FULL_MAX_D2:
-        TCt = precond(Ctd)  # a new array: Ctd is not touched
-        CtT_TCt = ctT(TCt)
-        _, V0 = _top_eigh(0.5 * (CtT_TCt + CtT_TCt.T), m)
-        X = TCt @ V0
-        del TCt, CtT_TCt
+        # by row chunks: no second d1 x d2 array (en-brown 5K: 1.7 GB peak against 0.9)
+        _, V0 = _top_eigh(xinv.lowrank_galerkin(Ctd), m)
+        X = precond(tall_matmul(Ctd, V0))
     else:
         Wx = (_approx_of(xinv) if xinv.method == "iterative" else xinv).inv_sqrt()
         _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wy), m, oversamples=min(p, d2 - m),

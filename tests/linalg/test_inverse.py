@@ -242,3 +242,21 @@ def test_sparse_galerkin_path_matches_dense_cross_path(center):
     np.testing.assert_allclose(fast.correlations, slow.correlations, rtol=1e-10)
     np.testing.assert_allclose(fast.x_weights, slow.x_weights, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(fast.y_weights, slow.y_weights, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("tail", ["diagonal", "identity"])
+@pytest.mark.parametrize("method", ["randomized", "iterative"])
+def test_lowrank_galerkin_equals_b_transpose_t_b(method, tail):
+    """B^T T B from row chunks equals the product with the model's explicit inverse."""
+    from sparsecca.linalg import RegularizedInverse
+
+    X, _ = count_problem(300, 80, 5, seed=31)
+    inv = RegularizedInverse(X, 0.4, method, rank=12, tail=tail, random_state=0)
+    B = np.random.default_rng(5).standard_normal((80, 7))
+    ref = B.T @ inv._lowrank_inverse(B)
+    for chunk in (8 * 7 * 3, 64 * 2**20):  # 3-row chunks and one chunk
+        np.testing.assert_allclose(inv.lowrank_galerkin(B, chunk_bytes=chunk), ref,
+                                   rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    with pytest.raises(ValueError, match="lowrank_galerkin needs a 'randomized' or "
+                                         "'iterative' inverse"):
+        RegularizedInverse(X, 0.4, "dense").lowrank_galerkin(B)
