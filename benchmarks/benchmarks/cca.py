@@ -3,10 +3,11 @@
 X = SuffixView(lengths=(2, 3, 4)) (d1 = 8.6K / 14K / 19K at n = 5K / 20K / 50K), Y =
 TagNgramView (XPOS 1-2-grams, d2 = 3.7K / 6.0K / 8.3K), k = 50 components, tau = 0.9 (the
 rerankers' regime), uncentred; solver in {'dense' (the exact reference), 'randomized' with
-max_rank = 512 (the rerankers' rank-plus-ridge setting: exact on the top 512 singular
-directions of X, tau I beyond), 'iterative' (block CG, exact to tol)}.  At tau = 0.5 the same
-fits take minutes on this data (n = 5K: dense 60 s, iterative 125 s = 4,725 CG iterations;
-randomized with the default adaptive rank 112 s for a wrong answer, error estimate 5.7).
+max_rank = 512 (a low-rank-plus-ridge model of C_xx^-1 that preconditions and starts LOBPCG on
+the exact problem, to tol 1e-3), 'iterative' (LOBPCG or block CG, exact to tol 1e-7)}.  (The
+rerankers themselves keep the rank-512 model as it is: ``adaptive_rank=False``.)  Before the
+randomized solver refined its model, it took 112 s at tau = 0.5, n = 5K, for a wrong answer
+(error estimate 5.7).
 
 Skipped (NotImplementedError in setup): 'dense' where min(n, d1) > 8,000 (the engine's own
 ``AUTO_DENSE_MAX``: beyond it the d x d factor takes minutes and GBs); and the combinations
