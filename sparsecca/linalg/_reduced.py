@@ -442,9 +442,15 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
             converged = True
             break
         W = np.ascontiguousarray(W[:, active])
-        # the sparse C W (numba, no GIL) overlaps the dense Ct^T W
-        CW, UW = run_pair(lambda W=W: C.matmat(W),
-                          lambda W=W: Ctd.T @ W if Ctd is not None else ctT(W))
+        if Ctd is not None:
+            # the sparse C W (numba, no GIL) overlaps the dense Ct^T W
+            CW, UW = run_pair(lambda W=W: C.matmat(W), lambda W=W: Ctd.T @ W)
+        else:
+            # in turn: each splits its sparse products over both cores, and Ct^T W's
+            # triangular solve takes both BLAS threads (all of en-brown: 58-62 s a fit
+            # against 66 s overlapped, where each side ran on one core)
+            CW = C.matmat(W)
+            UW = ctT(W)
         blocks = ([X, W], [CX, CW], [UX, UW])
         if P is not None:
             blocks = tuple(b + [q[:, active]] for b, q in zip(blocks, (P, CP, UP)))
