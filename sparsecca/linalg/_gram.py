@@ -21,7 +21,6 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ..kernels._csr import (
-    csr_gram_matmat,
     csr_gram_matmat_parallel,
     csr_gram_matmat_rows,
     csr_matmat_rows,
@@ -92,36 +91,28 @@ def sparse_matmat(X, V):
     return out
 
 
-def sparse_tmatmat(X, U):
-    """X^T U for a CSR matrix X, (d, b) float64.
+def _row_halves_sum(kernel, X, B):
+    """``kernel`` (a row-range partial product into a (d, b) buffer) summed over all rows
+    of the CSR matrix X.
 
-    Above ``SPLIT_MIN_FLOPS`` it is always the sum of the same two row-range products (in
-    the same order), on two threads inside a ``small_blas`` region: bit-identical either way.
+    Above ``SPLIT_MIN_FLOPS`` it is always the sum of the same two row ranges, in the same
+    order, on two threads inside a ``small_blas`` region: bit-identical either way.
     """
-    U = np.ascontiguousarray(U, dtype=np.float64)
     n, d = X.shape
-    b = U.shape[1]
+    b = B.shape[1]
     if X.nnz * b < SPLIT_MIN_FLOPS:
-        return csr_tmatmat_rows(X.indptr, X.indices, X.data, U, np.empty((d, b)), 0, n)
+        return kernel(X.indptr, X.indices, X.data, B, np.empty((d, b)), 0, n)
     mid = _row_split(X)
     top, bottom = run_pair(
-        lambda: csr_tmatmat_rows(X.indptr, X.indices, X.data, U, np.empty((d, b)), 0, mid),
-        lambda: csr_tmatmat_rows(X.indptr, X.indices, X.data, U, np.empty((d, b)), mid, n))
+        lambda: kernel(X.indptr, X.indices, X.data, B, np.empty((d, b)), 0, mid),
+        lambda: kernel(X.indptr, X.indices, X.data, B, np.empty((d, b)), mid, n))
     top += bottom
     return top
 
 
-def _split_gram(X, V):
-    """X^T X V as the sum of the same two row-range partial products, in the same order
-    (on two threads inside a ``small_blas`` region): bit-identical either way."""
-    d, b = V.shape
-    mid = _row_split(X)
-    top, bottom = run_pair(
-        lambda: csr_gram_matmat_rows(X.indptr, X.indices, X.data, V, np.empty((d, b)), 0, mid),
-        lambda: csr_gram_matmat_rows(X.indptr, X.indices, X.data, V, np.empty((d, b)), mid,
-                                     X.shape[0]))
-    top += bottom
-    return top
+def sparse_tmatmat(X, U):
+    """X^T U for a CSR matrix X, (d, b) float64 (two row ranges: see _row_halves_sum)."""
+    return _row_halves_sum(csr_tmatmat_rows, X, np.ascontiguousarray(U, dtype=np.float64))
 
 
 class _DataMatrix:
@@ -179,14 +170,11 @@ class _DataMatrix:
         V, _ = _as_block(V)
         if self.sparse:
             X = self.X
-            out = np.empty((self.d, V.shape[1]), dtype=np.float64)
-            work = X.nnz * V.shape[1]
-            if work >= PARALLEL_GRAM_WORK and _n_threads() > 1:
+            if X.nnz * V.shape[1] >= PARALLEL_GRAM_WORK and _n_threads() > 1:
+                out = np.empty((self.d, V.shape[1]), dtype=np.float64)
                 csr_gram_matmat_parallel(X.indptr, X.indices, X.data, V, out, _n_threads())
-            elif work >= SPLIT_MIN_FLOPS:
-                out = _split_gram(X, V)
             else:
-                csr_gram_matmat(X.indptr, X.indices, X.data, V, out)
+                out = _row_halves_sum(csr_gram_matmat_rows, X, V)
         else:
             out = self.X.T @ (self.X @ V)
             out = np.asarray(out, dtype=np.float64)

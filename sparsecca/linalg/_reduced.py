@@ -388,7 +388,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
         _, V0 = _top_eigh(xinv.lowrank_galerkin(Ctd), m)
         X = precond(tall_matmul(Ctd, V0))
     else:
-        Wx = (_approx_of(xinv) if xinv.method == "iterative" else xinv).inv_sqrt()
+        Wx = _approx_of(xinv).inv_sqrt()
         _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wy), m, oversamples=min(p, d2 - m),
                                   n_iter=2, random_state=0)
         X = precond(ct(np.ascontiguousarray(Vt.T)))
@@ -657,10 +657,7 @@ def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansion
     """
     d1, d2 = cross.shape
     m = min(k + p, d2)
-    if approx_xinv is not None:
-        approx = approx_xinv
-    else:
-        approx = _approx_of(xinv) if xinv.method == "iterative" else xinv
+    approx = _approx_of(xinv) if approx_xinv is None else approx_xinv
     # starting subspace from the cheap whitened operator
     T = _WhitenedCross(approx.inv_sqrt(), cross, Wy)
     _, _, Vt = randomized_svd(T, m, oversamples=min(p, d2 - m), n_iter=2,
@@ -738,10 +735,13 @@ def _check_rank(omega, k):
 
 
 def _approx_of(xinv):
-    """A whitenable cheap approximation of an iterative RegularizedInverse (its preconditioner
-    as a 'randomized' inverse sharing the same low-rank factor)."""
+    """A whitenable cheap approximation of a RegularizedInverse: a 'randomized' one itself;
+    for an iterative one its preconditioner as a 'randomized' inverse sharing the same
+    low-rank factor."""
     from ._inverse import RegularizedInverse
 
+    if xinv.method != "iterative":
+        return xinv
     return RegularizedInverse(xinv.factor, xinv.tau, method="randomized", rank=xinv.rank_,
                               tail="diagonal")
 
