@@ -404,9 +404,17 @@ class RegularizedInverse(LinearOperator):
         tau = self.tau
         f = self.factor
         self.rank_ = V.shape[1]
+        if tau == 0.0 and f.range_error_ == 0.0 and f.rank_ < f.n_features:
+            raise SingularCovarianceError(
+                f"{self.name} is singular with tau = 0: the data have rank {f.rank_} < "
+                f"d = {f.n_features}; use tau > 0 (e.g. tau = 1e-3)")
         e = f.tail_diagonal(self.rank_) if tail == "diagonal" else np.zeros(f.n_features)
         delta = (1.0 - tau) * e + tau
-        if not np.all(delta > 0):
+        # e = colsq - diag(V lam V^T) carries rounding of order d eps colsq: a tail at that
+        # level is zero variance, and whether it lands on +0 or just above it depends on the
+        # BLAS, so test against the working-precision floor, not against 0
+        floor = f.n_features * np.finfo(np.float64).eps * f.colsq if tau == 0.0 else 0.0
+        if not np.all(delta > floor):
             raise SingularCovarianceError(
                 f"the low-rank model of {self.name} is singular with tau = {tau:g} (an "
                 f"unresolved direction has zero variance); use tau > 0 (e.g. tau = 1e-3)")
