@@ -681,6 +681,46 @@ class _Whitener(LinearOperator):
     def _rmatvec(self, v):
         return self._rmatmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
 
+    def single(self):
+        """This whitener in float32, for iterations whose tolerance is far above float32's
+        rounding: the dense primal factor L is copied once to float32, so its triangular
+        solves run at twice the speed; the other forms compute in float64 and round."""
+        return _SingleWhitener(self)
+
+
+class _SingleWhitener(LinearOperator):
+    """A :class:`_Whitener` in float32 (see :meth:`_Whitener.single`)."""
+
+    def __init__(self, whitener):
+        self.whitener = whitener
+        inv = whitener.inv
+        self._L = (inv._chol.astype(np.float32) if inv.method == "dense"
+                   and inv.dense_space == "primal" else None)
+        super().__init__(dtype=np.float32, shape=whitener.shape)
+
+    def _solve(self, B, trans):
+        B = np.ascontiguousarray(B, dtype=np.float32)
+        d = self.shape[0]
+        with _dense_threads(d), _wide(d):
+            return la.solve_triangular(self._L, B, lower=True, trans=trans,
+                                       check_finite=False)
+
+    def _matmat(self, B):
+        if self._L is None:
+            return self.whitener.matmat(B).astype(np.float32)
+        return self._solve(B, "N")
+
+    def _rmatmat(self, U):
+        if self._L is None:
+            return self.whitener.rmatmat(U).astype(np.float32)
+        return self._solve(U, "T")
+
+    def _matvec(self, v):
+        return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
+
+    def _rmatvec(self, v):
+        return self._rmatmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
+
 
 #: dense factorisations at least this large run on one BLAS thread: OpenBLAS 0.3.x's
 #: threaded Cholesky crashed (SIGSEGV) on the zipf 30,000 x 30,000 covariance with two

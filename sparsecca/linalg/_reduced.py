@@ -121,15 +121,16 @@ def _dense_cross(cross):
     return out
 
 
-def _dense_whitened_cross(cross, Wy, chunk_bytes=64 * 2**20):
-    """Ct = C_xy W_y^T as a dense (d1, d2) array, built by row blocks from a sparse C_xy so
-    that the only full-size array is Ct itself (not C_xy and a transposed copy besides)."""
+def _dense_whitened_cross(cross, Wy, chunk_bytes=64 * 2**20, dtype=np.float64):
+    """Ct = C_xy W_y^T as a dense (d1, d2) array of ``dtype``, built by row blocks from a
+    sparse C_xy so that the only full-size array is Ct itself (not C_xy and a transposed
+    copy besides)."""
     d1, d2 = cross.shape
     if not _sparse_cross(cross):
-        return np.ascontiguousarray(Wy.matmat(_dense_cross(cross).T).T)
+        return np.ascontiguousarray(Wy.matmat(_dense_cross(cross).T).T, dtype=dtype)
     C = cross.tosparse()
     u, v = cross.rank_one()
-    out = np.empty((d1, d2))
+    out = np.empty((d1, d2), dtype=dtype)
     step = max(1, int(chunk_bytes // (8 * max(d2, 1))))
     for lo in range(0, d1, step):
         hi = min(d1, lo + step)
@@ -330,6 +331,15 @@ LOBPCG_DENSE_CT_BYTES = 512 * 2**20
 #: directions of the LOBPCG basis whose normalised Gram eigenvalue falls below this are
 #: dropped (numerically dependent: converged residuals, a collapsed P block)
 LOBPCG_DROP = 1e-10
+#: LOBPCG keeps its blocks in float32 when tol >= this: it stops at relative residuals of
+#: sqrt(tol) >= 1e-2, four orders above where float32 rounding (6e-8 per product, ~1e-5
+#: for a Gram block summed over 10^5 rows) would hold it, and its BLAS-3 products and
+#: triangular solves -- nearly all of its time -- run at twice the speed in half the
+#: memory.  The result does not inherit the rounding: _finalize redoes the Rayleigh-Ritz
+#: step in float64 in the exact metrics.
+LOBPCG_SINGLE_TOL = 1e-4
+#: LOBPCG_DROP for float32 blocks, above the ~1e-5 rounding of their Gram matrices
+LOBPCG_DROP_SINGLE = 1e-5
 
 
 def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
@@ -352,6 +362,10 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
     clustered, and checked against the dense solver in the tests and benchmarks rather
     than proved.
 
+    At tol >= LOBPCG_SINGLE_TOL (the randomized solver's 1e-3) the blocks, their images and
+    the C_yy factor's triangular solves are float32; the Rayleigh-Ritz eigenproblems stay
+    float64, and _finalize redoes the last one in float64 in the exact metrics.
+
     Returns
     -------
     A : (d1, k), B : (d2, k), theta : (k,) Ritz values (omega), n_iter : int (iterations),
@@ -364,29 +378,35 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
     maxiter = LOBPCG_MAXITER
     C = xinv.covariance
     precond = xinv._lowrank_inverse
+    wdt = np.float32 if tol >= LOBPCG_SINGLE_TOL else np.float64
+
+    def cast(Z):
+        return np.ascontiguousarray(Z, dtype=wdt)
+
     if 8 * d1 * d2 <= LOBPCG_DENSE_CT_BYTES:
-        Ctd = _dense_whitened_cross(cross, Wy)  # (d1, d2)
+        Ctd = _dense_whitened_cross(cross, Wy, dtype=wdt)  # (d1, d2)
 
         def ct(U):
-            return tall_matmul(Ctd, U)
+            return tall_matmul(Ctd, cast(U))
 
         def ctT(V):
-            return tall_tmatmul(Ctd, V)
+            return tall_tmatmul(Ctd, cast(V))
     else:
         Ctd = None
+        Wyw = Wy.single() if wdt == np.float32 else Wy
 
         def ct(U):
-            return cross.matmat(Wy.rmatmat(U))
+            return cast(cross.matmat(Wyw.rmatmat(U)))
 
         def ctT(V):
-            return Wy.matmat(cross.rmatmat(V))
+            return cast(Wyw.matmat(cross.rmatmat(V)))
 
     # start: the top m eigenvectors of the preconditioner's Galerkin matrix Ct^T T Ct
     # (formed when Ct is dense at hand; a randomized SVD of the whitened operator otherwise)
     if Ctd is not None and d2 <= FULL_MAX_D2:
         # by row chunks: no second d1 x d2 array (en-brown 5K: 1.7 GB peak against 0.9)
         _, V0 = _top_eigh(xinv.lowrank_galerkin(Ctd), m)
-        X = precond(tall_matmul(Ctd, V0))
+        X = precond(ct(V0))
     else:
         Wx = _approx_of(xinv).inv_sqrt()
         _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wy), m, oversamples=min(p, d2 - m),
@@ -394,7 +414,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
         X = precond(ct(np.ascontiguousarray(Vt.T)))
     if start is not None and start.shape[1] > 0:
         X = np.hstack([X, start])
-    CX = C.matmat(X)
+    X = cast(X)
+    CX = cast(C.matmat(X))
     UX = ctT(X)
     X, CX, UX, theta, _ = _rayleigh_ritz([X], [CX], [UX], m)
     # K = Ct Ct^T has rank <= rank(C_xy): fewer than k nonzero Ritz values means fewer than
@@ -441,15 +462,15 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
         if not active.any():
             converged = True
             break
-        W = np.ascontiguousarray(W[:, active])
+        W = cast(W[:, active])
         if Ctd is not None:
             # the sparse C W (numba, no GIL) overlaps the dense Ct^T W
-            CW, UW = run_pair(lambda W=W: C.matmat(W), lambda W=W: Ctd.T @ W)
+            CW, UW = run_pair(lambda W=W: cast(C.matmat(W)), lambda W=W: Ctd.T @ W)
         else:
             # in turn: each splits its sparse products over both cores, and Ct^T W's
             # triangular solve takes both BLAS threads (all of en-brown: 58-62 s a fit
             # against 66 s overlapped, where each side ran on one core)
-            CW = C.matmat(W)
+            CW = cast(C.matmat(W))
             UW = ctT(W)
         blocks = ([X, W], [CX, CW], [UX, UW])
         if P is not None:
@@ -486,17 +507,18 @@ def _rayleigh_ritz(S, CS, US, m):
             G[off[i]:off[i + 1], off[j]:off[j + 1]] = blk
             G[off[j]:off[j + 1], off[i]:off[i + 1]] = blk.T
     Ucat = np.hstack(US) if len(US) > 1 else US[0]
-    H = Ucat.T @ Ucat
+    H = np.asarray(Ucat.T @ Ucat, dtype=np.float64)
     # C-orthonormalise the basis: eigendecomposition of its diagonally scaled Gram matrix
     dg = np.sqrt(np.maximum(np.diag(G), 1e-300))
     Gn = G / dg[:, None] / dg[None, :]
     with small_blas(0):
         lam, Q = la.eigh(0.5 * (Gn + Gn.T), check_finite=False)
-    keep = lam > LOBPCG_DROP * lam.max()
+    single = S[0].dtype == np.float32
+    keep = lam > (LOBPCG_DROP_SINGLE if single else LOBPCG_DROP) * lam.max()
     Z = (Q[:, keep] / np.sqrt(lam[keep])) / dg[:, None]  # basis coefficients, (tot, r)
     Hr = Z.T @ H @ Z
     theta, Yr = _top_eigh(0.5 * (Hr + Hr.T), min(m, Z.shape[1]))
-    Cf = Z @ Yr  # (tot, m)
+    Cf = (Z @ Yr).astype(S[0].dtype)  # (tot, m), in the blocks' precision
     first = nb[0]
 
     def combine(blocks):

@@ -84,6 +84,48 @@ def test_operator_cross_and_randomized_start_give_the_same_answer(monkeypatch):
     np.testing.assert_allclose(other.correlations, base.correlations, rtol=1e-9)
 
 
+@pytest.mark.parametrize("dense_ct", [True, False])
+def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, dense_ct):
+    """tol >= LOBPCG_SINGLE_TOL keeps the blocks in float32 (dense C_xy W_y^T, or the
+    operator with a float32 copy of the C_yy factor); the answer, finished in float64, is
+    within tol of the dense solver and exactly orthonormal like a float64 one."""
+    X, Y = count_problem(900, 240, 40, seed=14)
+    if not dense_ct:
+        monkeypatch.setattr(reduced_mod, "LOBPCG_DENSE_CT_BYTES", 0)
+    tau, k, tol = 0.4, 8, 1e-3
+    dense, it = _engine_pair(X, Y, tol=tol)
+    res = it.solve(Y, tau, k, strategy="lobpcg")
+    assert it._warm.dtype == np.float32 and res.n_iter > 0  # the final block, kept warm
+    ref = dense.solve(Y, tau, k).correlations
+    np.testing.assert_allclose(res.correlations, ref, rtol=tol)
+    Cxx, Cyy, _ = covariances(X, Y, tau)
+    A, B = res.x_weights, res.y_weights
+    assert A.dtype == B.dtype == np.float64
+    np.testing.assert_allclose(A.T @ Cxx @ A, np.eye(k), atol=1e3 * EPS)
+    np.testing.assert_allclose(B.T @ Cyy @ B, np.eye(k), atol=1e3 * EPS)
+    # below the threshold the same call stays in float64
+    _, it64 = _engine_pair(X, Y, tol=reduced_mod.LOBPCG_SINGLE_TOL / 2)
+    it64.solve(Y, tau, k, strategy="lobpcg")
+    assert it64._warm.dtype == np.float64
+
+
+def test_single_precision_whitener_matches_float64():
+    """The dense Cholesky whitener in float32 (its own triangular solves) and a randomized
+    one (float64, rounded) against their float64 selves."""
+    X, Y = count_problem(600, 120, 300, seed=3)
+    eng = CCAEngine(X, Y, solver="randomized", random_state=0)
+    rng = np.random.default_rng(2)
+    for inv in (eng.y_inverse(0.3), eng.x_inverse(0.3, rank=20, tail="diagonal")):
+        W = inv.inv_sqrt()
+        Ws = W.single()
+        B = rng.standard_normal((inv.shape[0], 5))
+        assert Ws.dtype == np.float32
+        for got, want in ((Ws.matmat(B), W.matmat(B)), (Ws.rmatmat(B), W.rmatmat(B))):
+            assert got.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=0,
+                                       atol=1e3 * np.finfo(np.float32).eps * np.abs(want).max())
+
+
 def test_rank_deficient_cross_covariance():
     """M of rank 5 with 40 columns: the null directions of K must not pollute the block."""
     X, Y = count_problem(900, 240, 40, seed=11)
