@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+import weakref
 
 import numpy as np
 
@@ -126,6 +127,13 @@ class CCAEngine:
                  precond_rank=None, random_state=None, merge_duplicates=True,
                  adaptive_rank=True):
         solver = check_choice(solver, "solver", SOLVERS)
+        # the caller's Y object, so that solve(M=that Y) is recognised as plain CCA
+        # (check_matrix returns a new CSR object even when it copies nothing); weakly, so
+        # that a converted original is not kept alive beside its conversion
+        try:
+            self._y_given = weakref.ref(Y)
+        except TypeError:  # lists and the like: never the same object again anyway
+            self._y_given = lambda: None
         X = check_matrix(X, "X")
         Y = check_matrix(Y, "Y")
         n = check_same_rows(X=X, Y=Y)
@@ -223,8 +231,8 @@ class CCAEngine:
         ``tol``) depends on the order of the solves: a fresh engine reproduces a result.
         """
         tau = check_tau(tau)
-        plain = M is self.Y
-        M = check_matrix(M, "M")
+        plain = M is self.Y or (M is not None and M is self._y_given())
+        M = self.Y if plain else check_matrix(M, "M")
         check_same_rows(X=self.X, M=M)
         if M.shape[1] != self.Y.shape[1]:
             raise ValueError(f"M must have d2 = {self.Y.shape[1]} columns like Y, "

@@ -326,7 +326,11 @@ LOBPCG_MAXITER = 300
 #: LOBPCG counts as stalled (and 'auto' falls back to 'full') after less than 2x progress
 #: of its largest relative residual over this many steps
 LOBPCG_STALL_WINDOW = 40
-#: LOBPCG's dense C_xy W_y^T is kept up to this size (an operator beyond)
+#: LOBPCG's dense C_xy W_y^T is kept up to this size and d2 <= FULL_MAX_D2 (an operator
+#: beyond).  Forming it costs d1 columns of triangular solves with the d2 x d2 factor of
+#: C_yy, an operator step about 2 (k + p): past a few thousand output features the build
+#: outweighs what it saves (en-brown 8K, d2 = 8,469: 5.4 s to build; the fit took 14.4 s
+#: with it and 10.9 s without, the same 16 steps)
 LOBPCG_DENSE_CT_BYTES = 512 * 2**20
 #: directions of the LOBPCG basis whose normalised Gram eigenvalue falls below this are
 #: dropped (numerically dependent: converged residuals, a collapsed P block)
@@ -383,7 +387,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
     def cast(Z):
         return np.ascontiguousarray(Z, dtype=wdt)
 
-    if 8 * d1 * d2 <= LOBPCG_DENSE_CT_BYTES:
+    if 8 * d1 * d2 <= LOBPCG_DENSE_CT_BYTES and d2 <= FULL_MAX_D2:
         Ctd = _dense_whitened_cross(cross, Wy, dtype=wdt)  # (d1, d2)
 
         def ct(U):
@@ -403,7 +407,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False):
 
     # start: the top m eigenvectors of the preconditioner's Galerkin matrix Ct^T T Ct
     # (formed when Ct is dense at hand; a randomized SVD of the whitened operator otherwise)
-    if Ctd is not None and d2 <= FULL_MAX_D2:
+    if Ctd is not None:
         # by row chunks: no second d1 x d2 array (en-brown 5K: 1.7 GB peak against 0.9)
         _, V0 = _top_eigh(xinv.lowrank_galerkin(Ctd), m)
         X = precond(ct(V0))

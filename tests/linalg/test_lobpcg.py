@@ -390,3 +390,8 @@ def test_tau_grid_reuses_x_transpose_y_and_matches_dense(solver):
     M = Y.copy()
     engine.solve(M, 0.5, 5)
     assert engine._ycross is cross
+    # the caller's own Y object (not engine.Y, which check_matrix made) is plain CCA too
+    assert Y is not engine.Y
+    again = engine.solve(Y, taus[0], 5)
+    assert engine._ycross is cross
+    np.testing.assert_allclose(again.correlations, first.correlations, rtol=rtol)
