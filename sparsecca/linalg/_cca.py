@@ -259,7 +259,10 @@ class CCAEngine:
                               random_state=rs, start=self._warm)
             self._warm = res.__dict__.pop("lobpcg_block", self._warm)
             err = _rel_err(res)
-            if "lobpcg_error" in res.__dict__:
+            # LOBPCG's squared-residual estimate is sharper than the first-order bound, but
+            # only once it converged (as in _solve_randomized): unconverged, its residual
+            # test failed and the quadratic estimate alone would understate the error
+            if res.__dict__.get("lobpcg_converged", False):
                 err = min(err, res.lobpcg_error)
             res.__dict__.update(solver=self.solver_, error_estimate=err)
         else:

@@ -145,7 +145,12 @@ def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
     monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", 2)
     with pytest.warns(RuntimeWarning, match=r"LOBPCG did not reach relative residual .* in 2 "
                                             r"iterations"):
-        it.solve(Y, 0.4, 6, strategy="lobpcg")
+        bad = it.solve(Y, 0.4, 6, strategy="lobpcg")
+    # unconverged, the reported error is the first-order residual bound, not LOBPCG's
+    # quadratic estimate
+    assert not bad.lobpcg_converged
+    c = bad.correlations
+    assert bad.error_estimate == pytest.approx(np.max(bad.residual_norms / c), rel=1e-12)
     res = it.solve(Y, 0.4, 6)  # 'auto': the stalled LOBPCG hands over to block CG
     assert res.strategy == "full"
     np.testing.assert_allclose(res.correlations, dense.solve(Y, 0.4, 6).correlations,
