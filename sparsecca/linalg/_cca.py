@@ -226,9 +226,10 @@ class CCAEngine:
 
         Notes
         -----
-        The iterative solver's LOBPCG starts from the block the engine's previous solve
-        ended with as well as from its own guess, so ``n_iter`` (never the answer beyond
-        ``tol``) depends on the order of the solves: a fresh engine reproduces a result.
+        LOBPCG (the iterative solver's, and the randomized solver's refinement) starts from
+        the block the engine's previous solve ended with, so ``n_iter`` (never the answer
+        beyond ``tol``) depends on the order of the solves: a fresh engine reproduces a
+        result.
         """
         tau = check_tau(tau)
         plain = M is self.Y or (M is not None and M is self._y_given())
@@ -253,7 +254,7 @@ class CCAEngine:
                           else (None, "auto"))
             xinv = self.x_inverse(tau, rank=rank, tail=tail)
             # LOBPCG starts from the block the previous solve ended with (a tau grid, the
-            # rerankers' sequence of M) besides its own preconditioned guess; only LOBPCG
+            # rerankers' sequence of M) instead of its own preconditioned guess; only LOBPCG
             # returns a block, so a dense engine never has one
             res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
                               random_state=rs, start=self._warm)
@@ -345,9 +346,9 @@ class CCAEngine:
             # n < d1, exact on the null space of X) preconditions LOBPCG poorly (en-wsj,
             # tau = 0.1: relative residual 0.35 after 300 steps against 73 steps to tol)
             xinv = self.x_inverse(tau, rank=r, tail="diagonal")
-            # LOBPCG's start is the model's solution (the top eigenvectors of its Galerkin
-            # matrix, or a randomized SVD of its whitened operator), plus the block of the
-            # previous solve (a tau grid)
+            # LOBPCG's start is the block of the previous solve (a tau grid), or else the
+            # model's solution (the top eigenvectors of its Galerkin matrix, or a
+            # randomized SVD of its whitened operator)
             res = reduced_cca(xinv, yinv, cross, k, strategy="lobpcg", tol=self.tol,
                               random_state=self._rng, start=self._warm)
             self._warm = res.__dict__.pop("lobpcg_block")

@@ -169,6 +169,18 @@ def test_warm_start_from_the_previous_block():
     for tau, res in zip([0.2, 0.6, 0.9], path):
         np.testing.assert_allclose(res.correlations, dense.solve(Y, tau, 6).correlations,
                                    rtol=1e-9)
+    # a full-width start replaces LOBPCG's own guess, a narrower one joins it: even a
+    # random block of either width only costs steps, never accuracy
+    ref = dense.solve(Y, 0.4, 6).correlations
+    xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
+    cross = CrossCovariance(it._xdata, it.Y)
+    m = 6 + reduced_mod._default_oversamples(6)
+    rng = np.random.default_rng(3)
+    for width in (m, 2):
+        res = reduced_cca(xinv, yinv, cross, 6, strategy="lobpcg", tol=1e-12,
+                          start=rng.standard_normal((X.shape[1], width)))
+        assert res.n_iter > 0
+        np.testing.assert_allclose(res.correlations, ref, rtol=1e-9)
 
 
 def test_bad_start_block_is_refused():
