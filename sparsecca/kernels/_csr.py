@@ -16,7 +16,7 @@ from numba import prange
 from .._config import JIT_PARALLEL, JIT_SERIAL
 
 __all__ = ["csr_gram_matmat", "csr_gram_matmat_parallel", "csr_gram_matmat_rows",
-           "csr_matmat_rows", "csr_tmatmat_rows"]
+           "csr_matmat_rows", "csr_pair_tmatmat_rows", "csr_tmatmat_rows"]
 
 
 @numba.njit(**JIT_SERIAL)
@@ -147,4 +147,38 @@ def csr_tmatmat_rows(indptr, indices, data, U, out, lo, hi):
             a = data[p]
             for j in range(b):
                 out[c, j] += a * U[i, j]
+    return out
+
+
+@numba.njit(**JIT_SERIAL)
+def csr_pair_tmatmat_rows(x_indptr, x_indices, x_data, m_indptr, m_indices, m_data, out, lo,
+                          hi):
+    """out[:] = X[lo:hi]^T M[lo:hi] as a dense array, for two CSR matrices with the same rows.
+
+    Each row adds the outer product of its two sparse rows: nnz(X_i) nnz(M_i) multiply-adds,
+    the work of a sparse-sparse product, without its sparse intermediate (X^T M of count
+    views is mostly dense: zipf 20K x 5K x 300, 83%).
+
+    Parameters
+    ----------
+    x_indptr, x_indices, x_data : CSR arrays of X, shape (n, d1)
+    m_indptr, m_indices, m_data : CSR arrays of M, shape (n, d2)
+    out : (d1, d2) C-contiguous float64 array, overwritten
+    lo, hi : int, the row range 0 <= lo <= hi <= n
+
+    Returns
+    -------
+    out
+    """
+    out[:, :] = 0.0
+    for i in range(lo, hi):
+        mlo = m_indptr[i]
+        mhi = m_indptr[i + 1]
+        if mlo == mhi:
+            continue
+        for p in range(x_indptr[i], x_indptr[i + 1]):
+            c = x_indices[p]
+            a = x_data[p]
+            for q in range(mlo, mhi):
+                out[c, m_indices[q]] += a * m_data[q]
     return out

@@ -24,6 +24,7 @@ from ..kernels._csr import (
     csr_gram_matmat_parallel,
     csr_gram_matmat_rows,
     csr_matmat_rows,
+    csr_pair_tmatmat_rows,
     csr_tmatmat_rows,
 )
 from ._split import SPLIT_MIN_FLOPS, run_pair
@@ -41,6 +42,10 @@ PARALLEL_GRAM_WORK = (50_000_000 if os.environ.get("SPARSECCA_PARALLEL_GRAM", "0
 
 #: ``toarray`` refuses to materialise operators larger than this (pass ``max_dim`` to force)
 DENSE_MAX_DIM = 20_000
+
+#: a CrossCovariance keeps its dense X^T M up to this size once formed (a tau grid whitens
+#: the same C_xy for every tau); larger ones are formed again when asked for
+DENSE_CROSS_CACHE_BYTES = 64 * 2**20
 
 
 def _as_block(V):
@@ -108,6 +113,18 @@ def _row_halves_sum(kernel, X, B):
         lambda: kernel(X.indptr, X.indices, X.data, B, np.empty((d, b)), mid, n))
     top += bottom
     return top
+
+
+def sparse_pair_tmatmat(X, M):
+    """X^T M for two CSR matrices with the same rows, as a dense (d1, d2) float64 array.
+
+    One pass over the rows, nnz(X_i) nnz(M_i) multiply-adds each (the work of scipy's
+    sparse product), with no sparse intermediate: zipf 20K x 5K x 300, 15 ms against 50 ms
+    for the sparse product and its ``toarray``.
+    """
+    out = np.empty((X.shape[1], M.shape[1]))
+    return csr_pair_tmatmat_rows(X.indptr, X.indices, X.data, M.indptr, M.indices, M.data,
+                                 out, 0, X.shape[0])
 
 
 def sparse_tmatmat(X, U):
@@ -423,6 +440,7 @@ class CrossCovariance(LinearOperator):
         self._m = M
         self._sparse = None  # accumulated (sparse X^T M, colsum X, colsum M, n)
         self._product = None  # X^T M once formed by tosparse
+        self._dense = None  # dense X^T M once formed by dense_product, when small
         self.center = bool(center)
         super().__init__(dtype=np.float64, shape=(self._x.d, M.shape[1]))
 
@@ -458,6 +476,7 @@ class CrossCovariance(LinearOperator):
         self._x = None
         self._m = None
         self._product = None
+        self._dense = None
         self._sparse = (C, sx, sm, n)
         self.center = bool(center)
         LinearOperator.__init__(self, dtype=np.float64, shape=C.shape)
@@ -528,7 +547,37 @@ class CrossCovariance(LinearOperator):
             raise ValueError(f"refusing to materialise a {self.shape[0]} x {self.shape[1]} dense "
                              f"cross-covariance; dimensions must be <= max_dim={max_dim}")
         u, v = self.rank_one()
-        return self.tosparse().toarray() - np.outer(u, v)
+        out = self.dense_product()
+        if np.any(u):
+            out = out - np.outer(u, v)
+        return out
+
+    def dense_product(self):
+        """X^T M (the uncentred part, as :meth:`tosparse`) as a dense (d1, d2) float64 array.
+
+        Read-only: kept and returned again when at most ``DENSE_CROSS_CACHE_BYTES`` (copy it
+        before writing).  With sparse factors it is formed straight from their rows
+        (:func:`sparse_pair_tmatmat`), otherwise from the sparse product or a dense one.
+        """
+        if self._dense is not None:
+            return self._dense
+        d1, d2 = self.shape
+        if self._sparse is not None or self._product is not None:
+            out = (self._sparse[0] if self._sparse is not None else self._product).toarray()
+        elif self._x.sparse and sp.issparse(self._m):
+            out = sparse_pair_tmatmat(self._x.X, sp.csr_matrix(self._m))
+        elif self._x.sparse:  # dense M: sparse times dense
+            out = np.asarray(self._x.X.T @ np.asarray(self._m, dtype=np.float64))
+        elif sp.issparse(self._m):  # dense X: (M^T X)^T, without densifying M
+            out = np.asarray((self._m.T @ np.asarray(self._x.X, dtype=np.float64)).T)
+        else:
+            out = np.asarray(self._x.X, dtype=np.float64).T @ np.asarray(self._m,
+                                                                          dtype=np.float64)
+        out = np.asarray(out, dtype=np.float64)
+        out.flags.writeable = False
+        if 8 * d1 * d2 <= DENSE_CROSS_CACHE_BYTES:
+            self._dense = out
+        return out
 
 
 class _ColumnMerge:

@@ -40,6 +40,7 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from ._gram import DENSE_CROSS_CACHE_BYTES
 from ._rsvd import _orth, _project_out, randomized_svd
 from ._split import run_pair, tall_matmul, tall_tmatmul
 from ._validation import FactorizationError, check_choice, small_blas
@@ -96,10 +97,11 @@ class CCAResult(tuple):
 
 
 def _dense_cross(cross):
-    """C_xy as a dense (d1, d2) array.
+    """C_xy as a dense (d1, d2) array (read-only: it may be the operator's cached copy).
 
-    A :class:`CrossCovariance` with sparse factors is formed by a sparse product (no n x d2
-    dense intermediate); other operators by products with identity columns, in chunks.
+    A :class:`CrossCovariance` with sparse factors is formed from their rows (no n x d2
+    dense intermediate, see ``CrossCovariance.dense_product``); other operators by products
+    with identity columns, in chunks.
     """
     d1, d2 = cross.shape
     xd, m = getattr(cross, "_x", None), getattr(cross, "_m", None)
@@ -108,10 +110,8 @@ def _dense_cross(cross):
         return xd.rmatmat(m.toarray() if sp.issparse(m) else m)
     if _sparse_cross(cross):
         u, v = cross.rank_one()
-        out = cross.tosparse().toarray()
-        if np.any(u):
-            out -= np.outer(u, v)
-        return out
+        out = cross.dense_product()
+        return out - np.outer(u, v) if np.any(u) else out
     out = np.empty((d1, d2))
     step = max(1, min(d2, 512))
     for j in range(0, d2, step):
@@ -122,19 +122,28 @@ def _dense_cross(cross):
 
 
 def _dense_whitened_cross(cross, Wy, chunk_bytes=64 * 2**20, dtype=np.float64):
-    """Ct = C_xy W_y^T as a dense (d1, d2) array of ``dtype``, built by row blocks from a
-    sparse C_xy so that the only full-size array is Ct itself (not C_xy and a transposed
-    copy besides)."""
+    """Ct = C_xy W_y^T as a dense (d1, d2) array of ``dtype``, built by row blocks so that
+    the only full-size array is Ct itself (not C_xy and a transposed copy besides), unless
+    the operator keeps a small dense C_xy anyway (a tau grid whitens it once per tau)."""
     d1, d2 = cross.shape
     if not _sparse_cross(cross):
         return np.ascontiguousarray(Wy.matmat(_dense_cross(cross).T).T, dtype=dtype)
-    C = cross.tosparse()
+    if 8 * d1 * d2 <= DENSE_CROSS_CACHE_BYTES:
+        C = cross.dense_product()
+
+        def rows(lo, hi):
+            return np.array(C[lo:hi])
+    else:
+        C = cross.tosparse()
+
+        def rows(lo, hi):
+            return C[lo:hi].toarray()
     u, v = cross.rank_one()
     out = np.empty((d1, d2), dtype=dtype)
     step = max(1, int(chunk_bytes // (8 * max(d2, 1))))
     for lo in range(0, d1, step):
         hi = min(d1, lo + step)
-        blk = C[lo:hi].toarray()
+        blk = rows(lo, hi)
         if np.any(u):
             blk -= np.outer(u[lo:hi], v)
         out[lo:hi] = Wy.matmat(blk.T).T

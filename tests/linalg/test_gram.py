@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import sparsecca.linalg._gram as gram_mod
 from sparsecca.linalg import CrossCovariance, GramStats, RegularizedGram
 
 from .conftest import count_problem, covariances
@@ -135,3 +136,34 @@ def test_centred_dual_gram_and_dual_eigh(sparse):
     assert lam.size == 29  # centring removes one dimension
     np.testing.assert_allclose(V.T @ V, np.eye(29), atol=1e-10)
     np.testing.assert_allclose((U * np.sqrt(lam)) @ V.T, Xc, atol=1e-10)
+
+
+@pytest.mark.parametrize("xfmt,mfmt", [("csr", "csr"), ("csr", "dense"), ("dense", "csr"),
+                                       ("dense", "dense")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dense_product_is_uncentred_x_transpose_m_and_cached_read_only(xfmt, mfmt, dtype,
+                                                                        monkeypatch):
+    X, M = count_problem(60, 23, 7, seed=9, dtype=dtype)
+    ref = (X.astype(np.float64).T @ M.astype(np.float64)).toarray()  # the slow reference
+    X = X.toarray() if xfmt == "dense" else X
+    M = M.toarray() if mfmt == "dense" else M
+    K = CrossCovariance(X, M, center=True)
+    D = K.dense_product()
+    assert D.dtype == np.float64 and D.shape == (23, 7)
+    np.testing.assert_allclose(D, ref, rtol=1e-12, atol=1e-10)
+    assert K.dense_product() is D and not D.flags.writeable  # kept, and never written
+    with pytest.raises(ValueError, match="read-only"):
+        D[0, 0] = 1.0
+    # toarray subtracts the centring term from a fresh array
+    u, v = K.rank_one()
+    np.testing.assert_allclose(K.toarray(), ref - np.outer(u, v), rtol=1e-12, atol=1e-10)
+    np.testing.assert_array_equal(K.dense_product(), D)
+    # beyond the cache size it is formed again on each call, equal
+    monkeypatch.setattr(gram_mod, "DENSE_CROSS_CACHE_BYTES", 0)
+    K2 = CrossCovariance(X, M)
+    a, b = K2.dense_product(), K2.dense_product()
+    assert a is not b
+    np.testing.assert_array_equal(a, b)
+    # accumulated from row blocks: the same array
+    Kb = CrossCovariance.from_blocks([(X[:25], M[:25]), (X[25:], M[25:])])
+    np.testing.assert_allclose(Kb.dense_product(), ref, rtol=1e-12, atol=1e-10)

@@ -14,6 +14,7 @@ from sparsecca.kernels._csr import (
     csr_gram_matmat_parallel,
     csr_gram_matmat_rows,
     csr_matmat_rows,
+    csr_pair_tmatmat_rows,
     csr_tmatmat_rows,
 )
 
@@ -71,6 +72,23 @@ def test_row_range_kernels_match_scipy(dtype, lo, hi):
     np.testing.assert_allclose(got, Xr.T @ (Xr @ V), rtol=1e-12, atol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("lo,hi", [(0, 57), (3, 5), (20, 57), (4, 4)])
+def test_pair_kernel_matches_scipy(dtype, lo, hi):
+    """Dense X[lo:hi]^T M[lo:hi] from two CSR matrices (M with an empty row of its own)."""
+    X = _csr(dtype)
+    M = _csr(dtype, seed=5, d=9)
+    M = M.tolil()
+    M[10, :] = 0
+    M = M.tocsr()
+    M.eliminate_zeros()
+    out = np.full((23, 9), np.nan)
+    got = csr_pair_tmatmat_rows(X.indptr, X.indices, X.data, M.indptr, M.indices, M.data,
+                                out, lo, hi)
+    ref = (X[lo:hi].astype(np.float64).T @ M[lo:hi].astype(np.float64)).toarray()
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-10)
+
+
 @pytest.mark.parametrize("threads", ["1", "0"])
 def test_split_sparse_products_match_scipy_and_do_not_depend_on_threads(threads,
                                                                         monkeypatch):
@@ -121,9 +139,14 @@ def test_kernels_run_without_jit():
         U = np.arange(40.0).reshape(20, 2)
         assert np.allclose(csr_tmatmat_rows(X.indptr, X.indices, X.data, U, out, 5, 20),
                            X[5:].T @ U[5:])
-        from sparsecca.kernels._csr import csr_gram_matmat_rows
+        from sparsecca.kernels._csr import csr_gram_matmat_rows, csr_pair_tmatmat_rows
         assert np.allclose(csr_gram_matmat_rows(X.indptr, X.indices, X.data, V, out, 5, 20),
                            X[5:].T @ (X[5:] @ V))
+        M = sp.random(20, 4, density=0.4, random_state=1, format="csr")
+        D = np.empty((9, 4))
+        assert np.allclose(csr_pair_tmatmat_rows(X.indptr, X.indices, X.data, M.indptr,
+                                                 M.indices, M.data, D, 2, 20),
+                           (X[2:].T @ M[2:]).toarray())
         print("ok")
     """)
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
