@@ -647,8 +647,7 @@ class _Whitener(LinearOperator):
         inv = self.inv
         if inv.method == "dense":
             if inv.dense_space == "primal":
-                with _dense_threads(inv.shape[0]), _wide(inv.shape[0]):
-                    return la.solve_triangular(inv._chol, B, lower=True, check_finite=False)
+                return _triangular_solve(inv._chol, B, "N")
             _, lam, V = inv.factor.dual_eigh()
             tau = inv.tau
             C = V.T @ B
@@ -666,9 +665,7 @@ class _Whitener(LinearOperator):
         inv = self.inv
         if inv.method == "dense":
             if inv.dense_space == "primal":
-                with _dense_threads(inv.shape[0]), _wide(inv.shape[0]):
-                    return la.solve_triangular(inv._chol, U, lower=True, trans="T",
-                                               check_finite=False)
+                return _triangular_solve(inv._chol, U, "T")
             return self._matmat(U)
         P, g2 = inv._whitener_factors()
         h = 1.0 - 1.0 / np.sqrt(1.0 + g2)
@@ -698,22 +695,15 @@ class _SingleWhitener(LinearOperator):
                    and inv.dense_space == "primal" else None)
         super().__init__(dtype=np.float32, shape=whitener.shape)
 
-    def _solve(self, B, trans):
-        B = np.ascontiguousarray(B, dtype=np.float32)
-        d = self.shape[0]
-        with _dense_threads(d), _wide(d):
-            return la.solve_triangular(self._L, B, lower=True, trans=trans,
-                                       check_finite=False)
-
     def _matmat(self, B):
         if self._L is None:
             return self.whitener.matmat(B).astype(np.float32)
-        return self._solve(B, "N")
+        return _triangular_solve(self._L, np.ascontiguousarray(B, dtype=np.float32), "N")
 
     def _rmatmat(self, U):
         if self._L is None:
             return self.whitener.rmatmat(U).astype(np.float32)
-        return self._solve(U, "T")
+        return _triangular_solve(self._L, np.ascontiguousarray(U, dtype=np.float32), "T")
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
@@ -726,6 +716,14 @@ class _SingleWhitener(LinearOperator):
 #: threaded Cholesky crashed (SIGSEGV) on the zipf 30,000 x 30,000 covariance with two
 #: threads -- reproduced here, and reported with the zipf-two-view figures
 DENSE_SINGLE_THREAD_MIN = 16_000
+
+
+def _triangular_solve(L, B, trans):
+    """L^-1 B (trans 'N') or L^-T B ('T') for a lower triangular d x d factor L, on the BLAS
+    threads its size calls for (see _dense_threads and _wide)."""
+    d = L.shape[0]
+    with _dense_threads(d), _wide(d):
+        return la.solve_triangular(L, B, lower=True, trans=trans, check_finite=False)
 
 
 def _wide(d):
