@@ -484,6 +484,13 @@ class CrossCovariance(LinearOperator):
 
     def _matmat(self, V):
         V, _ = _as_block(V)
+        if self._dense is not None:
+            # a cached dense X^T M (small: d1 d2 <= 8 M entries) is one BLAS call away
+            u, v = self.rank_one()
+            out = self._dense @ V
+            if np.any(u):
+                out -= np.outer(u, v @ V)
+            return out
         if self._sparse is not None:
             C, sx, sm, n = self._sparse
             out = np.asarray(C @ V)
@@ -496,6 +503,12 @@ class CrossCovariance(LinearOperator):
 
     def _rmatmat(self, U):
         U, _ = _as_block(U)
+        if self._dense is not None:
+            u, v = self.rank_one()
+            out = self._dense.T @ U
+            if np.any(u):
+                out -= np.outer(v, u @ U)
+            return out
         if self._sparse is not None:
             C, sx, sm, n = self._sparse
             out = np.asarray(C.T @ U)
@@ -516,17 +529,23 @@ class CrossCovariance(LinearOperator):
     def _adjoint(self):
         return _Adjoint(self)
 
-    def tosparse(self):
+    def tosparse(self, copy=True):
         """X^T M (uncentred part) as a CSR matrix; with ``center=True`` the full operator is
-        this minus the rank-one term n mu_x mu_m^T (see :meth:`rank_one`)."""
+        this minus the rank-one term n mu_x mu_m^T (see :meth:`rank_one`).
+
+        ``copy=False`` returns the operator's own matrix (formed once; a tau grid reuses
+        it), which the caller must not modify.
+        """
         if self._sparse is not None:
-            return self._sparse[0].copy()
-        if self._product is None:  # formed once per operator (a tau grid reuses it)
-            X = self._x.X
-            Xs = X if sp.issparse(X) else sp.csr_matrix(X)
-            Ms = self._m if sp.issparse(self._m) else sp.csr_matrix(self._m)
-            self._product = (Xs.T @ Ms).tocsr().astype(np.float64)
-        return self._product.copy()
+            C = self._sparse[0]
+        else:
+            if self._product is None:
+                X = self._x.X
+                Xs = X if sp.issparse(X) else sp.csr_matrix(X)
+                Ms = self._m if sp.issparse(self._m) else sp.csr_matrix(self._m)
+                self._product = (Xs.T @ Ms).tocsr().astype(np.float64)
+            C = self._product
+        return C.copy() if copy else C
 
     def rank_one(self):
         """(u, v) with C_xy = tosparse() - u v^T (zeros when ``center=False``)."""

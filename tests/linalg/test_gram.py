@@ -79,16 +79,22 @@ def test_cross_covariance(fmt, center):
     K = CrossCovariance(X, M, center=center)
     _, _, Cxy = covariances(X, M, 0.5, center=center)
     assert K.shape == (23, 7)
-    np.testing.assert_allclose(K.toarray(), Cxy, rtol=1e-12, atol=1e-10)
     V = np.random.default_rng(0).standard_normal((7, 3))
     U = np.random.default_rng(1).standard_normal((23, 3))
-    np.testing.assert_allclose(K @ V, Cxy @ V, rtol=1e-12, atol=1e-10)
-    np.testing.assert_allclose(K.T @ U, Cxy.T @ U, rtol=1e-12, atol=1e-10)
-    np.testing.assert_allclose(K.H @ U[:, 0], Cxy.T @ U[:, 0], rtol=1e-12, atol=1e-10)
+    # products from the factors' rows, then from the dense X^T M that toarray() keeps
+    for cached in (False, True):
+        assert (K._dense is not None) == cached
+        np.testing.assert_allclose(K @ V, Cxy @ V, rtol=1e-12, atol=1e-10)
+        np.testing.assert_allclose(K.T @ U, Cxy.T @ U, rtol=1e-12, atol=1e-10)
+        np.testing.assert_allclose(K.H @ U[:, 0], Cxy.T @ U[:, 0], rtol=1e-12, atol=1e-10)
+        np.testing.assert_allclose(K.toarray(), Cxy, rtol=1e-12, atol=1e-10)
     S = K.tosparse()
     assert sp.issparse(S)
     u, v = K.rank_one()
     np.testing.assert_allclose(S.toarray() - np.outer(u, v), Cxy, rtol=1e-12, atol=1e-10)
+    # a copy by default; copy=False is the operator's own (read-only by contract) matrix
+    assert K.tosparse(copy=False) is K.tosparse(copy=False)
+    assert S is not K.tosparse(copy=False)
 
 
 def test_gram_stats_accumulation():

@@ -42,6 +42,12 @@ def test_dense_inverse_and_whitener(dtype, fmt, center, space, n):
     np.testing.assert_allclose(Wd.T @ Wd, Ci, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(Wd @ Cxx @ Wd.T, np.eye(40), atol=1e-9)
     np.testing.assert_allclose(W.T @ B, Wd.T @ B, atol=1e-10)
+    # rows whitened in place: (W R^T)^T, written into R (the dense primal form solves there)
+    R = np.random.default_rng(3).standard_normal((6, 40))
+    out = W.apply_to_rows(R.copy())
+    np.testing.assert_allclose(out, R @ Wd.T, rtol=1e-9, atol=1e-10)
+    R2 = R.copy()
+    assert W.apply_to_rows(R2) is R2 and np.array_equal(R2, out)
 
 
 @pytest.mark.parametrize("tail", ["identity", "diagonal"])
@@ -57,6 +63,8 @@ def test_randomized_is_exact_when_rank_is_captured(tail, fmt):
     np.testing.assert_allclose(inv @ np.eye(45), np.linalg.inv(C), atol=1e-10)
     W = inv.inv_sqrt() @ np.eye(45)
     np.testing.assert_allclose(W @ C @ W.T, np.eye(45), atol=1e-9)
+    R = np.random.default_rng(3).standard_normal((6, 45))
+    np.testing.assert_allclose(inv.inv_sqrt().apply_to_rows(R.copy()), R @ W.T, atol=1e-10)
 
 
 def test_identity_tail_is_the_halko_formula():
@@ -84,6 +92,24 @@ def test_diagonal_tail_model_keeps_the_exact_diagonal():
     model = (1 - tau) * ((V * lam) @ V.T + np.diag(e)) + tau * np.eye(60)
     np.testing.assert_allclose(np.diag(model), (1 - tau) * np.diag(G) + tau, rtol=1e-10)
     np.testing.assert_allclose(inv @ np.eye(60), np.linalg.inv(model), rtol=1e-8, atol=1e-12)
+
+
+def test_extended_factor_stays_a_nystrom_factor_of_g():
+    # the factor keeps only (V, lam); growing it extends V's basis and applies G again
+    X, _ = count_problem(200, 60, 4, seed=14)
+    G = (X.T @ X).toarray()
+    f = GramFactor(X, random_state=0)
+    V12, lam12 = f.lowrank(12)
+    err12 = la.norm(G - (V12 * lam12) @ V12.T, 2)
+    V, lam = f.lowrank(30)
+    assert f.rank_ == 30 and V.shape == (60, 30)
+    np.testing.assert_allclose(V.T @ V, np.eye(30), atol=1e-12)
+    resid = G - (V * lam) @ V.T
+    assert la.eigvalsh(resid).min() > -1e-8 * np.abs(G).max()  # still PSD
+    assert la.norm(resid, 2) < err12
+    # grown to the full dimension the factor is exact
+    V, lam = f.lowrank(60)
+    np.testing.assert_allclose((V * lam) @ V.T, G, atol=1e-9 * np.abs(G).max())
     # Nystrom: G - V diag(lam) V^T is positive semidefinite
     assert la.eigvalsh(G - (V * lam) @ V.T).min() > -1e-8 * np.abs(G).max()
 
