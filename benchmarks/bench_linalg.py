@@ -1,9 +1,10 @@
 """Fit time and peak memory of the CCA engine (sparsecca.linalg) next to the dense reference.
 
 Every fit runs in its own subprocess, so the peak RSS printed is that of one fit (the child's
-``ru_maxrss``: interpreter + libraries + data + the fit; the RSS just before the fit is
-printed too, so the fit's own share is visible).  Numba kernels are compiled by a warm-up fit
-on a few rows before the timed fit.  The dense reference is the paper's method: dense
+``VmHWM``: interpreter + libraries + data + the fit; the RSS just before the fit is printed
+too, so the fit's own share is visible).  Numba kernels are compiled by a warm-up fit on a few
+rows before the timed fit (``--cold`` leaves it out, as in a user's script; ``--trace`` adds
+the fit's tracemalloc peak).  The dense reference is the paper's method: dense
 Cholesky of Cxx (or of the n x n dual when n < d1) and an eigendecomposition of the reduced
 d2 x d2 problem.
 
@@ -27,6 +28,7 @@ Usage::
 
     python benchmarks/bench_linalg.py [--cases zipf20k zipf50k brown brown8k path]
                                       [--skip-dense] [--solvers iterative randomized]
+                                      [--cold] [--trace]
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -82,26 +83,41 @@ def rss_mb():
         return float("nan")
 
 
+def peak_rss_mb():
+    """This process's peak RSS (VmHWM, see memory/_harness.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "memory"))
+    from _harness import peak_rss_bytes
+
+    return peak_rss_bytes() / 2**20
+
+
 def child(spec):
     from sparsecca.linalg import SparseCCA
 
+    rss_imports = rss_mb()
     X, Y, k, tau = load(spec["case"])
+    rss_data = rss_mb()
     kw = dict(solver=spec["solver"], random_state=0)
     if spec.get("max_rank"):
         kw["max_rank"] = spec["max_rank"]
-    # warm-up: compile / load the numba kernels on a few rows
-    m = min(2000, X.shape[0])
-    Xw, Yw = X[:m], Y[:m]
-    keep = np.asarray(Xw.sum(axis=0)).ravel() > 0
-    SparseCCA(2, tau=tau, solver=spec["solver"], random_state=0).fit(Xw[:, keep][:, :500], Yw)
-    from sparsecca.kernels._csr import csr_gram_matmat_parallel
+    if not spec.get("cold"):
+        # warm-up: compile / load the numba kernels on a few rows
+        m = min(2000, X.shape[0])
+        Xw, Yw = X[:m], Y[:m]
+        keep = np.asarray(Xw.sum(axis=0)).ravel() > 0
+        SparseCCA(2, tau=tau, solver=spec["solver"], random_state=0).fit(
+            Xw[:, keep][:, :500], Yw)
+        from sparsecca.kernels._csr import csr_gram_matmat_parallel
 
-    Xs = Xw[:50].tocsr()
-    csr_gram_matmat_parallel(Xs.indptr, Xs.indices, Xs.data, np.ones((Xs.shape[1], 2)),
-                             np.empty((Xs.shape[1], 2)), 2)
+        Xs = Xw[:50].tocsr()
+        csr_gram_matmat_parallel(Xs.indptr, Xs.indices, Xs.data, np.ones((Xs.shape[1], 2)),
+                                 np.empty((Xs.shape[1], 2)), 2)
     rss0 = rss_mb()
+    import tracemalloc
     import warnings
 
+    if spec.get("trace"):
+        tracemalloc.start()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t = time.perf_counter()
@@ -111,9 +127,12 @@ def child(spec):
         else:
             model = SparseCCA(k, tau=tau, **kw).fit(X, Y)
         elapsed = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    traced = tracemalloc.get_traced_memory()[1] / 2**20 if spec.get("trace") else None
+    tracemalloc.stop()
+    peak = peak_rss_mb()
     out = dict(spec, n=X.shape[0], d1=X.shape[1], d2=Y.shape[1], k=k, tau=tau, time=elapsed,
-               peak_mb=peak, rss_before_mb=rss0, solver_used=model.solver_,
+               peak_mb=peak, rss_before_mb=rss0, rss_imports_mb=rss_imports,
+               rss_data_mb=rss_data, traced_peak_mb=traced, solver_used=model.solver_,
                rank=model.rank_, n_iter=model.n_iter_, error_estimate=model.error_estimate_,
                d1_merged=int(model.n_merged_features_),
                correlations=model.correlations_.tolist(),
@@ -172,6 +191,12 @@ def main():
     ap.add_argument("--skip-dense", action="store_true")
     ap.add_argument("--max-rank", type=int, default=None,
                     help="cap of the randomized factor (default: the library's)")
+    ap.add_argument("--cold", action="store_true",
+                    help="no warm-up fit: the timed fit pays numba's first calls, as a "
+                         "user's script does; prints the RSS after the imports and the data")
+    ap.add_argument("--trace", action="store_true",
+                    help="also record the fit's tracemalloc peak (NumPy buffers and Python "
+                         "objects; not numba's or BLAS's own memory)")
     args = ap.parse_args()
     if args.child:
         child(json.loads(args.child))
@@ -211,8 +236,15 @@ def main():
             print(fmt_row(ref, None), flush=True)
             rows.append(ref)
         for solver in solvers:
-            r = run_child(dict(case=case, solver=solver, max_rank=args.max_rank))
+            r = run_child(dict(case=case, solver=solver, max_rank=args.max_rank,
+                               cold=args.cold, trace=args.trace))
             print(fmt_row(r, ref), flush=True)
+            if "error" not in r and (args.cold or args.trace):
+                traced = ("" if r["traced_peak_mb"] is None
+                          else f", fit's traced peak {r['traced_peak_mb']:.0f} MB")
+                print(f"         {'cold: ' if args.cold else ''}RSS after imports "
+                      f"{r['rss_imports_mb']:.0f} MB, after the data {r['rss_data_mb']:.0f} MB"
+                      f"{traced}", flush=True)
             for w in r.get("warnings", []):
                 print(f"         warning: {w}", flush=True)
             rows.append(r)

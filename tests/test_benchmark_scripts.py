@@ -1,4 +1,5 @@
-"""Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py.
+"""Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
+bench_linalg.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -68,3 +69,19 @@ def test_profile_fit_small(shared_data, tmp_path):
     except ImportError:
         return
     assert (tmp_path / "profile_fit.png").stat().st_size > 0
+
+
+def test_bench_linalg_zipf20k_cold(shared_data, tmp_path):
+    # the engine benchmark on its smallest case, without the warm-up, with tracemalloc
+    out = tmp_path / "linalg.json"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "BENCH_LINALG_JSON": str(out)}
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_linalg.py"), "--cases", "zipf20k",
+                           "--solvers", "randomized", "--skip-dense", "--cold", "--trace"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "cold: RSS after imports" in proc.stdout and "fit's traced peak" in proc.stdout
+    (row,) = json.loads(out.read_text())
+    assert row["solver_used"] == "randomized" and row["n_iter"] > 0
+    assert 0 < row["traced_peak_mb"] < row["peak_mb"] and row["rss_data_mb"] > 0
+    # the published figure: top sqrt(omega) of the dense reference (zipf-two-view README)
+    assert abs(row["correlations"][0] - 1.9538) < 1e-3
