@@ -11,6 +11,7 @@ separately (``empirical_correlations_``).
 from __future__ import annotations
 
 import inspect
+import time
 import warnings
 import weakref
 
@@ -36,6 +37,7 @@ from ._validation import (
     check_same_rows,
     check_tau,
     check_tolerance,
+    check_verbose,
 )
 
 __all__ = ["CCAEngine", "SparseCCA", "cca_path"]
@@ -115,6 +117,10 @@ class CCAEngine:
         Solve on X with identical columns merged (an exact reduction; the weights are
         returned for the original columns).  Sparse NLP views have many: 25% of the en-wsj
         suffix columns, 28% of the en-brown suffix + word columns.
+    verbose : int or bool, default 0
+        Progress on stdout: 1 reports the problem and solver, each factorisation with its
+        time, LOBPCG every 10 steps (largest relative residual and error estimate against
+        their targets) and each solve's outcome; 2 reports every LOBPCG step.
 
     Attributes
     ----------
@@ -125,8 +131,9 @@ class CCAEngine:
 
     def __init__(self, X, Y, *, solver="auto", center=False, tol=None, max_rank=None,
                  precond_rank=None, random_state=None, merge_duplicates=True,
-                 adaptive_rank=True):
+                 adaptive_rank=True, verbose=0):
         solver = check_choice(solver, "solver", SOLVERS)
+        self.verbose = check_verbose(verbose)
         # the caller's Y object, so that solve(M=that Y) is recognised as plain CCA
         # (check_matrix returns a new CSR object even when it copies nothing); weakly, so
         # that a converted original is not kept alive beside its conversion
@@ -165,6 +172,34 @@ class CCAEngine:
         self._yinv = {}
         self._warm = None
         self._ycross = None
+        if self.verbose:
+            self._say(f"X {n:,} x {X.shape[1]:,}{_nnz(X)}"
+                      + (f", {d1:,} columns after merging duplicates" if d1 != X.shape[1]
+                         else "")
+                      + f"; Y {n:,} x {d2:,}{_nnz(Y)}; solver '{self.solver_}' "
+                        f"({self.solver_reason_})"
+                      + ("" if self.solver_ == "dense" else f", tol {self.tol:g}"))
+
+    # -- progress -------------------------------------------------------------------------
+    def _say(self, msg, level=1):
+        if self.verbose >= level:
+            print(f"[sparsecca] {msg}", flush=True)
+
+    def _lobpcg_report(self, tau):
+        """LOBPCG's progress callback for reduced_cca (None when silent)."""
+        if not self.verbose:
+            return None
+        every = 1 if self.verbose >= 2 else 10
+        t0 = time.perf_counter()
+        thresh = float(np.sqrt(self.tol))
+
+        def report(step, residual, error):
+            if step % every == 0:
+                self._say(f"tau={tau:g} LOBPCG step {step}: relative residual {residual:.2e} "
+                          f"(target {thresh:.2e}), error estimate {error:.2e} (tol "
+                          f"{self.tol:g}), {time.perf_counter() - t0:.1f} s")
+
+        return report
 
     # -- cached inverses --------------------------------------------------------------------
     def y_inverse(self, tau):
@@ -172,11 +207,14 @@ class CCAEngine:
         tau = check_tau(tau)
         if tau not in self._yinv:
             d2 = self.Y.shape[1]
+            t0 = time.perf_counter()
             if d2 <= Y_DENSE_MAX or min(self.Y.shape) <= Y_DENSE_MAX:
                 inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy")
             else:
                 inv = RegularizedInverse(self.yfactor, tau, "randomized",
                                          rank=min(d2, 2048), name="Cyy")
+            self._say(f"tau={tau:g} C_yy^-1 ({inv.method}, {d2:,} x {d2:,}) in "
+                      f"{time.perf_counter() - t0:.1f} s")
             self._yinv = {tau: inv}  # one tau at a time: dense factors are d2 x d2
         return self._yinv[tau]
 
@@ -189,6 +227,7 @@ class CCAEngine:
         tau = check_tau(tau)
         key = (tau, rank, tail)
         if key not in self._xinv:
+            t0 = time.perf_counter()
             s = self.solver_
             if s == "dense":
                 inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx")
@@ -206,6 +245,14 @@ class CCAEngine:
             else:  # one rank per tau: the adaptive search supersedes smaller factors
                 self._xinv = {kk: v for kk, v in self._xinv.items() if kk[0] != tau}
             self._xinv[key] = inv
+            d1 = self.n_merged_features_
+            if s == "dense" and inv.dense_space == "dual":
+                n = self.X.shape[0]
+                how = f"dense, through the dual {n:,} x {n:,} Gram matrix"
+            else:
+                how = f"{inv.method}, {d1:,} x {d1:,}"
+                how += f", rank {inv.rank_}" if getattr(inv, "rank_", 0) else ""
+            self._say(f"tau={tau:g} C_xx^-1 ({how}) in {time.perf_counter() - t0:.1f} s")
         return self._xinv[key]
 
     # -- solving ----------------------------------------------------------------------------
@@ -239,6 +286,7 @@ class CCAEngine:
             raise ValueError(f"M must have d2 = {self.Y.shape[1]} columns like Y, "
                              f"got {M.shape[1]}")
         k = check_n_components(n_components, self.X.shape[1], self.Y.shape[1])
+        t0 = time.perf_counter()
         if plain:
             # plain CCA: one operator for every tau, so X^T Y is formed once (the engine
             # assumes X and Y unchanged anyway: their factorisations are cached)
@@ -257,7 +305,8 @@ class CCAEngine:
             # rerankers' sequence of M) instead of its own preconditioned guess; only LOBPCG
             # returns a block, so a dense engine never has one
             res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
-                              random_state=rs, start=self._warm)
+                              random_state=rs, start=self._warm,
+                              callback=self._lobpcg_report(tau))
             self._warm = res.__dict__.pop("lobpcg_block", self._warm)
             err = _rel_err(res)
             # LOBPCG's squared-residual estimate is sharper than the first-order bound, but
@@ -270,6 +319,11 @@ class CCAEngine:
             res = self._solve_randomized(cross, yinv, tau, k, strategy)
         if self._xmerge is not None and not self._xmerge.trivial:
             res = CCAResult(self._xmerge.expand(res[0]), res[1], res[2], **res.__dict__)
+        if self.verbose:
+            steps = f", {res.n_iter} LOBPCG steps" if res.strategy == "lobpcg" else ""
+            self._say(f"tau={tau:g} done: {k} components ({res.strategy}{steps}), top "
+                      f"correlation {res.correlations[0]:.4f}, error estimate "
+                      f"{res.error_estimate:.1e}, {time.perf_counter() - t0:.1f} s")
         return res
 
     def _preconditioner(self, k, strategy):
@@ -323,7 +377,10 @@ class CCAEngine:
             # a preconditioner needs the dominant subspace only roughly: one pass of the
             # range finder, no power iteration (zipf 20K x 5K: 0.49 s against 0.54 s a fit,
             # the same 4 LOBPCG steps)
+            t0 = time.perf_counter()
             f.lowrank(r, block_size=r, n_iter=0)
+            self._say(f"randomized factor of X^T X: rank {f.rank_} in "
+                      f"{time.perf_counter() - t0:.1f} s")
         while True:
             if refine:
                 # the factor is formed above; the model is solved as it is only when exact
@@ -350,7 +407,8 @@ class CCAEngine:
             # model's solution (the top eigenvectors of its Galerkin matrix, or a
             # randomized SVD of its whitened operator)
             res = reduced_cca(xinv, yinv, cross, k, strategy="lobpcg", tol=self.tol,
-                              random_state=self._rng, start=self._warm)
+                              random_state=self._rng, start=self._warm,
+                              callback=self._lobpcg_report(tau))
             self._warm = res.__dict__.pop("lobpcg_block")
             n_refine = res.n_iter
             # once LOBPCG converged, its estimate of the correlations' relative error
@@ -370,6 +428,10 @@ class CCAEngine:
         res.__dict__.update(solver="randomized", error_estimate=err, rank_history=history,
                             exact=exhausted, n_refine=n_refine)
         return res
+
+
+def _nnz(X):
+    return f" (nnz {X.nnz:,})" if hasattr(X, "nnz") else " (dense)"
 
 
 def _rel_err(res):
@@ -435,6 +497,10 @@ class SparseCCA(PersistMixin, _ParamsMixin):
     max_rank : int, optional
         Largest rank of the randomized factor.
     random_state : None, int or numpy Generator
+    verbose : int or bool, default 0
+        Progress on stdout (a fit of all of en-brown takes ~45 s): 1 reports the problem
+        and solver, each factorisation with its time, LOBPCG every 10 steps (relative
+        residual and error estimate against their targets) and the outcome; 2 every step.
 
     Attributes
     ----------
@@ -481,7 +547,7 @@ class SparseCCA(PersistMixin, _ParamsMixin):
                      "n_components_", "n_features_in_", "n_merged_features_")
 
     def __init__(self, n_components=2, *, tau=0.1, solver="auto", center=False, tol=None,
-                 max_rank=None, random_state=None):
+                 max_rank=None, random_state=None, verbose=0):
         self.n_components = n_components
         self.tau = tau
         self.solver = solver
@@ -489,13 +555,15 @@ class SparseCCA(PersistMixin, _ParamsMixin):
         self.tol = tol
         self.max_rank = max_rank
         self.random_state = random_state
+        self.verbose = verbose
 
     def _engine(self, X, Y):
         check_choice(self.solver, "solver", SOLVERS)
         if not isinstance(self.center, (bool, np.bool_)):
             raise TypeError(f"center must be True or False, got {self.center!r}")
         return CCAEngine(X, Y, solver=self.solver, center=bool(self.center), tol=self.tol,
-                         max_rank=self.max_rank, random_state=self.random_state)
+                         max_rank=self.max_rank, random_state=self.random_state,
+                         verbose=self.verbose)
 
     def fit(self, X, Y):
         """Fit A and B.
@@ -569,6 +637,7 @@ class SparseCCA(PersistMixin, _ParamsMixin):
         """Validate what load() restored: shapes, dtypes, finite values, consistent scalars."""
         check_choice(self.solver, "solver", SOLVERS)
         check_tau(self.tau)
+        check_verbose(self.verbose)
         if not isinstance(self.center, (bool, np.bool_)):
             raise ModelFormatError(f"parameter center must be True or False, got "
                                    f"{self.center!r}")
@@ -683,7 +752,7 @@ def _check_taus(taus):
 
 
 def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
-             max_rank=None, random_state=None, M=None):
+             max_rank=None, random_state=None, M=None, verbose=0):
     """Regularised CCA for a grid of tau values, reusing the tau-independent factorisations.
 
     Parameters
@@ -691,7 +760,7 @@ def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
     X : (n, d1), Y : (n, d2) arrays or sparse matrices
     taus : sequence of floats in [0, 1]
     n_components : int
-    solver, center, tol, max_rank, random_state : as in :class:`SparseCCA`
+    solver, center, tol, max_rank, random_state, verbose : as in :class:`SparseCCA`
     M : (n, d2), optional
         Cross-covariance factor (default Y).
 
@@ -701,7 +770,7 @@ def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
     """
     taus = _check_taus(taus)
     engine = CCAEngine(X, Y, solver=solver, center=center, tol=tol, max_rank=max_rank,
-                       random_state=random_state)
+                       random_state=random_state, verbose=verbose)
     M = engine.Y if M is None else M
     return [engine.solve(M, tau, n_components) for tau in taus]
 

@@ -160,6 +160,17 @@ def check_positive_int(value, name: str, *, minimum: int = 1, allow_none: bool =
     return int(value)
 
 
+def check_verbose(value, name: str = "verbose") -> int:
+    """0 (silent), 1, 2, ... (more detail); True and False count as 1 and 0."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= 0 or a bool, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be an int >= 0 or a bool, got {value}")
+    return int(value)
+
+
 def check_tolerance(value, name: str = "tol") -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number in (0, 1), got {value!r}")

@@ -207,7 +207,7 @@ def test_estimator_api():
     X, Y = count_problem(200, 30, 12, seed=12)
     est = SparseCCA(4, tau=0.3, solver="auto", random_state=0)
     assert est.get_params() == dict(n_components=4, tau=0.3, solver="auto", center=False,
-                                    tol=None, max_rank=None, random_state=0)
+                                    tol=None, max_rank=None, random_state=0, verbose=0)
     assert not hasattr(est, "x_weights_")
     with pytest.raises(AttributeError, match="not fitted yet"):
         est.transform(X)

@@ -75,6 +75,8 @@ BAD_PARAMS = [
     (dict(random_state=-1), ValueError, r"random_state must be None, an int >= 0 or a numpy "
                                         r"Generator, got -1"),
     (dict(random_state="seed"), TypeError, r"random_state must be None, an int >= 0"),
+    (dict(verbose=-1), ValueError, r"verbose must be an int >= 0 or a bool, got -1"),
+    (dict(verbose="loud"), TypeError, r"verbose must be an int >= 0 or a bool, got 'loud'"),
 ]
 
 

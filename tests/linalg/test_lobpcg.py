@@ -2,6 +2,7 @@
 and the thread-split products it runs on."""
 
 import os
+import re
 import signal
 import threading
 import time
@@ -181,6 +182,49 @@ def test_warm_start_from_the_previous_block():
                           start=rng.standard_normal((X.shape[1], width)))
         assert res.n_iter > 0
         np.testing.assert_allclose(res.correlations, ref, rtol=1e-9)
+
+
+def test_progress_callback_sees_every_convergence_check():
+    X, Y = count_problem(900, 240, 40, seed=19)
+    it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-10)
+    xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
+    cross = CrossCovariance(it._xdata, it.Y)
+    seen = []
+    res = reduced_cca(xinv, yinv, cross, 6, strategy="lobpcg", tol=1e-10,
+                      callback=lambda *a: seen.append(a))
+    steps = [s for s, _, _ in seen]
+    assert steps == list(range(res.n_iter + 1)) and res.n_iter > 0
+    # the last check is the one that stopped LOBPCG: both quantities reached their targets
+    _, residual, error = seen[-1]
+    assert residual == res.lobpcg_residual <= np.sqrt(1e-10)
+    assert error == res.lobpcg_error <= 1e-10
+    assert all(r > np.sqrt(1e-10) or e > 1e-10 for _, r, e in seen[:-1])
+
+
+@pytest.mark.parametrize("solver", ["iterative", "randomized"])
+def test_verbose_reports_progress_and_changes_nothing(capsys, solver):
+    X, Y = count_problem(900, 240, 40, seed=19)
+    kw = dict(tau=0.4, solver=solver, random_state=0, max_rank=32)
+    quiet = SparseCCA(6, **kw).fit(X, Y)
+    assert capsys.readouterr().out == ""
+    loud = SparseCCA(6, verbose=2, **kw).fit(X, Y)
+    out = capsys.readouterr().out.splitlines()
+    np.testing.assert_array_equal(loud.x_weights_, quiet.x_weights_)
+    np.testing.assert_array_equal(loud.correlations_, quiet.correlations_)
+    assert all(line.startswith("[sparsecca] ") for line in out)
+    assert f"solver '{solver}' (requested)" in out[0] and "Y 900 x 40" in out[0]
+    assert any("C_yy^-1 (dense, 40 x 40)" in line for line in out)
+    # verbose=2: every LOBPCG convergence check, then the outcome
+    steps = [line for line in out if re.search(r"LOBPCG step \d+:", line)]
+    assert len(steps) == quiet.n_iter_ + 1
+    assert out[-1].startswith(f"[sparsecca] tau=0.4 done: 6 components (lobpcg, "
+                              f"{quiet.n_iter_} LOBPCG steps), top correlation "
+                              f"{quiet.correlations_[0]:.4f}")
+    # verbose=1: every 10th check only
+    SparseCCA(6, verbose=1, **kw).fit(X, Y)
+    steps1 = [line for line in capsys.readouterr().out.splitlines()
+              if re.search(r"LOBPCG step \d+:", line)]
+    assert len(steps1) == quiet.n_iter_ // 10 + 1
 
 
 def test_bad_start_block_is_refused():
