@@ -265,27 +265,61 @@ class GramStats:
         ValueError
             If the iterable is empty or the blocks disagree on the number of columns.
         """
-        gram = colsum = None
-        n = 0
-        dtype = None
+        total = None
         for i, B in enumerate(blocks):
-            B = check_matrix(B, f"{name}[{i}]")
-            Bs = sp.csr_matrix(B, dtype=np.float64)
-            if gram is None:
-                d = Bs.shape[1]
-                gram = sp.csr_matrix((d, d), dtype=np.float64)
-                colsum = np.zeros(d)
-                dtype = B.dtype
-            elif Bs.shape[1] != gram.shape[0]:
-                raise ValueError(f"{name}[{i}] must have {gram.shape[0]} columns like the first "
-                                 f"block, got {Bs.shape[1]}")
-            gram = gram + (Bs.T @ Bs).tocsr()
-            colsum += np.asarray(Bs.sum(axis=0)).ravel()
-            n += Bs.shape[0]
-        if gram is None:
+            part = cls._of_block(B, f"{name}[{i}]")
+            total = part if total is None else total._add(part, f"{name}[{i}]")
+        if total is None:
             raise ValueError(f"{name} must yield at least one row block, got none")
+        return total
+
+    @classmethod
+    def from_dask(cls, X, name: str = "X", **compute_kwargs):
+        """Accumulate from the row blocks of a Dask array, one task per block and a tree sum.
+
+        Parameters
+        ----------
+        X : (n, d) dask.array.Array, chunked by rows only (one chunk across the columns);
+            its blocks NumPy arrays or scipy.sparse matrices
+        name : str
+            What error messages call X.
+        **compute_kwargs
+            Passed to ``dask.compute`` (e.g. ``scheduler="threads"``); the default is
+            Dask's current scheduler (a distributed Client when one is active).
+
+        Raises
+        ------
+        ImportError
+            Without dask (``pip install ".[dask]"``).
+        ValueError
+            If X is split across its columns; bad blocks get the same errors as in
+            :meth:`from_blocks`, naming the block.
+        """
+        from ._dask import reduce_row_blocks
+
+        def of_block(B, label):
+            return cls._of_block(B, f"{name} {label}")
+
+        return reduce_row_blocks([X], [name], of_block,
+                                 lambda a, b: a._add(b, f"a row block of {name}"),
+                                 compute_kwargs)
+
+    @classmethod
+    def _of_block(cls, B, label):
+        B = check_matrix(B, label)
+        Bs = sp.csr_matrix(B, dtype=np.float64)
+        return cls((Bs.T @ Bs).tocsr(), np.asarray(Bs.sum(axis=0)).ravel(), Bs.shape[0],
+                   B.dtype)
+
+    def _add(self, other, label):
+        """The statistics of the union of both row sets."""
+        if other.n_features != self.n_features:
+            raise ValueError(f"{label} must have {self.n_features} columns like the first "
+                             f"block, got {other.n_features}")
+        gram = self.gram + other.gram
         gram.sum_duplicates()
-        return cls(gram, colsum, n, dtype)
+        return GramStats(gram, self.colsum + other.colsum, self.n_samples + other.n_samples,
+                         np.promote_types(self.dtype, other.dtype))
 
 
 class _StatsSource:
@@ -447,31 +481,52 @@ class CrossCovariance(LinearOperator):
     @classmethod
     def from_blocks(cls, pairs, center: bool = False):
         """Accumulate X^T M from an iterable of (X_block, M_block) row-block pairs."""
-        C = sx = sm = None
-        n = 0
+        total = None
         for i, pair in enumerate(pairs):
             try:
                 Xb, Mb = pair
             except (TypeError, ValueError):
                 raise TypeError(f"pairs[{i}] must be an (X_block, M_block) pair, got "
                                 f"{type(pair).__name__}") from None
-            Xb = sp.csr_matrix(check_matrix(Xb, f"pairs[{i}][0]"), dtype=np.float64)
-            Mb = check_matrix(Mb, f"pairs[{i}][1]")
-            check_same_rows(X_block=Xb, M_block=Mb)
-            Mb = sp.csr_matrix(Mb, dtype=np.float64)
-            if C is None:
-                C = sp.csr_matrix((Xb.shape[1], Mb.shape[1]), dtype=np.float64)
-                sx = np.zeros(Xb.shape[1])
-                sm = np.zeros(Mb.shape[1])
-            elif Xb.shape[1] != C.shape[0] or Mb.shape[1] != C.shape[1]:
-                raise ValueError(f"pairs[{i}] must have {C.shape[0]} and {C.shape[1]} columns "
-                                 f"like the first pair, got {Xb.shape[1]} and {Mb.shape[1]}")
-            C = C + (Xb.T @ Mb).tocsr()
-            sx += np.asarray(Xb.sum(axis=0)).ravel()
-            sm += np.asarray(Mb.sum(axis=0)).ravel()
-            n += Xb.shape[0]
-        if C is None:
+            part = _cross_of_blocks(Xb, Mb, f"pairs[{i}][0]", f"pairs[{i}][1]")
+            total = part if total is None else _add_cross(total, part, f"pairs[{i}]",
+                                                          "the first pair")
+        if total is None:
             raise ValueError("pairs must yield at least one (X_block, M_block) pair, got none")
+        return cls._from_sums(*total, center=center)
+
+    @classmethod
+    def from_dask(cls, X, M, center: bool = False, **compute_kwargs):
+        """Accumulate X^T M from the row blocks of two Dask arrays (a tree sum of tasks).
+
+        Parameters
+        ----------
+        X : (n, d1) dask.array.Array, M : (n, d2) dask.array.Array
+            Chunked by rows only, with the same row chunks; blocks NumPy arrays or
+            scipy.sparse matrices.
+        center : bool
+        **compute_kwargs
+            Passed to ``dask.compute``.
+
+        Raises
+        ------
+        ImportError
+            Without dask (``pip install ".[dask]"``).
+        ValueError
+            If an array is split across its columns or the row chunks differ.
+        """
+        from ._dask import reduce_row_blocks
+
+        total = reduce_row_blocks(
+            [X, M], ["X", "M"],
+            lambda Xb, Mb, label: _cross_of_blocks(Xb, Mb, f"X {label}", f"M {label}"),
+            lambda a, b: _add_cross(a, b, "a row block of X and M", "the others"),
+            compute_kwargs)
+        return cls._from_sums(*total, center=center)
+
+    @classmethod
+    def _from_sums(cls, C, sx, sm, n, center):
+        C.sum_duplicates()
         self = cls.__new__(cls)
         self._x = None
         self._m = None
@@ -597,6 +652,24 @@ class CrossCovariance(LinearOperator):
         if 8 * d1 * d2 <= DENSE_CROSS_CACHE_BYTES:
             self._dense = out
         return out
+
+
+def _cross_of_blocks(Xb, Mb, xlabel, mlabel):
+    """(X_b^T M_b as CSR, column sums of X_b and M_b, rows) of one pair of row blocks."""
+    Xb = sp.csr_matrix(check_matrix(Xb, xlabel), dtype=np.float64)
+    Mb = check_matrix(Mb, mlabel)
+    check_same_rows(**{xlabel: Xb, mlabel: Mb})
+    Mb = sp.csr_matrix(Mb, dtype=np.float64)
+    return ((Xb.T @ Mb).tocsr(), np.asarray(Xb.sum(axis=0)).ravel(),
+            np.asarray(Mb.sum(axis=0)).ravel(), Xb.shape[0])
+
+
+def _add_cross(a, b, label, like):
+    (Ca, xa, ma, na), (Cb, xb, mb, nb) = a, b
+    if Cb.shape != Ca.shape:
+        raise ValueError(f"{label} must have {Ca.shape[0]} and {Ca.shape[1]} columns like "
+                         f"{like}, got {Cb.shape[0]} and {Cb.shape[1]}")
+    return Ca + Cb, xa + xb, ma + mb, na + nb
 
 
 class _ColumnMerge:
