@@ -168,6 +168,10 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
 
         items = tqdm(items, desc="rerankers", unit="model")
     for model_name, model in items:
+        if progress and rerankers is None and "progress" in model.get_params():
+            # the default CCA rerankers' own bar over their (tau, lam) grid, under this one
+            # (a caller's models keep the parameters they were given)
+            model.set_params(progress=True)
         t0 = time.perf_counter()
         model.fit(train_nb, dev_nb)
         fit_s = time.perf_counter() - t0

@@ -96,7 +96,7 @@ class _LowDimReranker(PersistMixin, BaseReranker):
 
     def __init__(self, n_components=100, tau=(0.9, 0.99), lam=(0.5, 0.75, 0.9),
                  k_grid=None, w=None, solver="randomized", max_rank=512, input_view=None,
-                 output_view=None, random_state=0, w_window=2, center=False):
+                 output_view=None, random_state=0, w_window=2, center=False, progress=False):
         self.n_components = n_components
         self.tau = tau
         self.lam = lam
@@ -109,13 +109,14 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         self.random_state = random_state
         self.w_window = w_window
         self.center = center
+        self.progress = progress
 
     # -- sklearn-style parameter access ---------------------------------------------------
     def get_params(self, deep=True):
         return {k: getattr(self, k) for k in ("n_components", "tau", "lam", "k_grid", "w",
                                               "solver", "max_rank", "input_view",
                                               "output_view", "random_state", "w_window",
-                                              "center")}
+                                              "center", "progress")}
 
     def set_params(self, **params):
         for k, v in params.items():
@@ -148,6 +149,8 @@ class _LowDimReranker(PersistMixin, BaseReranker):
                              f"got {self.solver!r}")
         if not isinstance(self.center, (bool, np.bool_)):
             raise ValueError(f"center must be True or False, got {self.center!r}")
+        if not isinstance(self.progress, (bool, np.bool_)):
+            raise ValueError(f"progress must be True or False, got {self.progress!r}")
         ww = self.w_window
         if isinstance(ww, bool) or not isinstance(ww, numbers.Integral) or ww < 0:
             raise ValueError(f"w_window must be an int >= 0, got {ww!r}")
@@ -223,17 +226,31 @@ class _LowDimReranker(PersistMixin, BaseReranker):
             Xd, Yhat_d = self._views(dev)
         grid_acc = np.full((taus.size, lams.size), -np.inf)
         best = None
-        for a, tau in enumerate(taus):
-            for b, lam in enumerate(lams):
-                A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K)
-                if dev is None:
-                    cand = (-np.inf, -np.inf, tau, lam, K, float(self.w), A, B, omega, info)
-                else:
-                    score, acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks)
-                    grid_acc[a, b] = acc
-                    cand = (score, acc, tau, lam, k, w, A, B, omega, info)
-                if best is None or cand[0] > best[0]:
-                    best = cand
+        points = [(a, b) for a in range(taus.size) for b in range(lams.size)]
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            # a point takes seconds: every update is drawn (no rate limit)
+            bar = tqdm(total=len(points), desc=type(self).__name__, unit="grid point",
+                       leave=False, mininterval=0)
+        for a, b in points:
+            tau, lam = taus[a], lams[b]
+            A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K)
+            if dev is None:
+                cand = (-np.inf, -np.inf, tau, lam, K, float(self.w), A, B, omega, info)
+            else:
+                score, acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks)
+                grid_acc[a, b] = acc
+                cand = (score, acc, tau, lam, k, w, A, B, omega, info)
+            if best is None or cand[0] > best[0]:
+                best = cand
+            if bar is not None:
+                bar.set_postfix(tau=f"{tau:g}", lam=f"{lam:g}",
+                                best_dev=("-" if dev is None else f"{100 * best[1]:.2f}%"))
+                bar.update()
+        if bar is not None:
+            bar.close()
         _, acc, tau, lam, k, w, A, B, omega, info = best
         self._set_info(info)
         self.x_weights_ = np.ascontiguousarray(A[:, :k])
@@ -356,6 +373,10 @@ class GenerativeReranker(_LowDimReranker):
         w, k, tau and lam are chosen by the dev accuracy averaged over +-``w_window``
         neighbouring w grid points (see :func:`sparsecca.rerank.tune_weight`): a broad
         plateau beats a spike of a few tokens.  0 selects the raw dev maximum.
+    progress : bool, default False
+        A tqdm progress bar over the (tau, lam) grid points (one eigenproblem each, and for
+        the discriminative model one per Algorithm 1 iteration), with the best dev accuracy
+        so far.
 
     Attributes
     ----------
@@ -368,11 +389,11 @@ class GenerativeReranker(_LowDimReranker):
 
     def __init__(self, n_components=100, tau=(0.9, 0.99, 0.999), k_grid=None, w=None,
                  solver="randomized", max_rank=512, input_view=None, output_view=None,
-                 random_state=0, w_window=2, center=False):
+                 random_state=0, w_window=2, center=False, progress=False):
         super().__init__(n_components=n_components, tau=tau, lam=0.0, k_grid=k_grid, w=w,
                          solver=solver, max_rank=max_rank, input_view=input_view,
                          output_view=output_view, random_state=random_state,
-                         w_window=w_window, center=center)
+                         w_window=w_window, center=center, progress=progress)
 
     def get_params(self, deep=True):
         p = super().get_params(deep)
@@ -435,11 +456,11 @@ class DiscriminativeReranker(_LowDimReranker):
     def __init__(self, n_components=100, tau=(0.99,), lam=(0.3, 0.5, 0.75), gamma=0.1,
                  n_iter=5, k_grid=None, w=None, solver="randomized", max_rank=512,
                  input_view=None, output_view=None, random_state=0, w_window=2,
-                 center=False):
+                 center=False, progress=False):
         super().__init__(n_components=n_components, tau=tau, lam=lam, k_grid=k_grid, w=w,
                          solver=solver, max_rank=max_rank, input_view=input_view,
                          output_view=output_view, random_state=random_state,
-                         w_window=w_window, center=center)
+                         w_window=w_window, center=center, progress=progress)
         self.gamma = gamma
         self.n_iter = n_iter
 

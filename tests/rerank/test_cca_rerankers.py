@@ -175,6 +175,25 @@ def test_tuning_picks_best_dev_point():
     assert grid.shape == (2, 1) and grid.max() == pytest.approx(model.dev_accuracy_)
 
 
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker,
+                                 DiscriminativeReranker])
+def test_progress_bar_over_the_grid_changes_nothing(cls, capsys):
+    train, dev, _ = lists()
+    kw = dict(n_components=6, tau=(0.3, 0.9), k_grid=[2, 6], solver="dense")
+    if cls is not GenerativeReranker:
+        kw["lam"] = (0.5, 0.75)
+    quiet = cls(**kw).fit(train, dev)
+    assert capsys.readouterr().err == ""
+    loud = cls(progress=True, **kw).fit(train, dev)
+    err = capsys.readouterr().err
+    n_points = 2 if cls is GenerativeReranker else 4
+    assert cls.__name__ in err and f"{n_points}/{n_points}" in err and "best_dev=" in err
+    np.testing.assert_array_equal(loud.x_weights_, quiet.x_weights_)
+    assert (loud.tau_, loud.w_, loud.dev_accuracy_) == (quiet.tau_, quiet.w_,
+                                                       quiet.dev_accuracy_)
+    assert loud.get_params()["progress"] is True
+
+
 def test_tune_weight_against_brute_force():
     _, dev, _ = lists()
     rng = np.random.default_rng(0)
@@ -261,6 +280,7 @@ def test_no_gold_refused():
     (GenerativeReranker, dict(k_grid=[50]), r"k_grid values must lie in \[1, n_components=8\]"),
     (GenerativeReranker, dict(solver="magic"), "solver must be 'auto', 'dense'"),
     (GenerativeReranker, dict(w=-1.0), "w must be None .* or a finite number >= 0"),
+    (SoftenedReranker, dict(progress="yes"), "progress must be True or False, got 'yes'"),
 ])
 def test_bad_parameters(cls, kw, pattern):
     train, dev, _ = lists()
