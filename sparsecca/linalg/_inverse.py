@@ -690,8 +690,10 @@ class _Whitener(LinearOperator):
         if inv.method == "dense" and inv.dense_space == "primal":
             d = inv._chol.shape[0]
             with _dense_threads(d), _wide(d):
-                la.solve_triangular(inv._chol, R.T, lower=True, overwrite_b=True,
-                                    check_finite=False)
+                out = la.solve_triangular(inv._chol, R.T, lower=True, overwrite_b=True,
+                                          check_finite=False)
+            if not np.shares_memory(out, R):  # LAPACK worked on a copy after all
+                R[...] = out.T
         else:
             R[...] = self._matmat(R.T).T
         return R
