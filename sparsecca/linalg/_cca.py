@@ -498,7 +498,7 @@ class SparseCCA(PersistMixin, _ParamsMixin):
         Largest rank of the randomized factor.
     random_state : None, int or numpy Generator
     verbose : int or bool, default 0
-        Progress on stdout (a fit of all of en-brown takes ~45 s): 1 reports the problem
+        Progress on stdout (a fit of all of en-brown takes ~35 s): 1 reports the problem
         and solver, each factorisation with its time, LOBPCG every 10 steps (relative
         residual and error estimate against their targets) and the outcome; 2 every step.
 
