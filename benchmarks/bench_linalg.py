@@ -175,14 +175,16 @@ def fmt_row(r, ref):
     if r["rank"] and r["n_iter"]:
         extra = f"r={r['rank']},it={r['n_iter']}"
     label = r["solver"] + ("+path" if r.get("path") else "")
+    # the solver's own a-posteriori estimate, to set beside the measured difference
+    est = f"{r['error_estimate']:9.2e}" if r.get("error_estimate") is not None else " " * 9
     return (f"{r['case']:8s} {label:15s} {r['n']:>6d}x{r['d1']:<6d} {r['d2']:>5d} {r['k']:>3d} "
-            f"{r['time']:8.2f} {r['peak_mb']:8.0f} {r['rss_before_mb']:8.0f} {diff} {ratio} "
-            f"{extra:>14s}  " + " ".join(f"{x:.4f}" for x in c[:5]))
+            f"{r['time']:8.2f} {r['peak_mb']:8.0f} {r['rss_before_mb']:8.0f} {diff} {est} "
+            f"{ratio} {extra:>14s}  " + " ".join(f"{x:.4f}" for x in c[:5]))
 
 
 HEADER = (f"{'case':8s} {'solver':15s} {'n x d1':>13s} {'d2':>5s} {'k':>3s} {'fit s':>8s} "
-          f"{'peak MB':>8s} {'pre MB':>8s} {'max reldiff':>9s} {'speedup':>8s} {'rank/iters':>14s}"
-          f"  top-5 sqrt(omega)")
+          f"{'peak MB':>8s} {'pre MB':>8s} {'max reldiff':>9s} {'estimate':>9s} {'speedup':>8s} "
+          f"{'rank/iters':>14s}  top-5 sqrt(omega)")
 
 
 def main():

@@ -74,7 +74,8 @@ def main(argv=None):
             ok = "met" if rel <= TARGET[solver] else "MISSED"
             warn = " (warned: error estimate above tol)" if caught else ""
             print(f"{solver:<12} tau={tau:<5} {dt:8.1f} s  max rel diff {rel:.2e} "
-                  f"(target {TARGET[solver]:g}: {ok})  {extra}{warn}", flush=True)
+                  f"(target {TARGET[solver]:g}: {ok}; the solver's estimate "
+                  f"{res.error_estimate:.2e})  {extra}{warn}", flush=True)
     return 0
 
 
