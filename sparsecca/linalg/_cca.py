@@ -308,13 +308,7 @@ class CCAEngine:
                               random_state=rs, start=self._warm,
                               callback=self._lobpcg_report(tau))
             self._warm = res.__dict__.pop("lobpcg_block", self._warm)
-            err = _rel_err(res)
-            # LOBPCG's squared-residual estimate is sharper than the first-order bound, but
-            # only once it converged (as in _solve_randomized): unconverged, its residual
-            # test failed and the quadratic estimate alone would understate the error
-            if res.__dict__.get("lobpcg_converged", False):
-                err = min(err, res.lobpcg_error)
-            res.__dict__.update(solver=self.solver_, error_estimate=err)
+            res.__dict__.update(solver=self.solver_, error_estimate=_error_estimate(res))
         else:
             res = self._solve_randomized(cross, yinv, tau, k, strategy)
         if self._xmerge is not None and not self._xmerge.trivial:
@@ -411,11 +405,7 @@ class CCAEngine:
                               callback=self._lobpcg_report(tau))
             self._warm = res.__dict__.pop("lobpcg_block")
             n_refine = res.n_iter
-            # once LOBPCG converged, its estimate of the correlations' relative error
-            # (squared residual over the gap) is sharper than the first-order bound
-            err = _rel_err(res)
-            if res.lobpcg_converged:
-                err = min(err, res.lobpcg_error)
+            err = _error_estimate(res)
             history.append((xinv.rank_, err))
         if err > self.tol and not exhausted:
             what = ("after LOBPCG refinement" if refine else
@@ -437,6 +427,16 @@ def _nnz(X):
 def _rel_err(res):
     c = np.maximum(np.abs(res.correlations), 1e-300)
     return float(np.max(res.residual_norms / c))
+
+
+def _error_estimate(res):
+    """The first-order bound, tightened by LOBPCG's squared residual over the gap once
+    LOBPCG converged: unconverged, its residual test failed and the quadratic estimate
+    alone would understate the error."""
+    err = _rel_err(res)
+    if res.__dict__.get("lobpcg_converged", False):
+        err = min(err, res.lobpcg_error)
+    return err
 
 
 # -- the estimator ------------------------------------------------------------------------

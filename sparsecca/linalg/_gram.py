@@ -537,20 +537,21 @@ class CrossCovariance(LinearOperator):
         LinearOperator.__init__(self, dtype=np.float64, shape=C.shape)
         return self
 
+    def _stored_product(self):
+        """X^T M when it is at hand (the cached dense one, or the accumulated sparse one),
+        else None: the products are then that matrix minus :meth:`rank_one`."""
+        if self._dense is not None:
+            return self._dense
+        return None if self._sparse is None else self._sparse[0]
+
     def _matmat(self, V):
         V, _ = _as_block(V)
-        if self._dense is not None:
-            # a cached dense X^T M (small: d1 d2 <= 8 M entries) is one BLAS call away
+        C = self._stored_product()
+        if C is not None:
             u, v = self.rank_one()
-            out = self._dense @ V
+            out = np.asarray(C @ V)
             if np.any(u):
                 out -= np.outer(u, v @ V)
-            return out
-        if self._sparse is not None:
-            C, sx, sm, n = self._sparse
-            out = np.asarray(C @ V)
-            if self.center:
-                out -= np.outer(sx, sm @ V) / n
             return out
         if sp.issparse(self._m):
             return self._x.rmatmat(sparse_matmat(self._m, V))
@@ -558,17 +559,12 @@ class CrossCovariance(LinearOperator):
 
     def _rmatmat(self, U):
         U, _ = _as_block(U)
-        if self._dense is not None:
+        C = self._stored_product()
+        if C is not None:
             u, v = self.rank_one()
-            out = self._dense.T @ U
+            out = np.asarray(C.T @ U)
             if np.any(u):
                 out -= np.outer(v, u @ U)
-            return out
-        if self._sparse is not None:
-            C, sx, sm, n = self._sparse
-            out = np.asarray(C.T @ U)
-            if self.center:
-                out -= np.outer(sm, sx @ U) / n
             return out
         XU = self._x.matmat(U)
         if sp.issparse(self._m):
@@ -626,6 +622,15 @@ class CrossCovariance(LinearOperator):
             out = out - np.outer(u, v)
         return out
 
+    def dense_rows(self, lo, hi):
+        """Rows lo:hi of X^T M (uncentred, as :meth:`dense_product`) as a new writable
+        (hi - lo, d2) float64 array: from the dense product when it is small enough to keep
+        (formed once, a tau grid reuses it), else from the sparse one."""
+        if self._dense is not None or self._keeps_dense():
+            return np.array(self.dense_product()[lo:hi])
+        return np.ascontiguousarray(self.tosparse(copy=False)[lo:hi].toarray(),
+                                    dtype=np.float64)
+
     def dense_product(self):
         """X^T M (the uncentred part, as :meth:`tosparse`) as a dense (d1, d2) float64 array.
 
@@ -635,7 +640,6 @@ class CrossCovariance(LinearOperator):
         """
         if self._dense is not None:
             return self._dense
-        d1, d2 = self.shape
         if self._sparse is not None or self._product is not None:
             out = (self._sparse[0] if self._sparse is not None else self._product).toarray()
         elif self._x.sparse and sp.issparse(self._m):
@@ -649,9 +653,14 @@ class CrossCovariance(LinearOperator):
                                                                           dtype=np.float64)
         out = np.asarray(out, dtype=np.float64)
         out.flags.writeable = False
-        if 8 * d1 * d2 <= DENSE_CROSS_CACHE_BYTES:
+        if self._keeps_dense():
             self._dense = out
         return out
+
+    def _keeps_dense(self):
+        """Whether :meth:`dense_product` keeps its result (at most DENSE_CROSS_CACHE_BYTES)."""
+        d1, d2 = self.shape
+        return 8 * d1 * d2 <= DENSE_CROSS_CACHE_BYTES
 
 
 def _cross_of_blocks(Xb, Mb, xlabel, mlabel):

@@ -688,10 +688,7 @@ class _Whitener(LinearOperator):
         """
         inv = self.inv
         if inv.method == "dense" and inv.dense_space == "primal":
-            d = inv._chol.shape[0]
-            with _dense_threads(d), _wide(d):
-                out = la.solve_triangular(inv._chol, R.T, lower=True, overwrite_b=True,
-                                          check_finite=False)
+            out = _triangular_solve(inv._chol, R.T, "N", overwrite=True)
             if not np.shares_memory(out, R):  # LAPACK worked on a copy after all
                 R[...] = out.T
         else:
@@ -738,12 +735,14 @@ class _SingleWhitener(LinearOperator):
 DENSE_SINGLE_THREAD_MIN = 16_000
 
 
-def _triangular_solve(L, B, trans):
+def _triangular_solve(L, B, trans, overwrite=False):
     """L^-1 B (trans 'N') or L^-T B ('T') for a lower triangular d x d factor L, on the BLAS
-    threads its size calls for (see _dense_threads and _wide)."""
+    threads its size calls for (see _dense_threads and _wide); ``overwrite`` lets LAPACK
+    solve in B itself when B's layout and dtype allow it."""
     d = L.shape[0]
     with _dense_threads(d), _wide(d):
-        return la.solve_triangular(L, B, lower=True, trans=trans, check_finite=False)
+        return la.solve_triangular(L, B, lower=True, trans=trans, overwrite_b=overwrite,
+                                   check_finite=False)
 
 
 def _wide(d):

@@ -40,7 +40,6 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ._gram import DENSE_CROSS_CACHE_BYTES
 from ._rsvd import _orth, _project_out, randomized_svd
 from ._split import run_pair, tall_matmul, tall_tmatmul
 from ._validation import FactorizationError, check_choice, small_blas
@@ -129,22 +128,12 @@ def _dense_whitened_cross(cross, Wy, chunk_bytes=8 * 2**20, dtype=np.float64):
     d1, d2 = cross.shape
     if not _sparse_cross(cross):
         return np.ascontiguousarray(Wy.matmat(_dense_cross(cross).T).T, dtype=dtype)
-    if 8 * d1 * d2 <= DENSE_CROSS_CACHE_BYTES:
-        C = cross.dense_product()
-
-        def rows(lo, hi):
-            return np.array(C[lo:hi])
-    else:
-        C = cross.tosparse(copy=False)
-
-        def rows(lo, hi):
-            return C[lo:hi].toarray()
     u, v = cross.rank_one()
     out = np.empty((d1, d2), dtype=dtype)
     step = max(1, int(chunk_bytes // (8 * max(d2, 1))))
     for lo in range(0, d1, step):
         hi = min(d1, lo + step)
-        blk = np.ascontiguousarray(rows(lo, hi), dtype=np.float64)
+        blk = cross.dense_rows(lo, hi)
         if np.any(u):
             blk -= np.outer(u[lo:hi], v)
         out[lo:hi] = Wy.apply_to_rows(blk)
