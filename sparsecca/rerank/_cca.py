@@ -227,13 +227,11 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         grid_acc = np.full((taus.size, lams.size), -np.inf)
         best = None
         points = [(a, b) for a in range(taus.size) for b in range(lams.size)]
-        bar = None
-        if self.progress:
-            from tqdm.auto import tqdm
+        from tqdm.auto import tqdm
 
-            # a point takes seconds: every update is drawn (no rate limit)
-            bar = tqdm(total=len(points), desc=type(self).__name__, unit="grid point",
-                       leave=False, mininterval=0)
+        # a point takes seconds: every update is drawn (no rate limit)
+        bar = tqdm(total=len(points), desc=type(self).__name__, unit="grid point",
+                   leave=False, mininterval=0, disable=not self.progress)
         for a, b in points:
             tau, lam = taus[a], lams[b]
             A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K)
@@ -245,12 +243,10 @@ class _LowDimReranker(PersistMixin, BaseReranker):
                 cand = (score, acc, tau, lam, k, w, A, B, omega, info)
             if best is None or cand[0] > best[0]:
                 best = cand
-            if bar is not None:
-                bar.set_postfix(tau=f"{tau:g}", lam=f"{lam:g}",
-                                best_dev=("-" if dev is None else f"{100 * best[1]:.2f}%"))
-                bar.update()
-        if bar is not None:
-            bar.close()
+            bar.set_postfix(tau=f"{tau:g}", lam=f"{lam:g}",
+                            best_dev=("-" if dev is None else f"{100 * best[1]:.2f}%"))
+            bar.update()
+        bar.close()
         _, acc, tau, lam, k, w, A, B, omega, info = best
         self._set_info(info)
         self.x_weights_ = np.ascontiguousarray(A[:, :k])
