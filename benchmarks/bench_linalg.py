@@ -2,11 +2,11 @@
 
 Every fit runs in its own subprocess, so the peak RSS printed is that of one fit (the child's
 ``VmHWM``: interpreter + libraries + data + the fit; the RSS just before the fit is printed
-too, so the fit's own share is visible).  Numba kernels are compiled by a warm-up fit on a few
-rows before the timed fit (``--cold`` leaves it out, as in a user's script; ``--trace`` adds
-the fit's tracemalloc peak).  The dense reference is the paper's method: dense
-Cholesky of Cxx (or of the n x n dual when n < d1) and an eigendecomposition of the reduced
-d2 x d2 problem.
+too, so the fit's own share is visible).  A warm-up fit on a few rows runs before the timed
+fit (``--cold`` leaves it out, as in a user's script; ``--trace`` adds the fit's tracemalloc
+peak).  The engine is scipy only: ``--cold`` prints whether the fit loaded numba (it must
+not).  The dense reference is the paper's method: dense Cholesky of Cxx (or of the n x n
+dual when n < d1) and an eigendecomposition of the reduced d2 x d2 problem.
 
 Cases (k, tau as in the issue):
 
@@ -104,17 +104,12 @@ def child(spec):
     if spec.get("max_rank"):
         kw["max_rank"] = spec["max_rank"]
     if not spec.get("cold"):
-        # warm-up: compile / load the numba kernels on a few rows
+        # warm-up: first calls (lazy imports, thread pools) on a few rows
         m = min(2000, X.shape[0])
         Xw, Yw = X[:m], Y[:m]
         keep = np.asarray(Xw.sum(axis=0)).ravel() > 0
         SparseCCA(2, tau=tau, solver=spec["solver"], random_state=0).fit(
             Xw[:, keep][:, :500], Yw)
-        from sparsecca.kernels._csr import csr_gram_matmat_parallel
-
-        Xs = Xw[:50].tocsr()
-        csr_gram_matmat_parallel(Xs.indptr, Xs.indices, Xs.data, np.ones((Xs.shape[1], 2)),
-                                 np.empty((Xs.shape[1], 2)), 2)
     rss0 = rss_mb()
     import tracemalloc
     import warnings
@@ -136,6 +131,7 @@ def child(spec):
     out = dict(spec, n=X.shape[0], d1=X.shape[1], d2=Y.shape[1], k=k, tau=tau, time=elapsed,
                peak_mb=peak, rss_before_mb=rss0, rss_imports_mb=rss_imports,
                rss_data_mb=rss_data, traced_peak_mb=traced, solver_used=model.solver_,
+               numba_loaded="numba" in sys.modules,
                rank=model.rank_, n_iter=model.n_iter_, error_estimate=model.error_estimate_,
                d1_merged=int(model.n_merged_features_),
                correlations=model.correlations_.tolist(),
@@ -197,7 +193,7 @@ def main():
     ap.add_argument("--max-rank", type=int, default=None,
                     help="cap of the randomized factor (default: the library's)")
     ap.add_argument("--cold", action="store_true",
-                    help="no warm-up fit: the timed fit pays numba's first calls, as a "
+                    help="no warm-up fit: the timed fit pays the first calls, as a "
                          "user's script does; prints the RSS after the imports and the data")
     ap.add_argument("--trace", action="store_true",
                     help="also record the fit's tracemalloc peak (NumPy buffers and Python "
@@ -260,7 +256,8 @@ def main():
                           else f", fit's traced peak {r['traced_peak_mb']:.0f} MB")
                 print(f"         {'cold: ' if args.cold else ''}RSS after imports "
                       f"{r['rss_imports_mb']:.0f} MB, after the data {r['rss_data_mb']:.0f} MB"
-                      f"{traced}", flush=True)
+                      f"{traced}; numba loaded: {'yes' if r['numba_loaded'] else 'no'}",
+                      flush=True)
             for w in r.get("warnings", []):
                 print(f"         warning: {w}", flush=True)
             rows.append(r)

@@ -51,7 +51,7 @@ def _fit(X, Y, solver, k=50, tau=0.5, **kw):
 
 
 def _warm_up(X, Y, solver):
-    # compile / load the numba kernels outside the timings
+    # first calls (scipy's lazy imports, BLAS and thread-pool start-up) outside the timings
     _fit(X[:500], Y[:500], solver, k=2)
 
 

@@ -14,31 +14,19 @@ matrix (sums of per-block Gram matrices and column sums).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ..kernels._csr import (
-    csr_gram_matmat_parallel,
-    csr_gram_matmat_rows,
-    csr_matmat_rows,
-    csr_pair_tmatmat_rows,
-    csr_tmatmat_rows,
-)
 from ._split import SPLIT_MIN_FLOPS, run_pair
-from ._validation import check_matrix, check_same_rows, check_tau
+from ._validation import check_matrix, check_same_rows, check_tau, small_blas
 
 __all__ = ["GramStats", "RegularizedGram", "CrossCovariance", "column_mean",
            "centred_projection"]
 
-#: above this many multiply-adds (nnz(X) * block width) the fused Gram kernel runs on all
-#: numba threads -- only when SPARSECCA_PARALLEL_GRAM=1: on the shared 2-core machine the
-#: two-thread kernel was slower than the serial one whenever the other core was busy
-#: (zipf 20K x 5K iterative fit: 5.8-9.1 s against 5.0 s at load average 4.3)
-PARALLEL_GRAM_WORK = (50_000_000 if os.environ.get("SPARSECCA_PARALLEL_GRAM", "0") == "1"
-                      else float("inf"))
+#: sparse_pair_tmatmat splits its rows over two threads only up to this much dense output
+#: (each half is densified before the sum)
+PAIR_SPLIT_MAX_BYTES = 64 * 2**20
 
 #: ``toarray`` refuses to materialise operators larger than this (pass ``max_dim`` to force)
 DENSE_MAX_DIM = 20_000
@@ -78,39 +66,82 @@ def _row_split(X):
     return int(np.searchsorted(X.indptr, X.nnz // 2))
 
 
+def _compressed_view(cls, data, indices, indptr, shape):
+    """A CSR/CSC matrix on the given arrays, without copying them.
+
+    The constructor's format check copies a view smaller than half of its base
+    (``prune``), which a row half of X is: the arrays are assigned to an empty matrix of
+    the right shape instead (public, writable attributes).
+    """
+    A = cls(shape, dtype=data.dtype)
+    A.data, A.indices, A.indptr = data, indices, indptr
+    return A
+
+
+def _csr_rows(X, lo, hi):
+    """Rows lo:hi of the CSR matrix X as a CSR matrix sharing its data and indices (only the
+    row pointers are copied, where ``X[lo:hi]`` would copy every nonzero)."""
+    a, b = int(X.indptr[lo]), int(X.indptr[hi])
+    return _compressed_view(sp.csr_matrix, X.data[a:b], X.indices[a:b],
+                            X.indptr[lo:hi + 1] - a, (hi - lo, X.shape[1]))
+
+
+def _transposed(P):
+    """P^T as a CSC matrix on P's arrays (``P.T`` would copy a view: see _compressed_view);
+    scipy's CSC product scatters rows without transposing P."""
+    return _compressed_view(sp.csc_matrix, P.data, P.indices, P.indptr, P.shape[::-1])
+
+
+def _row_halves(X, width):
+    """X as one piece, or as its two row halves (equal nonzeros) when a product with a
+    ``width``-column block is worth two threads; returns (pieces, row bounds)."""
+    n = X.shape[0]
+    if X.nnz * width < SPLIT_MIN_FLOPS or n < 2:
+        return [X], [0, n]
+    mid = _row_split(X)
+    return [_csr_rows(X, 0, mid), _csr_rows(X, mid, n)], [0, mid, n]
+
+
+def _f64(A):
+    return np.asarray(A, dtype=np.float64)
+
+
 def sparse_matmat(X, V):
     """X V for a CSR matrix X, (n, b) float64.
 
-    Above ``SPLIT_MIN_FLOPS`` the rows are computed as two ranges, on two threads inside a
-    ``small_blas`` region (see :mod:`._split`); every output row comes from one range, so
-    the result is the same either way.
+    scipy's sparse products release the GIL: above ``SPLIT_MIN_FLOPS`` the rows are computed
+    as two ranges, on two threads (see :mod:`._split`; no BLAS is involved, so BLAS is
+    pinned to one thread meanwhile); every output row comes from one range, so the result
+    is the same either way.
     """
     V = np.ascontiguousarray(V, dtype=np.float64)
-    n = X.shape[0]
-    out = np.empty((n, V.shape[1]))
-    args = (X.indptr, X.indices, X.data, V, out)
-    if X.nnz * V.shape[1] < SPLIT_MIN_FLOPS:
-        return csr_matmat_rows(*args, 0, n)
-    mid = _row_split(X)
-    run_pair(lambda: csr_matmat_rows(*args, 0, mid), lambda: csr_matmat_rows(*args, mid, n))
-    return out
+    pieces, _ = _row_halves(X, V.shape[1])
+    if len(pieces) == 1:
+        return _f64(X @ V)
+    with small_blas(0):  # no BLAS inside: pinned, so that run_pair may use both cores
+        top, bottom = run_pair(lambda: pieces[0] @ V, lambda: pieces[1] @ V)
+    return np.concatenate([_f64(top), _f64(bottom)])
 
 
-def _row_halves_sum(kernel, X, B):
-    """``kernel`` (a row-range partial product into a (d, b) buffer) summed over all rows
-    of the CSR matrix X.
+def _row_halves_sum(product, X, B):
+    """sum over the row pieces P of X (and the matching rows of B when B is tall) of
+    ``product(P, B_P)``, a (d, b) float64 array.
 
     Above ``SPLIT_MIN_FLOPS`` it is always the sum of the same two row ranges, in the same
-    order, on two threads inside a ``small_blas`` region: bit-identical either way.
+    order, on two threads when two cores are free: bit-identical either way.
     """
-    n, d = X.shape
-    b = B.shape[1]
-    if X.nnz * b < SPLIT_MIN_FLOPS:
-        return kernel(X.indptr, X.indices, X.data, B, np.empty((d, b)), 0, n)
-    mid = _row_split(X)
-    top, bottom = run_pair(
-        lambda: kernel(X.indptr, X.indices, X.data, B, np.empty((d, b)), 0, mid),
-        lambda: kernel(X.indptr, X.indices, X.data, B, np.empty((d, b)), mid, n))
+    pieces, bounds = _row_halves(X, B.shape[1])
+    tall = B.shape[0] == X.shape[0]
+
+    def part(i):
+        lo, hi = bounds[i], bounds[i + 1]
+        Bi = (_csr_rows(B, lo, hi) if sp.issparse(B) else B[lo:hi]) if tall else B
+        return _f64(product(pieces[i], Bi))
+
+    if len(pieces) == 1:
+        return part(0)
+    with small_blas(0):  # no BLAS inside: pinned, so that run_pair may use both cores
+        top, bottom = run_pair(lambda: part(0), lambda: part(1))
     top += bottom
     return top
 
@@ -118,25 +149,38 @@ def _row_halves_sum(kernel, X, B):
 def sparse_pair_tmatmat(X, M):
     """X^T M for two CSR matrices with the same rows, as a dense (d1, d2) float64 array.
 
-    One pass over the rows, nnz(X_i) nnz(M_i) multiply-adds each (the work of scipy's
-    sparse product), with no sparse intermediate: zipf 20K x 5K x 300, 15 ms against 50 ms
-    for the sparse product and its ``toarray``.
+    Up to ``PAIR_SPLIT_MAX_BYTES`` of output, each row half's sparse product is densified
+    and the two are summed, on two threads: zipf 20K x 5K x 300, 29 ms against 45 ms for
+    one sparse product and its ``toarray``.  Larger ones are one product (a second dense
+    copy would cost more than the thread saves: en-brown's 8,469^2 Y^T Y is 574 MB).
     """
-    out = np.empty((X.shape[1], M.shape[1]))
-    return csr_pair_tmatmat_rows(X.indptr, X.indices, X.data, M.indptr, M.indices, M.data,
-                                 out, 0, X.shape[0])
+    X = X.astype(np.float64, copy=False)
+    M = sp.csr_matrix(M, dtype=np.float64)
+    if 8 * X.shape[1] * M.shape[1] > PAIR_SPLIT_MAX_BYTES:
+        return _f64((_transposed(X) @ M).toarray())
+    return _row_halves_sum(lambda P, Mi: (_transposed(P) @ Mi).toarray(), X, M)
 
 
 def sparse_tmatmat(X, U):
-    """X^T U for a CSR matrix X, (d, b) float64 (two row ranges: see _row_halves_sum)."""
-    return _row_halves_sum(csr_tmatmat_rows, X, np.ascontiguousarray(U, dtype=np.float64))
+    """X^T U for a CSR matrix X, (d, b) float64 (two row ranges: see _row_halves_sum).
+
+    """
+    return _row_halves_sum(lambda P, Ui: _transposed(P) @ Ui, X,
+                           np.ascontiguousarray(U, dtype=np.float64))
+
+
+def sparse_gram_matmat(X, V):
+    """X^T X V for a CSR matrix X, (d, b) float64, as X^T (X V) per row range (the n x b
+    intermediate is held one range at a time)."""
+    return _row_halves_sum(lambda P, W: _transposed(P) @ (P @ W), X,
+                           np.ascontiguousarray(V, dtype=np.float64))
 
 
 class _DataMatrix:
     """A data matrix X (n x d) with optional implicit centering and fast products.
 
-    Products are returned in float64 whatever the storage dtype (float32 inputs are read
-    in place; the kernels accumulate in float64).
+    Products are returned in float64 whatever the storage dtype (scipy upcasts a float32 X
+    against the float64 blocks, so they accumulate in float64).
     """
 
     def __init__(self, X, center: bool):
@@ -186,12 +230,7 @@ class _DataMatrix:
         """Xc^T Xc V, (d, b)."""
         V, _ = _as_block(V)
         if self.sparse:
-            X = self.X
-            if X.nnz * V.shape[1] >= PARALLEL_GRAM_WORK and _n_threads() > 1:
-                out = np.empty((self.d, V.shape[1]), dtype=np.float64)
-                csr_gram_matmat_parallel(X.indptr, X.indices, X.data, V, out, _n_threads())
-            else:
-                out = _row_halves_sum(csr_gram_matmat_rows, X, V)
+            out = sparse_gram_matmat(self.X, V)
         else:
             out = self.X.T @ (self.X @ V)
             out = np.asarray(out, dtype=np.float64)
@@ -203,8 +242,7 @@ class _DataMatrix:
     def dense_gram(self):
         """Xc^T Xc as a dense float64 (d, d) array."""
         if self.sparse:
-            G = (self._T @ self.X).toarray()
-            G = np.asarray(G, dtype=np.float64)
+            G = sparse_pair_tmatmat(self.X, self.X)
         else:
             X64 = self.X.astype(np.float64, copy=False)
             G = X64.T @ X64
@@ -226,12 +264,6 @@ class _DataMatrix:
             K -= xm[None, :]
             K += float(self.mean @ self.mean)
         return K
-
-
-def _n_threads() -> int:
-    import numba
-
-    return int(numba.get_num_threads())
 
 
 class GramStats:
@@ -635,15 +667,18 @@ class CrossCovariance(LinearOperator):
         """X^T M (the uncentred part, as :meth:`tosparse`) as a dense (d1, d2) float64 array.
 
         Read-only: kept and returned again when at most ``DENSE_CROSS_CACHE_BYTES`` (copy it
-        before writing).  With sparse factors it is formed straight from their rows
-        (:func:`sparse_pair_tmatmat`), otherwise from the sparse product or a dense one.
+        before writing).  With sparse factors it is formed from their row halves
+        (:func:`sparse_pair_tmatmat`) when kept, else from the sparse product (kept).
         """
         if self._dense is not None:
             return self._dense
         if self._sparse is not None or self._product is not None:
             out = (self._sparse[0] if self._sparse is not None else self._product).toarray()
         elif self._x.sparse and sp.issparse(self._m):
-            out = sparse_pair_tmatmat(self._x.X, sp.csr_matrix(self._m))
+            if self._keeps_dense():
+                out = sparse_pair_tmatmat(self._x.X, self._m)
+            else:  # too large to keep: the sparse product is kept instead
+                out = self.tosparse(copy=False).toarray()
         elif self._x.sparse:  # dense M: sparse times dense
             out = np.asarray(self._x.X.T @ np.asarray(self._m, dtype=np.float64))
         elif sp.issparse(self._m):  # dense X: (M^T X)^T, without densifying M
@@ -656,6 +691,12 @@ class CrossCovariance(LinearOperator):
         if self._keeps_dense():
             self._dense = out
         return out
+
+    def kept_product(self):
+        """X^T M (uncentred, as :meth:`tosparse`) in the form the operator keeps: the dense
+        array when at most ``DENSE_CROSS_CACHE_BYTES``, else the sparse matrix; read-only
+        either way (a tau grid reuses it)."""
+        return self.dense_product() if self._keeps_dense() else self.tosparse(copy=False)
 
     def _keeps_dense(self):
         """Whether :meth:`dense_product` keeps its result (at most DENSE_CROSS_CACHE_BYTES)."""

@@ -61,7 +61,7 @@ METHODS = ("dense", "randomized", "iterative")
 
 #: widest block CG block (see RegularizedInverse.chunk_width)
 CHUNK_MAX = 512
-#: sparse_sandwich densifies a cross-covariance at least this dense (and at most this large)
+#: sandwich densifies a cross-covariance at least this dense (and at most this large)
 SANDWICH_DENSE_MIN_DENSITY = 0.05
 SANDWICH_DENSE_MAX_BYTES = 256 * 2**20
 TAILS = ("diagonal", "identity")
@@ -260,11 +260,13 @@ def _nystrom(Q, GQ):
     """Stable Nystrom approximation from an orthonormal basis Q and Y = G Q.
 
     Tropp, Yurtsever, Udell & Cevher (2017), Alg. 3: shift by nu ~ eps ||Y|| so that the core
-    Q^T Y is safely positive definite, then remove the shift from the eigenvalues.
+    Q^T Y is safely positive definite, then remove the shift from the eigenvalues.  The
+    Frobenius norm bounds the spectral one (at most sqrt(rank) times larger) and costs one
+    pass instead of an SVD of Y (12 ms of a 0.5 s fit at 5,000 x 128).
     """
     if Q.shape[1] == 0:
         return np.zeros_like(Q), np.zeros(0)
-    nu = np.sqrt(Q.shape[0]) * np.finfo(np.float64).eps * np.linalg.norm(GQ, 2)
+    nu = np.sqrt(Q.shape[0]) * np.finfo(np.float64).eps * np.linalg.norm(GQ)
     Y = GQ + nu * Q
     core = Q.T @ Y
     core = 0.5 * (core + core.T)
@@ -453,36 +455,46 @@ class RegularizedInverse(LinearOperator):
         return self._P, self._g2
 
     # -- products ------------------------------------------------------------------------
-    def sparse_sandwich(self, B, u=None, v=None):
-        """B^T C^-1 B for B = Bs - u v^T (Bs sparse (d, m); u, v an optional rank-one term,
-        the centring of a cross-covariance), as a dense (m, m) array ('randomized' only).
+    def sandwich(self, B, u=None, v=None):
+        """B^T C^-1 B for B = Bs - u v^T (Bs (d, m), sparse or dense; u, v an optional
+        rank-one term, the centring of a cross-covariance), as a dense (m, m) array
+        ('randomized' only).
 
         With C^-1 = S (I - U K^-1 U^T) S (S = diag(delta)^-1/2, see ``_lowrank_inverse``) and
         F = S B, B^T C^-1 B = F^T F - (U^T F)^T K^-1 (U^T F): a sparse product (or a BLAS
-        syrk on a dense-enough block) and O(nnz(B) r + m^2 r) dense work.
+        syrk on a dense or dense-enough block) and O(nnz(B) r + m^2 r) dense work.
         """
         if self.method != "randomized":
-            raise ValueError(f"sparse_sandwich needs method='randomized', got {self.method!r}")
-        F = (sp.diags(self._isd) @ sp.csr_matrix(B, dtype=np.float64)).tocsc()
-        d, m = F.shape
+            raise ValueError(f"sandwich needs method='randomized', got {self.method!r}")
         U = self._woodbury_basis()
-        if F.nnz >= SANDWICH_DENSE_MIN_DENSITY * d * m and 8 * d * m <= SANDWICH_DENSE_MAX_BYTES:
+        d, m = B.shape
+        if sp.issparse(B):
+            F = (sp.diags(self._isd) @ sp.csr_matrix(B, dtype=np.float64)).tocsc()
+            dense = (F.nnz >= SANDWICH_DENSE_MIN_DENSITY * d * m
+                     and 8 * d * m <= SANDWICH_DENSE_MAX_BYTES)
+        else:
+            F, dense = None, True
+        if dense:
             # a cross-covariance with residuals is 10-20% dense: BLAS syrk on the dense block
             # beats scipy's sparse product with its dense-ish (m, m) result by 2-3x, and
             # U^T F as a dense product beats the sparse one ~10x (zipf 20K: r = 512, m = 300)
-            Fd = np.asfortranarray(F.toarray())
+            if F is None:
+                Fd = np.asfortranarray(np.asarray(B, dtype=np.float64) * self._isd[:, None])
+            else:
+                Fd = np.asfortranarray(F.toarray())
             with small_blas(m):
                 G = blas.dsyrk(1.0, Fd, trans=1, lower=0)
             G = np.triu(G) + np.triu(G, 1).T
             Q = tall_tmatmul(U, Fd)  # (r, m); the Fortran-ordered block as it is
-            del Fd
+            fs_of = Fd
         else:
             G = np.asarray((F.T @ F).toarray(), dtype=np.float64)
             Q = np.asarray(F.T @ U).T  # (r, m)
+            fs_of = F
         if u is not None and np.any(u):
             su = np.asarray(u, dtype=np.float64) * self._isd
             v = np.asarray(v, dtype=np.float64)
-            fs = np.asarray(F.T @ su).ravel()  # F^T S u, (m,)
+            fs = np.asarray(fs_of.T @ su).ravel()  # F^T S u, (m,)
             G -= np.outer(fs, v) + np.outer(v, fs)
             G += float(su @ su) * np.outer(v, v)
             Q -= np.outer(U.T @ su, v)

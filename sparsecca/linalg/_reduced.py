@@ -280,7 +280,8 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
         # and the low-rank-plus-diagonal form of C_xx^-1 (no dense d1 x d2 block): the
         # rerankers' repeated solves
         u, v = cross.rank_one()
-        G = xinv.sparse_sandwich(cross.tosparse(copy=False), u, v)
+        kept = getattr(cross, "kept_product", None)
+        G = xinv.sandwich(kept() if kept is not None else cross.tosparse(copy=False), u, v)
         A, B, omega = _from_galerkin(G, xinv, Wy, cross, k)
     elif strategy == "dual":
         A, B, omega = _solve_dual(xinv, yinv, Wy, cross, k)
@@ -485,7 +486,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
             break
         W = cast(W[:, active])
         if Ctd is not None:
-            # the sparse C W (numba, no GIL) overlaps the dense Ct^T W
+            # the sparse C W (scipy releases the GIL) overlaps the dense Ct^T W
             CW, UW = run_pair(lambda W=W: cast(C.matmat(W)), lambda W=W: Ctd.T @ W)
         else:
             # in turn: each splits its sparse products over both cores, and Ct^T W's

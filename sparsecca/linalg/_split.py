@@ -59,15 +59,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def _on_worker(f, numba_threads):
-    # numba's thread count is per thread: give the worker the caller's, so that a kernel
-    # picks the same code path (and rounding) on either side
-    import numba
-
+def _on_worker(f):
     _ON_WORKER.flag = True
     try:
-        if numba_threads is not None and numba.get_num_threads() != numba_threads:
-            numba.set_num_threads(numba_threads)
         return f()
     finally:
         _ON_WORKER.flag = False
@@ -85,15 +79,13 @@ def run_pair(f, g):
     """``(f(), g())``, with ``f`` on the worker thread while ``g`` runs here (when 2 threads
     and BLAS is held to one thread).
 
-    Both must release the GIL for the overlap to pay (BLAS calls, ``nogil`` numba kernels).
+    Both must release the GIL for the overlap to pay (BLAS calls, scipy's sparse products).
     Called from the worker itself (a split product inside ``f``) it runs both in turn, so
     nesting cannot deadlock the one-worker pool.
     """
     if n_split_threads() < 2 or getattr(_ON_WORKER, "flag", False) or not blas_pinned():
         return f(), g()
-    import numba
-
-    fut = _pool().submit(_on_worker, f, numba.get_num_threads())
+    fut = _pool().submit(_on_worker, f)
     _OVERLAP.flag = True
     try:
         b = g()

@@ -232,29 +232,30 @@ def test_regularized_inverse_bad_arguments(kw, exc, match):
         RegularizedInverse(X, tau, **kw)
 
 
-@pytest.mark.parametrize("path", ["sparse", "dense"])
+@pytest.mark.parametrize("path", ["sparse", "densified", "dense"])
 @pytest.mark.parametrize("tail", ["diagonal", "identity"])
-def test_sparse_sandwich_matches_dense_products(tail, path, monkeypatch):
-    """B^T C^-1 B from the sparse formula equals the product through the dense operator,
-    whether F^T F is a sparse product or a BLAS syrk on the densified block."""
+def test_sandwich_matches_dense_products(tail, path, monkeypatch):
+    """B^T C^-1 B from the low-rank formula equals the product through the dense operator,
+    whether F^T F is a sparse product or a BLAS syrk on the densified (or dense) block."""
     import sparsecca.linalg._inverse as inverse_module
 
     monkeypatch.setattr(inverse_module, "SANDWICH_DENSE_MIN_DENSITY",
-                        0.0 if path == "dense" else 2.0)
+                        0.0 if path == "densified" else 2.0)
     X, Y = count_problem(300, 120, 25, seed=5)
     inv = RegularizedInverse(X, 0.3, method="randomized", rank=40, tail=tail, random_state=0)
-    B = sp.csr_matrix(X.T @ Y)
-    ref = B.toarray().T @ inv.matmat(B.toarray())
-    got = inv.sparse_sandwich(B)
+    Bs = sp.csr_matrix(X.T @ Y)
+    ref = Bs.toarray().T @ inv.matmat(Bs.toarray())
+    B = Bs.toarray() if path == "dense" else Bs
+    got = inv.sandwich(B)
     scale = np.abs(ref).max()
     np.testing.assert_allclose(got, 0.5 * (ref + ref.T), rtol=0,
                                atol=1e3 * np.finfo(float).eps * scale)
     # with a rank-one term (a centred cross-covariance): B - u v^T
     rng = np.random.default_rng(1)
     u, v = rng.normal(size=B.shape[0]), rng.normal(size=B.shape[1])
-    Bd = B.toarray() - np.outer(u, v)
+    Bd = Bs.toarray() - np.outer(u, v)
     ref = Bd.T @ inv.matmat(Bd)
-    got = inv.sparse_sandwich(B, u, v)
+    got = inv.sandwich(B, u, v)
     np.testing.assert_allclose(got, 0.5 * (ref + ref.T), rtol=0,
                                atol=1e3 * np.finfo(float).eps * np.abs(ref).max())
 

@@ -1,0 +1,116 @@
+"""The engine's sparse products (sparsecca.linalg._gram) against dense NumPy references.
+
+scipy does the arithmetic; what is ours is the row split (two ranges sharing the matrix's
+arrays, run on two threads), the float64 accumulation of float32 storage and the densified
+pair product, so those are what is checked, with empty rows at the split boundaries.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsecca.linalg import _gram
+from sparsecca.linalg._validation import small_blas
+
+
+def _csr(dtype, seed=0, n=57, d=23, density=0.2):
+    X = sp.random(n, d, density=density, random_state=seed, format="csr", dtype=np.float64)
+    X.data = np.round(X.data * 5) + 1
+    X.data[X.indptr[3]:X.indptr[4]] = 0  # an empty row
+    X.eliminate_zeros()
+    assert X.indptr[4] == X.indptr[3]
+    return X.astype(dtype)
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 57), (0, 20), (20, 57), (4, 4), (3, 5)])
+def test_row_range_and_transpose_are_views(lo, hi):
+    X = _csr(np.float64)
+    R = _gram._csr_rows(X, lo, hi)
+    assert R.shape == (hi - lo, X.shape[1])
+    np.testing.assert_array_equal(R.toarray(), X.toarray()[lo:hi])
+    T = _gram._transposed(R)
+    assert T.format == "csc" and T.shape == R.shape[::-1]
+    np.testing.assert_array_equal(T.toarray(), X.toarray()[lo:hi].T)
+    if R.nnz:  # no copy of the nonzeros, even for a view smaller than half of X
+        for A in (R, T):
+            assert np.shares_memory(A.data, X.data) and np.shares_memory(A.indices, X.indices)
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_match_dense_numpy(dtype, split, monkeypatch):
+    """X V, X^T U, X^T X V and X^T M equal float64 NumPy products of the dense matrices,
+    in one piece or as two row ranges (float32 storage accumulates in float64)."""
+    monkeypatch.setattr(_gram, "SPLIT_MIN_FLOPS", 1 if split else 10**12)
+    monkeypatch.setattr(_gram, "PAIR_SPLIT_MAX_BYTES", 2**30 if split else 0)
+    X = _csr(dtype)
+    M = _csr(dtype, seed=5, d=9).tolil()
+    M[10, :] = 0  # an empty row of its own
+    M = M.tocsr()
+    M.eliminate_zeros()
+    rng = np.random.default_rng(2)
+    V = rng.standard_normal((23, 6))
+    U = rng.standard_normal((57, 6))
+    Xd = X.toarray().astype(np.float64)
+    Md = M.toarray().astype(np.float64)
+    tol = dict(rtol=1e3 * np.finfo(np.float64).eps, atol=1e3 * np.finfo(np.float64).eps)
+    got = _gram.sparse_matmat(X, V)
+    assert got.dtype == np.float64 and got.shape == (57, 6)
+    np.testing.assert_allclose(got, Xd @ V, **tol)
+    np.testing.assert_allclose(_gram.sparse_tmatmat(X, U), Xd.T @ U, **tol)
+    np.testing.assert_allclose(_gram.sparse_gram_matmat(X, V), Xd.T @ (Xd @ V), **tol)
+    got = _gram.sparse_pair_tmatmat(X, M)
+    assert got.dtype == np.float64 and got.shape == (23, 9)
+    np.testing.assert_allclose(got, Xd.T @ Md, **tol)
+    # the float32 products do not round to float32: exact small integers times normals
+    if dtype == np.float32:
+        assert not np.array_equal(_gram.sparse_matmat(X, V),
+                                  (X @ V.astype(np.float32)).astype(np.float64))
+
+
+@pytest.mark.parametrize("threads", ["1", "0"])
+def test_split_products_do_not_depend_on_threads(threads, monkeypatch):
+    """Above SPLIT_MIN_FLOPS the products are always the same two row ranges (threaded when
+    two cores are free): equal to scipy's, and bit-identical with the split thread on or
+    off, inside or outside a small_blas region."""
+    X = sp.random(3000, 400, density=0.05, random_state=3, format="csr")
+    M = sp.random(3000, 30, density=0.1, random_state=4, format="csr")
+    rng = np.random.default_rng(4)
+    V = rng.standard_normal((400, 40))
+    U = rng.standard_normal((3000, 40))
+    assert X.nnz * 40 >= _gram.SPLIT_MIN_FLOPS
+    dm = _gram._DataMatrix(X, False)
+    monkeypatch.setenv("SPARSECCA_SPLIT", "1")
+
+    def products():
+        return (_gram.sparse_matmat(X, V), _gram.sparse_tmatmat(X, U), dm.gram_matmat(V),
+                _gram.sparse_pair_tmatmat(X, M))
+
+    refs = products()
+    for got, ref in zip(refs, (X @ V, X.T @ U, X.T @ (X @ V), (X.T @ M).toarray())):
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+    monkeypatch.setenv("SPARSECCA_SPLIT", threads)
+    for got, ref in zip(products(), refs):
+        assert np.array_equal(got, ref)
+    with small_blas(1):
+        for got, ref in zip(products(), refs):
+            assert np.array_equal(got, ref)
+
+
+def test_engine_does_not_load_numba():
+    """The engine is scipy only: fitting SparseCCA must not import numba (its import and
+    LLVM cost ~100 MB and ~0.4 s, which the zipf 20K x 5K budget of 200 MB cannot hold)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, scipy.sparse as sp\n"
+            "from sparsecca.linalg import SparseCCA\n"
+            "X = sp.random(400, 60, density=0.1, random_state=0, format='csr')\n"
+            "Y = sp.random(400, 20, density=0.2, random_state=1, format='csr')\n"
+            "SparseCCA(3, tau=0.5, solver='randomized', random_state=0).fit(X, Y)\n"
+            "SparseCCA(3, tau=0.5, solver='iterative', random_state=0).fit(X, Y)\n"
+            "print('numba' in sys.modules)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "False"
