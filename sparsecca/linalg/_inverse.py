@@ -32,7 +32,7 @@ the randomized Nystrom factor -- lives in :class:`GramFactor`, so a grid of tau 
 from __future__ import annotations
 
 import warnings
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import scipy.linalg as la
@@ -749,10 +749,9 @@ DENSE_SINGLE_THREAD_MIN = 16_000
 
 def _triangular_solve(L, B, trans, overwrite=False):
     """L^-1 B (trans 'N') or L^-T B ('T') for a lower triangular d x d factor L, on the BLAS
-    threads its size calls for (see _dense_threads and _wide); ``overwrite`` lets LAPACK
+    threads its size calls for (see _dense_threads); ``overwrite`` lets LAPACK
     solve in B itself when B's layout and dtype allow it."""
-    d = L.shape[0]
-    with _dense_threads(d), _wide(d):
+    with _dense_threads(L.shape[0]):
         return la.solve_triangular(L, B, lower=True, trans=trans, overwrite_b=overwrite,
                                    check_finite=False)
 
@@ -762,9 +761,12 @@ def _wide(d):
     return wide_blas() if SMALL_BLAS_MAX < d < DENSE_SINGLE_THREAD_MIN else nullcontext()
 
 
+@contextmanager
 def _dense_threads(d):
-    """One BLAS thread for small (see small_blas) and for very large dense factors."""
-    return small_blas(0 if d >= DENSE_SINGLE_THREAD_MIN else d)
+    """BLAS threads for work with a d x d dense factor: one for small (see small_blas) and
+    for very large factors, both cores in between, also inside a pinned region (_wide)."""
+    with small_blas(0 if d >= DENSE_SINGLE_THREAD_MIN else d), _wide(d):
+        yield
 
 
 def _chol_or_none(G):

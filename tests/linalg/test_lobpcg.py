@@ -428,6 +428,38 @@ def test_wide_blas_threads_a_big_solve_only_when_no_split_thread_runs(monkeypatc
         assert seen == (1, 1)
 
 
+@pytest.mark.parametrize("solver,pinned", [("randomized", True), ("iterative", True),
+                                           ("dense", False)])
+def test_fast_solvers_run_in_a_pinned_region_where_big_factors_go_wide(solver, pinned,
+                                                                       monkeypatch):
+    """The randomized and iterative solves hold BLAS to one thread (no idle OpenBLAS
+    thread spinning beside the split sparse products); a mid-size dense factor still gets
+    both cores inside it; the dense reference keeps the global setting."""
+    from sparsecca.linalg import _cca, _inverse, _split
+    from sparsecca.linalg import _validation as val
+
+    if val._CONTROLLER is None:
+        pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
+    monkeypatch.setattr(_split, "n_split_threads", lambda: 2)
+    seen = []
+    real = _cca.CCAEngine._solve_with
+
+    def spy(self, *args):
+        seen.append(val.blas_pinned())
+        return real(self, *args)
+
+    monkeypatch.setattr(_cca.CCAEngine, "_solve_with", spy)
+    X, Y = count_problem(300, 40, 12, seed=3)
+    CCAEngine(X, Y, solver=solver, random_state=0).solve(Y, 0.5, 3)
+    assert seen == [pinned]
+    with val.small_blas(0):
+        with _inverse._dense_threads(8000):  # SMALL_BLAS_MAX < d < DENSE_SINGLE_THREAD_MIN
+            assert min(lib["num_threads"] for lib in val._CONTROLLER.info()
+                       if lib["user_api"] == "blas") == 2
+        with _inverse._dense_threads(100):
+            assert val.blas_pinned()
+
+
 def _wide_threads(split, blas_threads):
     with split.wide_blas():
         return blas_threads()
