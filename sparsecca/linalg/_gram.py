@@ -6,10 +6,10 @@ implicitly centred data (mu = column means; Xc = X when ``center=False``):
 * :class:`RegularizedGram`   C = (1 - tau) Xc^T Xc + tau I          (d1 x d1)
 * :class:`CrossCovariance`   C_xy = Xc^T M                           (d1 x d2, unscaled)
 
-Neither forms a dense d x d matrix: a Gram product costs one pass over the nonzeros of X
-(fused CSR kernel), centering is a rank-one correction (X is never densified), and both can
-be accumulated from an iterator of CSR row blocks, giving the same operator as the stacked
-matrix (sums of per-block Gram matrices and column sums).
+Neither forms a dense d x d matrix: a Gram product is X^T (X V), two scipy sparse products
+over row halves of X on two threads, centering is a rank-one correction (X is never
+densified), and both can be accumulated from an iterator of CSR row blocks, giving the same
+operator as the stacked matrix (sums of per-block Gram matrices and column sums).
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class _DataMatrix:
     def __init__(self, X, center: bool):
         self.sparse = sp.issparse(X)
         if self.sparse and X.format != "csr":
-            X = X.tocsr()  # the product kernels read CSR arrays
+            X = X.tocsr()  # the products split CSR rows
         self.X = X
         self.n, self.d = X.shape
         self.dtype = X.dtype
@@ -412,7 +412,7 @@ class RegularizedGram(LinearOperator):
     Notes
     -----
     Products accumulate in float64 and are rounded to ``dtype`` at the end.
-    ``C @ V`` costs one pass over the nonzeros of X per block (fused CSR kernel).
+    ``C @ V`` costs two passes over the nonzeros of X per block (X^T (X V), by row halves).
     """
 
     def __init__(self, X, tau, center: bool = False, dtype=None):
