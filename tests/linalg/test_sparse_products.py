@@ -36,14 +36,30 @@ def test_row_range_and_transpose_are_views(lo, hi):
             assert np.shares_memory(A.data, X.data) and np.shares_memory(A.indices, X.indices)
 
 
+def _unsorted(X):
+    """The same matrix with each row's column indices in reverse order."""
+    X = X.copy()
+    for i in range(X.shape[0]):
+        a, b = X.indptr[i], X.indptr[i + 1]
+        X.indices[a:b] = X.indices[a:b][::-1].copy()
+        X.data[a:b] = X.data[a:b][::-1].copy()
+    X.has_sorted_indices = False
+    return X
+
+
+@pytest.mark.parametrize("order", ["sorted", "unsorted"])
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_products_match_dense_numpy(dtype, split, monkeypatch):
+def test_products_match_dense_numpy(dtype, split, order, monkeypatch):
     """X V, X^T U, X^T X V and X^T M equal float64 NumPy products of the dense matrices,
-    in one piece or as two row ranges (float32 storage accumulates in float64)."""
+    in one piece or as two row ranges (float32 storage accumulates in float64), whether
+    or not the column indices are sorted within rows."""
     monkeypatch.setattr(_gram, "SPLIT_MIN_FLOPS", 1 if split else 10**12)
     monkeypatch.setattr(_gram, "PAIR_SPLIT_MAX_BYTES", 2**30 if split else 0)
     X = _csr(dtype)
+    if order == "unsorted":
+        X = _unsorted(X)
+        assert not X.has_sorted_indices
     M = _csr(dtype, seed=5, d=9).tolil()
     M[10, :] = 0  # an empty row of its own
     M = M.tocsr()
