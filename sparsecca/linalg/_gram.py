@@ -154,17 +154,16 @@ def sparse_pair_tmatmat(X, M):
     one sparse product and its ``toarray``.  Larger ones are one product (a second dense
     copy would cost more than the thread saves: en-brown's 8,469^2 Y^T Y is 574 MB).
     """
+    same = M is X  # a Gram matrix X^T X: one float64 copy of a float32 X, not two
     X = X.astype(np.float64, copy=False)
-    M = sp.csr_matrix(M, dtype=np.float64)
+    M = X if same else sp.csr_matrix(M, dtype=np.float64)
     if 8 * X.shape[1] * M.shape[1] > PAIR_SPLIT_MAX_BYTES:
         return _f64((_transposed(X) @ M).toarray())
     return _row_halves_sum(lambda P, Mi: (_transposed(P) @ Mi).toarray(), X, M)
 
 
 def sparse_tmatmat(X, U):
-    """X^T U for a CSR matrix X, (d, b) float64 (two row ranges: see _row_halves_sum).
-
-    """
+    """X^T U for a CSR matrix X, (d, b) float64 (two row ranges: see _row_halves_sum)."""
     return _row_halves_sum(lambda P, Ui: _transposed(P) @ Ui, X,
                            np.ascontiguousarray(U, dtype=np.float64))
 
@@ -192,7 +191,6 @@ class _DataMatrix:
         self.dtype = X.dtype
         self.center = bool(center)
         if self.sparse:
-            self._T = X.T  # CSC view: scipy's CSC product scatters rows, faster than CSR of X^T
             colsum = np.asarray(X.sum(axis=0, dtype=np.float64)).ravel()
             sq = np.asarray(X.multiply(X).sum(axis=0, dtype=np.float64)).ravel()
         else:
@@ -253,7 +251,7 @@ class _DataMatrix:
     def dense_outer_gram(self):
         """Xc Xc^T as a dense float64 (n, n) array (the dual Gram)."""
         if self.sparse:
-            K = np.asarray((self.X @ self._T).toarray(), dtype=np.float64)
+            K = np.asarray((self.X @ self.X.T).toarray(), dtype=np.float64)
         else:
             X64 = self.X.astype(np.float64, copy=False)
             K = X64 @ X64.T

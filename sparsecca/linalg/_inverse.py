@@ -478,8 +478,9 @@ class RegularizedInverse(LinearOperator):
             # a cross-covariance with residuals is 10-20% dense: BLAS syrk on the dense block
             # beats scipy's sparse product with its dense-ish (m, m) result by 2-3x, and
             # U^T F as a dense product beats the sparse one ~10x (zipf 20K: r = 512, m = 300)
-            if F is None:
-                Fd = np.asfortranarray(np.asarray(B, dtype=np.float64) * self._isd[:, None])
+            if F is None:  # one Fortran-ordered copy, scaled in place (B may be read-only)
+                Fd = np.array(B, dtype=np.float64, order="F")
+                Fd *= self._isd[:, None]
             else:
                 Fd = np.asfortranarray(F.toarray())
             with small_blas(m):

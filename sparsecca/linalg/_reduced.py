@@ -276,8 +276,9 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
     Wy = yinv.inv_sqrt()
     n_cg = 0
     if strategy == "full" and xinv.method == "randomized" and _sparse_cross(cross):
-        # Galerkin matrix straight from the sparse C_xy (minus its rank-one centring term)
-        # and the low-rank-plus-diagonal form of C_xx^-1 (no dense d1 x d2 block): the
+        # Galerkin matrix straight from the stored C_xy (minus its rank-one centring term:
+        # the operator's kept dense X^T M when small, else the sparse one) and the
+        # low-rank-plus-diagonal form of C_xx^-1 (no whitened d1 x d2 block): the
         # rerankers' repeated solves
         u, v = cross.rank_one()
         kept = getattr(cross, "kept_product", None)
