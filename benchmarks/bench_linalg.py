@@ -31,7 +31,7 @@ Usage::
 
     python benchmarks/bench_linalg.py [--cases zipf20k zipf50k brown brown8k path]
                                       [--skip-dense] [--solvers iterative randomized]
-                                      [--cold] [--trace]
+                                      [--cold] [--trace] [--verbose]
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def child(spec):
     rss_imports = rss_mb()
     X, Y, k, tau = load(spec["case"])
     rss_data = rss_mb()
-    kw = dict(solver=spec["solver"], random_state=0)
+    kw = dict(solver=spec["solver"], random_state=0, verbose=1 if spec.get("verbose") else 0)
     if spec.get("max_rank"):
         kw["max_rank"] = spec["max_rank"]
     if not spec.get("cold"):
@@ -146,6 +146,10 @@ def run_child(spec):
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t
+    if spec.get("verbose"):  # the timed fit's stage lines (SparseCCA(verbose=1))
+        for line in (proc.stdout + proc.stderr).splitlines():
+            if line.startswith("[sparsecca]"):
+                print("         " + line, flush=True)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             res = json.loads(line[7:])
@@ -195,6 +199,9 @@ def main():
     ap.add_argument("--cold", action="store_true",
                     help="no warm-up fit: the timed fit pays the first calls, as a "
                          "user's script does; prints the RSS after the imports and the data")
+    ap.add_argument("--verbose", action="store_true",
+                    help="print the timed fit's stages (SparseCCA(verbose=1): the C_yy "
+                         "factor, the factor of X, LOBPCG progress)")
     ap.add_argument("--trace", action="store_true",
                     help="also record the fit's tracemalloc peak (NumPy buffers and Python "
                          "objects; not numba's or BLAS's own memory)")
@@ -244,7 +251,7 @@ def main():
                   flush=True)
         for solver in solvers:
             r = run_child(dict(case=case, solver=solver, max_rank=args.max_rank,
-                               cold=args.cold, trace=args.trace))
+                               cold=args.cold, trace=args.trace, verbose=args.verbose))
             if ref is None and solver == "iterative" and "error" not in r:
                 print(fmt_row(r, None), flush=True)
                 ref = r
