@@ -157,9 +157,12 @@ def sparse_pair_tmatmat(X, M):
     same = M is X  # a Gram matrix X^T X: one float64 copy of a float32 X, not two
     X = X.astype(np.float64, copy=False)
     M = X if same else sp.csr_matrix(M, dtype=np.float64)
+    def product(P, Mi):
+        return (_transposed(P) @ Mi).toarray()
+
     if 8 * X.shape[1] * M.shape[1] > PAIR_SPLIT_MAX_BYTES:
-        return _f64((_transposed(X) @ M).toarray())
-    return _row_halves_sum(lambda P, Mi: (_transposed(P) @ Mi).toarray(), X, M)
+        return _f64(product(X, M))
+    return _row_halves_sum(product, X, M)
 
 
 def sparse_tmatmat(X, U):
@@ -656,7 +659,7 @@ class CrossCovariance(LinearOperator):
         """Rows lo:hi of X^T M (uncentred, as :meth:`dense_product`) as a new writable
         (hi - lo, d2) float64 array: from the dense product when it is small enough to keep
         (formed once, a tau grid reuses it), else from the sparse one."""
-        if self._dense is not None or self._keeps_dense():
+        if self._keeps_dense():
             return np.array(self.dense_product()[lo:hi])
         return np.ascontiguousarray(self.tosparse(copy=False)[lo:hi].toarray(),
                                     dtype=np.float64)
@@ -670,13 +673,13 @@ class CrossCovariance(LinearOperator):
         """
         if self._dense is not None:
             return self._dense
-        if self._sparse is not None or self._product is not None:
-            out = (self._sparse[0] if self._sparse is not None else self._product).toarray()
-        elif self._x.sparse and sp.issparse(self._m):
-            if self._keeps_dense():
-                out = sparse_pair_tmatmat(self._x.X, self._m)
-            else:  # too large to keep: the sparse product is kept instead
-                out = self.tosparse(copy=False).toarray()
+        # accumulated operators have no factors (_x is None), only their sparse sum
+        stored = self._sparse is not None or self._product is not None
+        both_sparse = not stored and self._x.sparse and sp.issparse(self._m)
+        if both_sparse and self._keeps_dense():
+            out = sparse_pair_tmatmat(self._x.X, self._m)
+        elif stored or both_sparse:  # the sparse product (kept when too large to keep dense)
+            out = self.tosparse(copy=False).toarray()
         elif self._x.sparse:  # dense M: sparse times dense
             out = np.asarray(self._x.X.T @ np.asarray(self._m, dtype=np.float64))
         elif sp.issparse(self._m):  # dense X: (M^T X)^T, without densifying M
