@@ -17,6 +17,7 @@ import weakref
 from contextlib import nullcontext
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..exceptions import NotFittedError
@@ -26,6 +27,7 @@ from ._gram import (
     _DataMatrix,
     centred_projection,
     column_mean,
+    sparse_matmat,
 )
 from ._inverse import GramFactor, RegularizedInverse
 from ._reduced import CCAResult, lobpcg_fits, reduced_cca
@@ -173,6 +175,7 @@ class CCAEngine:
         self._xinv = {}
         self._yinv = {}
         self._warm = None
+        self._colsums = {}
         self._ycross = None
         if self.verbose:
             self._say(f"X {n:,} x {X.shape[1]:,}{_nnz(X)}"
@@ -325,9 +328,23 @@ class CCAEngine:
         res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
                           random_state=self._rng, start=self._warm,
                           callback=self._lobpcg_report(tau))
-        self._warm = res.__dict__.pop("lobpcg_block", self._warm)
+        self._keep_warm(res)
         res.__dict__.update(solver=self.solver_, error_estimate=_error_estimate(res))
         return res
+
+    def column_sums(self, which):
+        """Column sums of the given X or Y ('X' or 'Y'), (d,) float64 (cached)."""
+        if which not in self._colsums:
+            M = self.X if which == "X" else self.Y
+            self._colsums[which] = np.asarray(M.sum(axis=0, dtype=np.float64)).ravel()
+        return self._colsums[which]
+
+    def _keep_warm(self, res):
+        """Keep a LOBPCG solve's final block (with its images) as the next solve's start."""
+        res.__dict__.pop("lobpcg_block", None)
+        warm = res.__dict__.pop("lobpcg_warm", None)
+        if warm is not None:
+            self._warm = warm
 
     def _preconditioner(self, k, strategy):
         """(rank, tail) of the iterative solver's preconditioner.
@@ -412,7 +429,7 @@ class CCAEngine:
             res = reduced_cca(xinv, yinv, cross, k, strategy="lobpcg", tol=self.tol,
                               random_state=self._rng, start=self._warm,
                               callback=self._lobpcg_report(tau))
-            self._warm = res.__dict__.pop("lobpcg_block")
+            self._keep_warm(res)
             n_refine = res.n_iter
             err = _error_estimate(res)
             history.append((xinv.rank_, err))
@@ -635,7 +652,7 @@ class SparseCCA(PersistMixin, _ParamsMixin):
         # so the means must be those of the original columns
         self.x_mean_ = column_mean(engine.X) if engine.center else None
         self.y_mean_ = column_mean(engine.Y) if engine.center else None
-        self.empirical_correlations_ = _pearson(engine.X @ A, engine.Y @ B)
+        self.empirical_correlations_ = _training_correlations(engine, A, B, res)
 
     def _check_fitted(self):
         if not hasattr(self, "x_weights_"):
@@ -739,13 +756,54 @@ class SparseCCA(PersistMixin, _ParamsMixin):
         return self.fit(X, Y).transform(X, Y)
 
 
+#: _training_correlations computes directly when the mean would cancel more than this
+#: share of a projection's second moment (more than six digits of its variance)
+MOMENT_CANCEL_MAX = 1.0 - 1e-6
+
+
+def _training_correlations(engine, A, B, res):
+    """Pearson correlations of the training projections X a_j and Y b_j, (k,).
+
+    From the second moments the solve's final step formed (``projection_moments``) and the
+    column means: no pass over the data (zipf 20K x 5K: ~0.5 against ~11 ms a tau).  When
+    removing the mean would cancel most of a moment (uncentred data, a projection nearly
+    constant) the projections are formed and correlated directly instead.
+    """
+    moments = getattr(res, "projection_moments", None)
+    if moments is not None:
+        xx, yy, xy = (np.asarray(v, dtype=np.float64) for v in moments)
+        if not engine.center:
+            n = engine.X.shape[0]
+            mx = engine.column_sums("X") @ A / n
+            my = engine.column_sums("Y") @ B / n
+            cx, cy = n * mx * mx, n * my * my
+            if np.all(cx <= MOMENT_CANCEL_MAX * xx) and np.all(cy <= MOMENT_CANCEL_MAX * yy):
+                xx, yy, xy = xx - cx, yy - cy, xy - n * mx * my
+            else:
+                moments = None
+    if moments is None:
+        return _pearson(_projections(engine.X, A), _projections(engine.Y, B))
+    den = np.sqrt(np.maximum(xx, 0.0) * np.maximum(yy, 0.0))
+    out = np.zeros_like(xy)
+    np.divide(xy, den, out=out, where=den > 0)
+    return out
+
+
+def _projections(X, W):
+    """X W in float64 (sparse X: its row halves on two threads)."""
+    if sp.issparse(X):
+        return sparse_matmat(X, W)
+    return np.asarray(X @ W, dtype=np.float64)
+
+
 def _pearson(P, Q):
+    """Column-wise Pearson correlations of P and Q, (n, k) each; centred in two passes."""
     P = np.asarray(P, dtype=np.float64)
     Q = np.asarray(Q, dtype=np.float64)
     P = P - P.mean(axis=0)
     Q = Q - Q.mean(axis=0)
-    num = (P * Q).sum(axis=0)
-    den = np.sqrt((P * P).sum(axis=0) * (Q * Q).sum(axis=0))
+    num = np.einsum("ij,ij->j", P, Q)
+    den = np.sqrt(np.einsum("ij,ij->j", P, P) * np.einsum("ij,ij->j", Q, Q))
     out = np.zeros_like(num)
     np.divide(num, den, out=out, where=den > 0)
     return out

@@ -617,6 +617,15 @@ class RegularizedInverse(LinearOperator):
     _rmatmat = _matmat
     _rmatvec = _matvec
 
+    def gram_matmat(self, V):
+        """Xc^T Xc V (no tau), (d, b) float64: by the factor's cached dense Gram matrix when
+        it keeps one (a dense C_yy: d^2 b flops instead of two passes over the data), else
+        by the data.  C V is ``self.covariance.from_gram_image(gram_matmat(V), V)``."""
+        G = self.factor._dense
+        if G is None:
+            return self.covariance.gram_matmat(V)
+        return G @ np.asarray(V, dtype=np.float64)
+
     def inv_sqrt(self):
         """A whitener W (d x d operator) with W^T W = C^-1 (so W C W^T = I).
 

@@ -34,6 +34,7 @@ pencil of Eq. 11, an a-posteriori bound on the error of each correlation.
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import numpy as np
 import scipy.linalg as la
@@ -50,6 +51,11 @@ STRATEGIES = ("auto", "full", "dual", "operator", "krylov", "lobpcg")
 
 #: 'auto' uses the full Galerkin matrix up to this many output features
 FULL_MAX_D2 = 2500
+#: _top_eigh takes all eigenpairs (divide and conquer) up to this order, or for a quarter
+#: of them or more, and the top k alone (MRRR subset) beyond: on one core, 225 x 225 with
+#: k = 75 took 2.9 against 5.6 ms, 336 x 336 with k = 112 7.3 against 12.9 ms, and
+#: 1,000 x 1,000 with k = 50 131 against 56 ms (LOBPCG's Rayleigh-Ritz steps)
+EIGH_FULL_MAX = 400
 
 
 class CCAResult(tuple):
@@ -145,10 +151,11 @@ def _top_eigh(H, k):
     H = 0.5 * (H + H.T)
     m = H.shape[0]
     with small_blas(0):
-        if k < m:
+        if k < m and m > EIGH_FULL_MAX and 4 * k < m:
             w, V = la.eigh(H, subset_by_index=[m - k, m - 1], check_finite=False)
         else:
-            w, V = la.eigh(H, check_finite=False)
+            w, V = la.eigh(H, driver="evd", check_finite=False)
+            w, V = w[m - k:], V[:, m - k:]
     return w[::-1], V[:, ::-1]
 
 
@@ -184,13 +191,14 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     approx_xinv : RegularizedInverse, optional
         'krylov': a cheap whitenable approximation of C_xx^-1 for the starting subspace
         (default: the low-rank preconditioner inside an iterative ``xinv``).
-    start : (d1, b) array, optional
+    start : (d1, b) array or WarmBlock, optional
         'lobpcg': a starting block, e.g. the one a solve at a neighbouring tau ended with
-        (``CCAResult.lobpcg_block``).  With b >= k + p it replaces the model's own guess
-        (a neighbouring problem's Ritz block is the better start, and the guess costs a
-        Galerkin matrix: zipf 20K, a 5-value tau grid 1.05 s against 1.27 s, the same
-        steps); narrower, it is added to the guess.  Only the number of steps depends on
-        it: LOBPCG stops at the same tolerance either way.
+        (``CCAResult.lobpcg_block``, or ``CCAResult.lobpcg_warm``: the same block with its
+        tau-independent images, which spare the products with it).  With b >= k + p it
+        replaces the model's own guess (a neighbouring problem's Ritz block is the better
+        start, and the guess costs a Galerkin matrix: zipf 20K, a 5-value tau grid 1.05 s
+        against 1.27 s, the same steps); narrower, it is added to the guess.  Only the
+        number of steps depends on it: LOBPCG stops at the same tolerance either way.
     callback : callable, optional
         'lobpcg': called as ``callback(step, residual, error)`` at each convergence check
         (``step`` LOBPCG steps taken so far; ``residual`` the largest relative Ritz residual
@@ -200,10 +208,12 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     Returns
     -------
     CCAResult
-        For 'lobpcg' also ``lobpcg_block``, the final (d1, k + p) block (a warm start),
-        ``lobpcg_converged``, and the final ``lobpcg_residual`` (largest relative Ritz
-        residual of the first k pairs) and ``lobpcg_error`` (its squared residual over the
-        gap: the estimated relative error of the correlations, half that of omega).
+        For 'lobpcg' also ``lobpcg_block``, the final (d1, k + p) block in LOBPCG's working
+        precision (``lobpcg_dtype``), ``lobpcg_warm``, that block as a :class:`WarmBlock`
+        (the best start of a neighbouring solve), ``lobpcg_converged``, and the final
+        ``lobpcg_residual`` (largest relative Ritz residual of the first k pairs) and
+        ``lobpcg_error`` (its squared residual over the gap: the estimated relative error
+        of the correlations, half that of omega).
     """
     d1, d2 = cross.shape
     k = int(n_components)
@@ -240,7 +250,11 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     if strategy == "operator" and xinv.method == "iterative":
         raise ValueError("strategy='operator' needs a whitener of C_xx; an iterative xinv "
                          "supports strategy='full' or 'krylov'")
-    if start is not None:
+    if isinstance(start, WarmBlock):
+        if start.X.shape[0] != d1 or start.MX.shape[0] != d2:
+            raise ValueError(f"start must be a WarmBlock of a ({d1}, {d2}) problem, got one of "
+                             f"({start.X.shape[0]}, {start.MX.shape[0]})")
+    elif start is not None:
         start = np.asarray(start, dtype=np.float64)
         if start.ndim != 2 or start.shape[0] != d1 or not np.all(np.isfinite(start)):
             raise ValueError(f"start must be a finite (d1, b) = ({d1}, b) array, got shape "
@@ -261,7 +275,17 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
                 del info[key]
         omega = np.asarray(omega)[:k]
         _check_rank(omega, k)
-        res = _finalize(A, B, xinv, yinv, cross)
+        x_images = None
+        if "lobpcg_block" in info:
+            # the next solve's start, with images that also finish this one (A is its first
+            # k columns): the product with X that _finalize needs, for all m columns
+            Xb = np.asarray(info["lobpcg_block"], dtype=np.float64)
+            images = info.pop("lobpcg_images", None)
+            GX, MX = ((xinv.covariance.gram_matmat(Xb), cross.rmatmat(Xb)) if images is None
+                      else images)
+            info["lobpcg_warm"] = WarmBlock(Xb, GX, MX, cross)
+            x_images = (GX[:, :k], MX[:, :k])
+        res = _finalize(A, B, xinv, yinv, cross, x_images=x_images)
     res.__dict__.update(strategy=strategy, n_iter=n_cg, raw_eigenvalues=omega, **info)
     return res
 
@@ -357,6 +381,35 @@ LOBPCG_SINGLE_TOL = 1e-4
 LOBPCG_DROP_SINGLE = 1e-5
 
 
+class WarmBlock:
+    """A solve's final LOBPCG block with its tau-independent images: the next solve's start.
+
+    ``C_xx(tau) X = (1 - tau) GX + tau X`` and ``C_xy^T X = MX`` for any tau, so a solve at
+    another tau (a grid) forms its first Rayleigh-Ritz step, and, when that already meets
+    the tolerance, its final one, without a product with X or M (zipf 20K x 5K: 0-2 steps
+    a tau of a grid).  ``MX`` belongs to one cross-covariance operator (weakly
+    referenced): a solve with another M (the rerankers) forms its own.
+
+    Attributes
+    ----------
+    X : (d1, m) float64, the block;  GX : (d1, m) float64, Xc^T Xc X;
+    MX : (d2, m) float64, C_xy^T X
+    """
+
+    __slots__ = ("X", "GX", "MX", "_cross")
+
+    def __init__(self, X, GX, MX, cross):
+        self.X, self.GX, self.MX = X, GX, MX
+        try:
+            self._cross = weakref.ref(cross)
+        except TypeError:
+            self._cross = lambda: None
+
+    def cross_image(self, cross):
+        """MX when it is the image under ``cross``, else None."""
+        return self.MX if self._cross() is cross else None
+
+
 def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callback=None):
     """Top-k eigenpairs of the pencil (K, C), K = Ct Ct^T, Ct = C_xy W_y^T, C = C_xx, by LOBPCG.
 
@@ -386,7 +439,9 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     A : (d1, k), B : (d2, k), theta : (k,) Ritz values (omega), n_iter : int (iterations),
     stats : dict with ``lobpcg_block`` (d1, m), the final Ritz block (a warm start for a
         neighbouring problem), ``lobpcg_converged``, ``lobpcg_residual`` and
-        ``lobpcg_error`` (the two stopping quantities at exit)
+        ``lobpcg_error`` (the two stopping quantities at exit), and ``lobpcg_images``: the
+        float64 (GX, MX) of a :class:`WarmBlock` for the final block when a warm start
+        took no step (None otherwise)
     """
     d1, d2 = cross.shape
     m = min(k + p, d2)
@@ -398,7 +453,16 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     def cast(Z):
         return np.ascontiguousarray(Z, dtype=wdt)
 
-    if 8 * d1 * d2 <= LOBPCG_DENSE_CT_BYTES and d2 <= FULL_MAX_D2:
+    warm = None
+    if isinstance(start, WarmBlock):
+        warm, start = (start, None) if start.X.shape[1] >= m else (None, start.X)
+    dense_ct = 8 * d1 * d2 <= LOBPCG_DENSE_CT_BYTES and d2 <= FULL_MAX_D2
+    if dense_ct and warm is not None and _keeps_dense(cross):
+        # a warm solve takes 0-2 steps: whitening a d2-row block per product with the kept
+        # dense X^T M costs less than whitening all d1 rows of C_xy once (zipf 20K x 5K:
+        # 15 ms a tau)
+        dense_ct = False
+    if dense_ct:
         Ctd = _dense_whitened_cross(cross, Wy, dtype=wdt)  # (d1, d2)
 
         def ct(U):
@@ -406,6 +470,28 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
 
         def ctT(V):
             return tall_tmatmul(Ctd, cast(V))
+    elif _keeps_dense(cross):
+        # C_xy = X^T M - u v^T with X^T M kept dense: its products in the working precision,
+        # rows split over both cores; C_yy's factor applied to the d2-row side
+        Ctd = None
+        Wyw = Wy.single() if wdt == np.float32 else Wy
+        Cd = np.asarray(cross.kept_product(), dtype=wdt)
+        u, v = cross.rank_one()
+        u = u if np.any(u) else None
+
+        def ct(U):
+            V = cast(Wyw.rmatmat(U))
+            out = tall_matmul(Cd, V)
+            if u is not None:
+                out -= np.outer(u, v @ V).astype(wdt)
+            return out
+
+        def ctT(V):
+            V = cast(V)
+            Z = tall_tmatmul(Cd, V)
+            if u is not None:
+                Z -= np.outer(v, u @ V).astype(wdt)
+            return cast(Wyw.matmat(Z))
     else:
         Ctd = None
         Wyw = Wy.single() if wdt == np.float32 else Wy
@@ -416,29 +502,40 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         def ctT(V):
             return cast(Wyw.matmat(cross.rmatmat(V)))
 
-    # start: the top m eigenvectors of the preconditioner's Galerkin matrix Ct^T T Ct
-    # (formed when Ct is dense at hand; a randomized SVD of the whitened operator otherwise)
-    if start is not None and start.shape[1] >= m:
-        X = start
-    elif Ctd is not None:
-        # by row chunks: no second d1 x d2 array (en-brown 5K: 1.7 GB peak against 0.9)
-        _, V0 = _top_eigh(xinv.lowrank_galerkin(Ctd), m)
-        X = precond(ct(V0))
+    images = None
+    if warm is not None:
+        # the previous block in this tau's metrics from its images, in float64: if no step
+        # follows, the images of the new block are exact too and finish the solve
+        MX = warm.cross_image(cross)
+        MX = cross.rmatmat(warm.X) if MX is None else MX
+        X, CX, UX, theta, _, images = _rayleigh_ritz(
+            [warm.X], [C.from_gram_image(warm.GX, warm.X)], [Wy.matmat(MX)], m,
+            extra=([warm.GX], [MX]))
     else:
-        # one pass of the range finder, no power iteration: sharpening the start towards the
-        # model's own top subspace costs LOBPCG steps on the exact pencil (all of en-brown,
-        # k = 75, three seeds: 42-43 steps and 32 s against 53-58 steps and 39-43 s with 2
-        # power iterations; en-brown 8K: 16 steps either way)
-        Wx = _approx_of(xinv).inv_sqrt()
-        _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wy), m, oversamples=min(p, d2 - m),
-                                  n_iter=0, random_state=0)
-        X = precond(ct(np.ascontiguousarray(Vt.T)))
-    if start is not None and 0 < start.shape[1] < m:
-        X = np.hstack([X, start])
-    X = cast(X)
-    CX = cast(C.matmat(X))
-    UX = ctT(X)
-    X, CX, UX, theta, _ = _rayleigh_ritz([X], [CX], [UX], m)
+        # start: the top m eigenvectors of the preconditioner's Galerkin matrix Ct^T T Ct
+        # (formed when Ct is dense at hand; a randomized SVD of the whitened operator
+        # otherwise), or a given block
+        if start is not None and start.shape[1] >= m:
+            X = start
+        elif Ctd is not None:
+            # by row chunks: no second d1 x d2 array (en-brown 5K: 1.7 GB peak against 0.9)
+            _, V0 = _top_eigh(xinv.lowrank_galerkin(Ctd), m)
+            X = precond(ct(V0))
+        else:
+            # one pass of the range finder, no power iteration: sharpening the start
+            # towards the model's own top subspace costs LOBPCG steps on the exact pencil
+            # (all of en-brown, k = 75, three seeds: 42-43 steps and 32 s against 53-58
+            # steps and 39-43 s with 2 power iterations; en-brown 8K: 16 steps either way)
+            Wx = _approx_of(xinv).inv_sqrt()
+            _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wy), m,
+                                      oversamples=min(p, d2 - m), n_iter=0, random_state=0)
+            X = precond(ct(np.ascontiguousarray(Vt.T)))
+        if start is not None and 0 < start.shape[1] < m:
+            X = np.hstack([X, start])
+        X = cast(X)
+        CX = cast(C.matmat(X))
+        UX = ctT(X)
+        X, CX, UX, theta, _ = _rayleigh_ritz([X], [CX], [UX], m)
     # K = Ct Ct^T has rank <= rank(C_xy): fewer than k nonzero Ritz values means fewer than
     # k nonzero correlations (the start T Ct V0 has rank min(m, rank K))
     _check_rank(np.concatenate([theta, np.zeros(max(k - theta.size, 0))]), k)
@@ -485,6 +582,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         if not active.any():
             converged = True
             break
+        if images is not None:  # a step follows: on in the working precision
+            X, CX, UX, images = cast(X), cast(CX), cast(UX), None
         W = cast(W[:, active])
         if Ctd is not None:
             # the sparse C W (scipy releases the GIL) overlaps the dense Ct^T W
@@ -508,17 +607,20 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     A = X[:, :k]
     B = Wy.rmatmat(UX[:, :k])  # b = W_y^T Ct^T a (Eq. 15 up to the scale _finalize fixes)
     stats = dict(lobpcg_block=X, lobpcg_converged=converged,
-                 lobpcg_residual=float(rel[:k].max()), lobpcg_error=quad)
+                 lobpcg_residual=float(rel[:k].max()), lobpcg_error=quad,
+                 lobpcg_images=images, lobpcg_dtype=np.dtype(wdt))
     return A, B, theta[:k], it, stats
 
 
-def _rayleigh_ritz(S, CS, US, m):
+def _rayleigh_ritz(S, CS, US, m, extra=()):
     """Top-m Ritz pairs of (K, C) on the span of the blocks S = [X, W, P] (lists of (d, b_i)).
 
     CS, US are the blocks' images C S and Ct^T S (the carried images drift from the exact
     ones by rounding, so every Gram block is formed, X^T C X included).  Returns the new X,
     C X, Ct^T X (d x m), the Ritz values, and (P, CP, UP): the part of the Ritz vectors
     outside the first block (LOBPCG's implicit search direction; None for a single block).
+    With ``extra`` (further lists of images of the blocks, e.g. tau-independent ones), a
+    sixth item holds their images of the new X.
     """
     nb = [b.shape[1] for b in S]
     off = np.concatenate([[0], np.cumsum(nb)])
@@ -535,7 +637,7 @@ def _rayleigh_ritz(S, CS, US, m):
     dg = np.sqrt(np.maximum(np.diag(G), 1e-300))
     Gn = G / dg[:, None] / dg[None, :]
     with small_blas(0):
-        lam, Q = la.eigh(0.5 * (Gn + Gn.T), check_finite=False)
+        lam, Q = la.eigh(0.5 * (Gn + Gn.T), driver="evd", check_finite=False)
     single = S[0].dtype == np.float32
     keep = lam > (LOBPCG_DROP_SINGLE if single else LOBPCG_DROP) * lam.max()
     Z = (Q[:, keep] / np.sqrt(lam[keep])) / dg[:, None]  # basis coefficients, (tot, r)
@@ -561,6 +663,8 @@ def _rayleigh_ritz(S, CS, US, m):
     Xn, Pn = combine(S)
     CXn, CPn = combine(CS)
     UXn, UPn = combine(US)
+    if extra:
+        return Xn, CXn, UXn, theta, (Pn, CPn, UPn), [combine(e)[0] for e in extra]
     return Xn, CXn, UXn, theta, (Pn, CPn, UPn)
 
 
@@ -640,6 +744,12 @@ def _solve_dual(xinv, yinv, Wy, cross, k):
     B = yinv.matmat(np.asarray(M.T @ (W @ Uk), dtype=np.float64))
     A = xinv.matmat(cross.matmat(B))
     return A, B, omega
+
+
+def _keeps_dense(cross):
+    """Whether ``cross`` is a CrossCovariance that keeps a dense X^T M for its products."""
+    keeps = getattr(cross, "_keeps_dense", None)
+    return keeps is not None and keeps()
 
 
 def _sparse_cross(cross):
@@ -791,70 +901,80 @@ def _approx_of(xinv):
                               tail="diagonal")
 
 
-def _finalize(A, B, xinv, yinv, cross):
+def _finalize(A, B, xinv, yinv, cross, x_images=None):
     """Rayleigh-Ritz in the exact metrics, sorting, signs and a-posteriori residuals.
 
     Within span(A) x span(B) the best pairs are A Rx^-1 U, B Ry^-1 W from the SVD
     U S W^T = Rx^-T (A^T C_xy B) Ry^-1 (Rx, Ry Cholesky factors of A^T Cxx A, B^T Cyy B):
     exactly Cxx- and Cyy-orthonormal, and their correlations S are achieved values (for an
-    exact subspace they are the canonical correlations).
+    exact subspace they are the canonical correlations).  ``x_images`` = (Xc^T Xc A,
+    C_xy^T A) in float64, when at hand, replaces the products with A.
+
+    The tall blocks (d1 rows) are touched by a few products only: the covariance images
+    C A = (1 - tau) G A + tau A are never formed, the column scaling and the signs go into
+    the small transforms, and the result also carries ``projection_moments`` =
+    (||Xc a_j||^2, ||Yc b_j||^2, a_j^T C_xy b_j), (k,) each, from the k x k blocks (Xc, Yc
+    centred when the covariances are): the second moments of the training projections.
     """
-    Cxx = xinv.covariance
-    Cyy = yinv.covariance
+    tau = xinv.covariance.tau
     k = A.shape[1]
-    A = np.array(A, dtype=np.float64)
-    B = np.array(B, dtype=np.float64)
-    CA = Cxx.matmat(A)
-    CB = Cyy.matmat(B)
-    # scale columns to unit C-norm first so that the dependence test below is scale-free
-    sa = 1.0 / np.sqrt(np.maximum((A * CA).sum(axis=0), 1e-300))
-    sb = 1.0 / np.sqrt(np.maximum((B * CB).sum(axis=0), 1e-300))
-    A *= sa
-    CA *= sa
-    B *= sb
-    CB *= sb
-    Gx = A.T @ CA
-    Gy = B.T @ CB
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if x_images is None:
+        GA = xinv.covariance.gram_matmat(A)
+        CyxA = None
+    else:
+        GA = np.asarray(x_images[0], dtype=np.float64)
+        CyxA = np.asarray(x_images[1], dtype=np.float64)
+    GB = yinv.gram_matmat(B)
+    AGA, BGB = A.T @ GA, B.T @ GB
+    Gx = (1.0 - tau) * AGA + tau * (A.T @ A)  # A^T Cxx A
+    Gy = (1.0 - tau) * BGB + tau * (B.T @ B)
+    # columns scaled to unit C-norm first so that the dependence test below is scale-free
+    sa = 1.0 / np.sqrt(np.maximum(np.diag(Gx), 1e-300))
+    sb = 1.0 / np.sqrt(np.maximum(np.diag(Gy), 1e-300))
     CxyB = cross.matmat(B)
-    CyxA = cross.rmatmat(A)
+    if CyxA is None:
+        CyxA = cross.rmatmat(A)
     K = A.T @ CxyB
-    Rx, okx = _safe_chol(Gx)
-    Ry, oky = _safe_chol(Gy)
+    Rx, okx = _safe_chol(Gx * np.outer(sa, sa))
+    Ry, oky = _safe_chol(Gy * np.outer(sb, sb))
     if not (okx and oky):
         raise FactorizationError(
             "the computed projections are linearly dependent in the covariance metric "
             "(n_components exceeds the rank of the cross-covariance?); reduce "
             "n_components or increase tau")
-    Kw = la.solve_triangular(Rx, la.solve_triangular(Ry, K.T, trans="T").T, trans="T")
+    Ks = K * np.outer(sa, sb)
+    Kw = la.solve_triangular(Rx, la.solve_triangular(Ry, Ks.T, trans="T").T, trans="T")
     U, s, Wt = la.svd(Kw)
-    Tx = la.solve_triangular(Rx, U)  # Rx^-1 U
-    Ty = la.solve_triangular(Ry, Wt.T)
+    Tx = sa[:, None] * la.solve_triangular(Rx, U)  # A Tx: the new A
+    Ty = sb[:, None] * la.solve_triangular(Ry, Wt.T)
     A = A @ Tx
-    B = B @ Ty
-    CA = CA @ Tx
-    CB = CB @ Ty
-    CxyB = CxyB @ Ty
-    CyxA = CyxA @ Tx
     # deterministic signs: largest-magnitude entry of each a_j positive
     idx = np.argmax(np.abs(A), axis=0)
     sg = np.sign(A[idx, np.arange(k)])
     sg[sg == 0] = 1.0
     A *= sg
-    B *= sg
-    CA *= sg
-    CB *= sg
-    CxyB *= sg
-    CyxA *= sg
+    Tx *= sg
+    Ty *= sg
+    B = B @ Ty
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
         raise FactorizationError("non-finite projections: the factorisation broke down")
-    # residual of Eq. 11 for z = (a; b): r_a = C_xy b - s Cxx a, r_b = C_yx a - s Cyy b
-    ra = CxyB - CA * s
-    rb = CyxA - CB * s
+    # residual of Eq. 11 for z = (a; b): r_a = C_xy b - s Cxx a, r_b = C_yx a - s Cyy b,
+    # with Cxx a = (1 - tau) G a + tau a
+    ra = CxyB @ Ty
+    ra -= GA @ (Tx * ((1.0 - tau) * s))
+    ra -= A * (tau * s)
+    rb = CyxA @ Tx
+    rb -= GB @ (Ty * ((1.0 - tau) * s))
+    rb -= B * (tau * s)
     rna = _inv_norm2(xinv, ra)
     rnb = _inv_norm2(yinv, rb)
     resid = np.sqrt(0.5 * (rna + rnb))
+    moments = (np.einsum("ij,ik,kj->j", Tx, AGA, Tx), np.einsum("ij,ik,kj->j", Ty, BGB, Ty),
+               np.einsum("ij,ik,kj->j", Tx, K, Ty))
     return CCAResult(A, B, s * s, correlations=s, residual_norms=resid, tau=xinv.tau,
-                     rank=getattr(xinv, "rank_", 0))
+                     rank=getattr(xinv, "rank_", 0), projection_moments=moments)
 
 
 def _safe_chol(G):
@@ -875,5 +995,5 @@ def _inv_norm2(inv, R):
     if inv.method == "dense":
         return np.maximum((R * inv.matmat(R)).sum(axis=0), 0.0)
     if inv.tau > 0:
-        return (R * R).sum(axis=0) / inv.tau
+        return np.einsum("ij,ij->j", R, R) / inv.tau
     return (R * inv._lowrank_inverse(R)).sum(axis=0)

@@ -227,6 +227,54 @@ def test_estimator_api():
     assert "SparseCCA(n_components=4" in repr(est)
 
 
+def _direct_correlations(X, Y, m):
+    """Pearson correlations of X a_j and Y b_j, formed from the projections themselves."""
+    P = np.asarray(X @ m.x_weights_)
+    Q = np.asarray(Y @ m.y_weights_)
+    return np.array([np.corrcoef(P[:, j], Q[:, j])[0, 1] for j in range(P.shape[1])])
+
+
+@pytest.mark.parametrize("solver", ["dense", "randomized", "iterative"])
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("fmt", ["csr", "dense"])
+def test_empirical_correlations_from_moments_match_the_projections(solver, center, fmt):
+    """The moments the final Rayleigh-Ritz step forms give the training projections'
+    Pearson correlations without a pass over the data; a tau grid (warm LOBPCG starts
+    whose images come from the previous solve) included."""
+    X, Y = count_problem(700, 160, 30, seed=21)
+    if fmt == "dense":
+        X, Y = X.toarray(), Y.toarray()
+    kw = dict(solver=solver, center=center, random_state=0)
+    if solver != "dense":
+        kw["tol"] = 1e-9 if solver == "iterative" else 1e-3
+    for m in [SparseCCA(6, tau=0.4, **kw).fit(X, Y),
+              *SparseCCA(6, **kw).fit_path(X, Y, [0.2, 0.5, 0.8])]:
+        np.testing.assert_allclose(m.empirical_correlations_, _direct_correlations(X, Y, m),
+                                   rtol=0, atol=1e4 * EPS)
+
+
+def test_empirical_correlations_fall_back_when_the_mean_cancels():
+    """Uncentred columns with a large common offset: the projections' means dwarf their
+    spread, and subtracting n mean^2 from the second moment would cancel most digits; the
+    correlations are then formed from the projections."""
+    rng = np.random.default_rng(5)
+    n = 400
+    z = rng.standard_normal((n, 3))
+    X = 1e4 + np.hstack([z, rng.standard_normal((n, 5))]) * 1e-2
+    Y = 1e4 + (z @ rng.standard_normal((3, 4)) + rng.standard_normal((n, 4))) * 1e-2
+    m = SparseCCA(3, tau=0.3, solver="dense").fit(X, Y)
+    ref = _direct_correlations(X, Y, m)
+    np.testing.assert_allclose(m.empirical_correlations_, ref, rtol=0, atol=1e-9)
+    # the moments alone would have been far off: the fallback is what kept them exact
+    res = CCAEngine(X, Y, solver="dense").solve(Y, 0.3, 3)
+    xx, yy, xy = res.projection_moments
+    mx = X.sum(axis=0) @ res.x_weights / n
+    my = Y.sum(axis=0) @ res.y_weights / n
+    assert np.any(n * mx * mx > (1 - 1e-6) * xx)
+    naive = (xy - n * mx * my) / np.sqrt((xx - n * mx * mx) * (yy - n * my * my))
+    assert np.max(np.abs(naive - ref)) > 1e-6
+
+
 def test_fit_path_and_cca_path_reuse_and_equal_single_fits():
     X, Y = count_problem(300, 45, 15, seed=13)
     taus = [0.05, 0.3, 0.9]

@@ -96,7 +96,8 @@ def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, dense_ct):
     tau, k, tol = 0.4, 8, 1e-3
     dense, it = _engine_pair(X, Y, tol=tol)
     res = it.solve(Y, tau, k, strategy="lobpcg")
-    assert it._warm.dtype == np.float32 and res.n_iter > 0  # the final block, kept warm
+    assert res.lobpcg_dtype == np.float32 and res.n_iter > 0
+    assert it._warm.X.dtype == np.float64  # the final block, kept warm with its images
     ref = dense.solve(Y, tau, k).correlations
     np.testing.assert_allclose(res.correlations, ref, rtol=tol)
     Cxx, Cyy, _ = covariances(X, Y, tau)
@@ -106,8 +107,7 @@ def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, dense_ct):
     np.testing.assert_allclose(B.T @ Cyy @ B, np.eye(k), atol=1e3 * EPS)
     # below the threshold the same call stays in float64
     _, it64 = _engine_pair(X, Y, tol=reduced_mod.LOBPCG_SINGLE_TOL / 2)
-    it64.solve(Y, tau, k, strategy="lobpcg")
-    assert it64._warm.dtype == np.float64
+    assert it64.solve(Y, tau, k, strategy="lobpcg").lobpcg_dtype == np.float64
 
 
 def test_single_precision_whitener_matches_float64():
