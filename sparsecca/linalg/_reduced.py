@@ -927,16 +927,18 @@ def _finalize(A, B, xinv, yinv, cross, x_images=None):
         GA = np.asarray(x_images[0], dtype=np.float64)
         CyxA = np.asarray(x_images[1], dtype=np.float64)
     GB = yinv.gram_matmat(B)
-    AGA, BGB = A.T @ GA, B.T @ GB
-    Gx = (1.0 - tau) * AGA + tau * (A.T @ A)  # A^T Cxx A
-    Gy = (1.0 - tau) * BGB + tau * (B.T @ B)
+    # the products with tall blocks split their rows over both cores (BLAS is held to one
+    # thread in the fast solvers)
+    AGA, BGB = tall_tmatmul(A, GA), tall_tmatmul(B, GB)
+    Gx = (1.0 - tau) * AGA + tau * tall_tmatmul(A, A)  # A^T Cxx A
+    Gy = (1.0 - tau) * BGB + tau * tall_tmatmul(B, B)
     # columns scaled to unit C-norm first so that the dependence test below is scale-free
     sa = 1.0 / np.sqrt(np.maximum(np.diag(Gx), 1e-300))
     sb = 1.0 / np.sqrt(np.maximum(np.diag(Gy), 1e-300))
     CxyB = cross.matmat(B)
     if CyxA is None:
         CyxA = cross.rmatmat(A)
-    K = A.T @ CxyB
+    K = tall_tmatmul(A, CxyB)
     Rx, okx = _safe_chol(Gx * np.outer(sa, sa))
     Ry, oky = _safe_chol(Gy * np.outer(sb, sb))
     if not (okx and oky):
@@ -949,7 +951,7 @@ def _finalize(A, B, xinv, yinv, cross, x_images=None):
     U, s, Wt = la.svd(Kw)
     Tx = sa[:, None] * la.solve_triangular(Rx, U)  # A Tx: the new A
     Ty = sb[:, None] * la.solve_triangular(Ry, Wt.T)
-    A = A @ Tx
+    A = tall_matmul(A, Tx)
     # deterministic signs: largest-magnitude entry of each a_j positive
     idx = np.argmax(np.abs(A), axis=0)
     sg = np.sign(A[idx, np.arange(k)])
@@ -957,16 +959,16 @@ def _finalize(A, B, xinv, yinv, cross, x_images=None):
     A *= sg
     Tx *= sg
     Ty *= sg
-    B = B @ Ty
+    B = tall_matmul(B, Ty)
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
         raise FactorizationError("non-finite projections: the factorisation broke down")
     # residual of Eq. 11 for z = (a; b): r_a = C_xy b - s Cxx a, r_b = C_yx a - s Cyy b,
     # with Cxx a = (1 - tau) G a + tau a
-    ra = CxyB @ Ty
-    ra -= GA @ (Tx * ((1.0 - tau) * s))
+    ra = tall_matmul(CxyB, Ty)
+    ra -= tall_matmul(GA, Tx * ((1.0 - tau) * s))
     ra -= A * (tau * s)
-    rb = CyxA @ Tx
-    rb -= GB @ (Ty * ((1.0 - tau) * s))
+    rb = tall_matmul(CyxA, Tx)
+    rb -= tall_matmul(GB, Ty * ((1.0 - tau) * s))
     rb -= B * (tau * s)
     rna = _inv_norm2(xinv, ra)
     rnb = _inv_norm2(yinv, rb)
