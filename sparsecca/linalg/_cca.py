@@ -304,8 +304,11 @@ class CCAEngine:
         # stays on one thread unless a call asks for both cores, so that no idle OpenBLAS
         # thread spins on the core the split sparse products need (zipf 20K x 5K: ~0.47
         # against ~0.50 s a fit); the dense reference keeps the global setting
+        # plain CCA (one tau on both sides) caps the correlations at 1 / (1 - tau): a
+        # certificate for saturated clusters (see reduced_cca)
+        omega_max = 1.0 / (1.0 - tau) ** 2 if plain and tau < 1.0 else None
         with nullcontext() if self.solver_ == "dense" else small_blas(0):
-            res = self._solve_with(cross, tau, k, strategy)
+            res = self._solve_with(cross, tau, k, strategy, omega_max)
         if self._xmerge is not None and not self._xmerge.trivial:
             res = CCAResult(self._xmerge.expand(res[0]), res[1], res[2], **res.__dict__)
         if self.verbose:
@@ -315,10 +318,10 @@ class CCAEngine:
                       f"{res.error_estimate:.1e}, {time.perf_counter() - t0:.1f} s")
         return res
 
-    def _solve_with(self, cross, tau, k, strategy):
+    def _solve_with(self, cross, tau, k, strategy, omega_max=None):
         yinv = self.y_inverse(tau)
         if self.solver_ == "randomized":
-            return self._solve_randomized(cross, yinv, tau, k, strategy)
+            return self._solve_randomized(cross, yinv, tau, k, strategy, omega_max)
         rank, tail = (self._preconditioner(k, strategy) if self.solver_ == "iterative"
                       else (None, "auto"))
         xinv = self.x_inverse(tau, rank=rank, tail=tail)
@@ -327,7 +330,7 @@ class CCAEngine:
         # returns a block, so a dense engine never has one
         res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
                           random_state=self._rng, start=self._warm,
-                          callback=self._lobpcg_report(tau))
+                          callback=self._lobpcg_report(tau), omega_max=omega_max)
         self._keep_warm(res)
         res.__dict__.update(solver=self.solver_, error_estimate=_error_estimate(res))
         return res
@@ -366,7 +369,7 @@ class CCAEngine:
         n = self.X.shape[0]
         return (PRECOND_RANK if n < d1 else PRECOND_RANK_LOBPCG), "diagonal"
 
-    def _solve_randomized(self, cross, yinv, tau, k, strategy):
+    def _solve_randomized(self, cross, yinv, tau, k, strategy, omega_max=None):
         """The low-rank-plus-ridge model of C_xx, corrected until the error estimate <= tol.
 
         The model's own solve is exact when the rank exhausts X and accurate when the
@@ -410,8 +413,8 @@ class CCAEngine:
             xinv = self.x_inverse(tau, rank=r)
             exhausted = f.range_error_ == 0.0 and xinv.rank_ >= f.rank_
             res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
-                              random_state=self._rng)
-            err = _rel_err(res)
+                              random_state=self._rng, omega_max=omega_max)
+            err = _error_estimate(res)
             history.append((xinv.rank_, err))
             if err <= self.tol or exhausted or r >= cap:
                 break
@@ -428,7 +431,7 @@ class CCAEngine:
             # randomized SVD of its whitened operator)
             res = reduced_cca(xinv, yinv, cross, k, strategy="lobpcg", tol=self.tol,
                               random_state=self._rng, start=self._warm,
-                              callback=self._lobpcg_report(tau))
+                              callback=self._lobpcg_report(tau), omega_max=omega_max)
             self._keep_warm(res)
             n_refine = res.n_iter
             err = _error_estimate(res)
@@ -457,11 +460,14 @@ def _rel_err(res):
 
 def _error_estimate(res):
     """The first-order bound, tightened by LOBPCG's squared residual over the gap once
-    LOBPCG converged: unconverged, its residual test failed and the quadratic estimate
-    alone would understate the error."""
+    LOBPCG converged (unconverged, its residual test failed and the quadratic estimate
+    alone would understate the error), and by the ceiling of plain CCA's correlations
+    (``ceiling_error``: a bound, not an estimate) when it is smaller."""
     err = _rel_err(res)
     if res.__dict__.get("lobpcg_converged", False):
         err = min(err, res.lobpcg_error)
+    if "ceiling_error" in res.__dict__:
+        err = min(err, res.ceiling_error)
     return err
 
 
@@ -535,10 +541,15 @@ class SparseCCA(PersistMixin, _ParamsMixin):
     eigenvalues_ : (k,) omega of Eq. 14, descending
     correlations_ : (k,) sqrt(omega) = a_j^T Cxy b_j (up to 1 / (1 - tau))
     empirical_correlations_ : (k,) Pearson correlation of X a_j and Y b_j on the training data
+        (from the second moments the solve forms, or from the projections themselves when
+        subtracting the mean would cancel most digits)
     residual_norms_ : (k,) a-posteriori bound: an exact sqrt(omega) lies within this distance
     error_estimate_ : float, estimated relative error of the correlations: LOBPCG's
         squared residual over the spectral gap when it ran, else the first-order residual
-        bound (loose: the correlations are accurate to about its square)
+        bound (loose: the correlations are accurate to about its square); or, when smaller,
+        the bound 1 - (1 - tau) correlations_[-1] (the correlations are lower bounds of the
+        exact ones, which 1 / (1 - tau) caps: saturated clusters, where LOBPCG also stops
+        on it)
     solver_ : str, the solver used;  solver_reason_ : str
     rank_ : int, rank of the randomized factor of X (0 for 'dense')
     n_iter_ : int, LOBPCG steps (or block CG iterations when 'iterative' used them)

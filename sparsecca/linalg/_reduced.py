@@ -161,7 +161,7 @@ def _top_eigh(H, k):
 
 def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples=None,
                 n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None, start=None,
-                callback=None):
+                callback=None, omega_max=None):
     """Solve Eq. 14-15 given fitted inverse operators and a cross-covariance.
 
     This is the low-level entry point: the rerankers call it repeatedly with different
@@ -204,6 +204,14 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         (``step`` LOBPCG steps taken so far; ``residual`` the largest relative Ritz residual
         of the first k pairs, stopping at sqrt(tol); ``error`` its squared-residual estimate
         of the correlations' relative error, stopping at tol).  For progress reports.
+    omega_max : float, optional
+        An upper bound of every eigenvalue omega that the caller knows.  Plain CCA with one
+        tau on both sides has 1 / (1 - tau)^2: a^T C_xy b <= ||Xc a|| ||Yc b|| <=
+        sqrt(a^T Cxx a b^T Cyy b) / (1 - tau).  Ritz values are lower bounds of the
+        eigenvalues, so once the k-th is within the bound, every correlation is known to
+        that accuracy: LOBPCG then also stops when 1 - sqrt(theta_k / omega_max) <= tol / 2
+        (saturated clusters, whose residuals converge slowly), and the result carries
+        ``ceiling_error``, the same bound from the final correlations.
 
     Returns
     -------
@@ -265,7 +273,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         try:
             A, B, omega, n_cg = _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol,
                                        random_state, approx_xinv, fallback, start, info,
-                                       callback)
+                                       callback, omega_max)
         except _Stalled as exc:
             strategy = "full"
             A, B, omega, n_cg = _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol,
@@ -287,6 +295,11 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
             x_images = (GX[:, :k], MX[:, :k])
         res = _finalize(A, B, xinv, yinv, cross, x_images=x_images)
     res.__dict__.update(strategy=strategy, n_iter=n_cg, raw_eigenvalues=omega, **info)
+    if omega_max is not None:
+        # the final correlations are achieved values (singular values of a compression of
+        # the whitened C_xy): lower bounds of the exact ones, which omega_max caps
+        res.__dict__["ceiling_error"] = float(max(
+            1.0 - float(res.correlations[k - 1]) / np.sqrt(omega_max), 0.0))
     return res
 
 
@@ -296,7 +309,7 @@ class _Stalled(Exception):
 
 
 def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_xinv,
-           fallback=False, start=None, info=None, callback=None):
+           fallback=False, start=None, info=None, callback=None, omega_max=None):
     Wy = yinv.inv_sqrt()
     n_cg = 0
     if strategy == "full" and xinv.method == "randomized" and _sparse_cross(cross):
@@ -335,7 +348,8 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
         omega = s * s
     elif strategy == "lobpcg":
         A, B, omega, n_cg, stats = _lobpcg(xinv, Wy, cross, k, p, tol, start=start,
-                                           raise_stalled=fallback, callback=callback)
+                                           raise_stalled=fallback, callback=callback,
+                                           omega_max=omega_max)
         if info is not None:
             info.update(stats)
     else:
@@ -410,7 +424,8 @@ class WarmBlock:
         return self.MX if self._cross() is cross else None
 
 
-def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callback=None):
+def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callback=None,
+            omega_max=None):
     """Top-k eigenpairs of the pencil (K, C), K = Ct Ct^T, Ct = C_xy W_y^T, C = C_xx, by LOBPCG.
 
     K a = omega C a is Eq. 11 with b eliminated (b = W_y^T Ct^T a / sqrt(omega)), so the
@@ -566,6 +581,15 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         if rel[:k].max() <= thresh and quad <= tol:
             converged = True
             break
+        if omega_max is not None:
+            # the Ritz values are lower bounds of the eigenvalues and omega_max caps them:
+            # the correlations are certified once the k-th is close enough to the cap (half
+            # of tol: room for the rounding of float32 blocks)
+            ceiling = 1.0 - np.sqrt(max(float(theta[k - 1]), 0.0) / omega_max)
+            if ceiling <= 0.5 * tol:
+                converged = True
+                quad = min(quad, ceiling)
+                break
         history.append(float(rel[:k].max()))
         # the largest residual is not monotone (a Ritz vector entering the top k restarts
         # it), and plateaus of 10-20 steps precede steady progress: stalled means less

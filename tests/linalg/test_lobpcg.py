@@ -151,7 +151,10 @@ def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
     # quadratic estimate
     assert not bad.lobpcg_converged
     c = bad.correlations
-    assert bad.error_estimate == pytest.approx(np.max(bad.residual_norms / c), rel=1e-12)
+    # (or the ceiling of plain CCA's correlations, 1 / (1 - tau), when that bound is smaller)
+    assert bad.ceiling_error == pytest.approx(1 - c[-1] * (1 - 0.4), rel=1e-12)
+    assert bad.error_estimate == pytest.approx(
+        min(np.max(bad.residual_norms / c), bad.ceiling_error), rel=1e-12)
     res = it.solve(Y, 0.4, 6)  # 'auto': the stalled LOBPCG hands over to block CG
     assert res.strategy == "full"
     np.testing.assert_allclose(res.correlations, dense.solve(Y, 0.4, 6).correlations,
@@ -488,3 +491,32 @@ def test_tau_grid_reuses_x_transpose_y_and_matches_dense(solver):
     again = engine.solve(Y, taus[0], 5)
     assert engine._ycross is cross
     np.testing.assert_allclose(again.correlations, first.correlations, rtol=rtol)
+
+
+def test_ceiling_certifies_saturated_correlations():
+    """Plain CCA's correlations are at most 1 / (1 - tau); with n < d1 the top ones sit just
+    below that cap (exact linear relations between the views), where LOBPCG's residuals
+    converge slowly.  Ritz values are lower bounds, so a k-th one near the cap certifies
+    every correlation: LOBPCG stops sooner, and the reported bound holds against dense."""
+    X, Y = count_problem(300, 1200, 80, seed=3)
+    tau, k = 1e-3, 8
+    ref = CCAEngine(X, Y, solver="dense").solve(Y, tau, k).correlations
+    assert np.all(1 - ref * (1 - tau) < 1e-4)  # saturated: the test's premise
+    eng = CCAEngine(X, Y, solver="randomized", random_state=0)
+    res = eng.solve(Y, tau, k, strategy="lobpcg")
+    rel = np.abs(res.correlations - ref) / ref
+    assert res.ceiling_error == pytest.approx(1 - res.correlations[-1] * (1 - tau), rel=1e-12)
+    assert np.all(rel <= res.ceiling_error + 1e3 * EPS)  # a bound, not an estimate
+    assert res.error_estimate <= res.ceiling_error <= eng.tol
+    # the same solve without the cap takes more steps to its residual test
+    xinv, yinv = eng.x_inverse(tau, rank=32, tail="diagonal"), eng.y_inverse(tau)
+    cross = CrossCovariance(eng._xdata, eng.Y)
+    free = reduced_cca(xinv, yinv, cross, k, strategy="lobpcg", tol=eng.tol)
+    capped = reduced_cca(xinv, yinv, cross, k, strategy="lobpcg", tol=eng.tol,
+                         omega_max=1 / (1 - tau) ** 2)
+    assert "ceiling_error" not in free.__dict__
+    assert capped.n_iter < free.n_iter
+    np.testing.assert_allclose(capped.correlations, ref, rtol=eng.tol)
+    # another cross-covariance factor than Y has no such cap: the engine gives none
+    other = eng.solve(2.0 * Y, tau, k, strategy="lobpcg")
+    assert "ceiling_error" not in other.__dict__
