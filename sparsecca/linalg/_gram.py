@@ -517,6 +517,7 @@ class CrossCovariance(LinearOperator):
         self._sparse = None  # accumulated (sparse X^T M, colsum X, colsum M, n)
         self._product = None  # X^T M once formed by tosparse
         self._dense = None  # dense X^T M once formed by dense_product, when small
+        self._dense_single = None  # its copy in single precision (dense_product_as)
         self.center = bool(center)
         super().__init__(dtype=np.float64, shape=(self._x.d, M.shape[1]))
 
@@ -574,6 +575,7 @@ class CrossCovariance(LinearOperator):
         self._m = None
         self._product = None
         self._dense = None
+        self._dense_single = None
         self._sparse = (C, sx, sm, n)
         self.center = bool(center)
         LinearOperator.__init__(self, dtype=np.float64, shape=C.shape)
@@ -703,6 +705,21 @@ class CrossCovariance(LinearOperator):
         if self._keeps_dense():
             self._dense = out
         return out
+
+    def dense_product_as(self, dtype):
+        """:meth:`dense_product` in ``dtype``; a float32 copy of a kept product is kept too
+        (read-only: a tau grid's single-precision LOBPCG solves reuse it)."""
+        out = self.dense_product()
+        dtype = np.dtype(dtype)
+        if dtype == out.dtype:
+            return out
+        if self._dense is None:
+            return out.astype(dtype)
+        if self._dense_single is None or self._dense_single.dtype != dtype:
+            single = out.astype(dtype)
+            single.flags.writeable = False
+            self._dense_single = single
+        return self._dense_single
 
     def kept_product(self):
         """X^T M (uncentred, as :meth:`tosparse`) in the form the operator keeps: the dense

@@ -125,6 +125,7 @@ class GramFactor:
         self._dense = None
         self._dual = None
         self._lowrank = None  # (V, lam)
+        self._tail_cache = None  # (V, rank, tail_diagonal)
         self.rank_ = 0
         self.range_error_ = np.inf
         self.n_gram_products_ = 0
@@ -251,9 +252,14 @@ class GramFactor:
         ``e.sum()`` is a deterministic upper bound on ||G - V diag(lam) V^T||_2 (PSD residual).
         """
         V, lam = self._lowrank
-        if rank is not None:
-            V, lam = V[:, :rank], lam[:rank]
-        return np.maximum(self.colsq - (V * V) @ lam, 0.0)
+        r = V.shape[1] if rank is None else min(int(rank), V.shape[1])
+        # tau-independent: a tau grid's inverses share it (cached for this factor and rank)
+        cached = self._tail_cache
+        if cached is None or cached[0] is not V or cached[1] != r:
+            e = np.maximum(self.colsq - (V[:, :r] * V[:, :r]) @ lam[:r], 0.0)
+            e.flags.writeable = False
+            self._tail_cache = cached = (V, r, e)
+        return cached[2]
 
 
 def _nystrom(Q, GQ):

@@ -490,7 +490,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         # rows split over both cores; C_yy's factor applied to the d2-row side
         Ctd = None
         Wyw = Wy.single() if wdt == np.float32 else Wy
-        Cd = np.asarray(cross.kept_product(), dtype=wdt)
+        Cd = cross.dense_product_as(wdt)
         u, v = cross.rank_one()
         u = u if np.any(u) else None
 

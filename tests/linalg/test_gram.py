@@ -164,12 +164,18 @@ def test_dense_product_is_uncentred_x_transpose_m_and_cached_read_only(xfmt, mfm
     u, v = K.rank_one()
     np.testing.assert_allclose(K.toarray(), ref - np.outer(u, v), rtol=1e-12, atol=1e-10)
     np.testing.assert_array_equal(K.dense_product(), D)
+    # a single-precision copy (LOBPCG's working precision) is kept beside it, read-only
+    S = K.dense_product_as(np.float32)
+    assert S.dtype == np.float32 and not S.flags.writeable
+    assert K.dense_product_as(np.float32) is S and K.dense_product_as(np.float64) is D
+    np.testing.assert_array_equal(S, D.astype(np.float32))
     # beyond the cache size it is formed again on each call, equal
     monkeypatch.setattr(gram_mod, "DENSE_CROSS_CACHE_BYTES", 0)
     K2 = CrossCovariance(X, M)
     a, b = K2.dense_product(), K2.dense_product()
     assert a is not b
     np.testing.assert_array_equal(a, b)
+    assert K2.dense_product_as(np.float32) is not K2.dense_product_as(np.float32)
     # accumulated from row blocks: the same array
     Kb = CrossCovariance.from_blocks([(X[:25], M[:25]), (X[25:], M[25:])])
     np.testing.assert_allclose(Kb.dense_product(), ref, rtol=1e-12, atol=1e-10)

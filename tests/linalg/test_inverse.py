@@ -96,6 +96,14 @@ def test_diagonal_tail_model_keeps_the_exact_diagonal():
     model = (1 - tau) * ((V * lam) @ V.T + np.diag(e)) + tau * np.eye(60)
     np.testing.assert_allclose(np.diag(model), (1 - tau) * np.diag(G) + tau, rtol=1e-10)
     np.testing.assert_allclose(inv @ np.eye(60), np.linalg.inv(model), rtol=1e-8, atol=1e-12)
+    # tau-independent, so kept for the factor and rank; a grown factor gets its own
+    assert f.tail_diagonal(12) is e and not e.flags.writeable
+    np.testing.assert_allclose(f.tail_diagonal(5), np.diag(G) - (V[:, :5] ** 2) @ lam[:5],
+                               atol=1e-9)
+    f.lowrank(30)
+    V30, lam30 = f.lowrank(30)
+    np.testing.assert_allclose(f.tail_diagonal(30), np.diag(G) - (V30 ** 2) @ lam30,
+                               atol=1e-9)
 
 
 def test_extended_factor_stays_a_nystrom_factor_of_g():
