@@ -518,6 +518,7 @@ class CrossCovariance(LinearOperator):
         self._product = None  # X^T M once formed by tosparse
         self._dense = None  # dense X^T M once formed by dense_product, when small
         self._dense_single = None  # its copy in single precision (dense_product_as)
+        self._rank_one = None
         self.center = bool(center)
         super().__init__(dtype=np.float64, shape=(self._x.d, M.shape[1]))
 
@@ -576,6 +577,7 @@ class CrossCovariance(LinearOperator):
         self._product = None
         self._dense = None
         self._dense_single = None
+        self._rank_one = None
         self._sparse = (C, sx, sm, n)
         self.center = bool(center)
         LinearOperator.__init__(self, dtype=np.float64, shape=C.shape)
@@ -645,17 +647,21 @@ class CrossCovariance(LinearOperator):
         return C.copy() if copy else C
 
     def rank_one(self):
-        """(u, v) with C_xy = tosparse() - u v^T (zeros when ``center=False``)."""
-        if self._sparse is not None:
-            _, sx, sm, n = self._sparse
-        else:
-            X, M = self._x.X, self._m
-            n = X.shape[0]
-            sx = self._x.colsum
-            sm = np.asarray(M.sum(axis=0, dtype=np.float64)).ravel()
-        if not self.center:
-            return np.zeros_like(sx), np.zeros_like(sm)
-        return sx / n, sm.astype(np.float64)
+        """(u, v) with C_xy = tosparse() - u v^T (zeros when ``center=False``); read-only,
+        formed once (every product of the operator asks for it)."""
+        if self._rank_one is None:
+            d1, d2 = self.shape
+            if not self.center:
+                u, v = np.zeros(d1), np.zeros(d2)
+            elif self._sparse is not None:
+                _, sx, sm, n = self._sparse
+                u, v = sx / n, np.array(sm, dtype=np.float64)
+            else:
+                u = self._x.colsum / self._x.X.shape[0]
+                v = np.asarray(self._m.sum(axis=0, dtype=np.float64)).ravel()
+            u.flags.writeable = v.flags.writeable = False
+            self._rank_one = (u, v)
+        return self._rank_one
 
     def toarray(self, max_dim: int = DENSE_MAX_DIM):
         """Dense (d1, d2) C_xy (only for small dimensions)."""
