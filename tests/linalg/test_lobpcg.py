@@ -168,6 +168,19 @@ def test_warm_start_from_the_previous_block():
     again = it.solve(Y, 0.4, 6)  # starts from the converged block: nothing left to do
     assert first.n_iter > 0 and again.n_iter == 0
     np.testing.assert_allclose(again.correlations, first.correlations, rtol=1e-12)
+    # finished from the kept images alone (no product with X): still exactly orthonormal
+    Cxx, Cyy, _ = covariances(X, Y, 0.4)
+    np.testing.assert_allclose(again.x_weights.T @ Cxx @ again.x_weights, np.eye(6),
+                               atol=1e3 * EPS)
+    np.testing.assert_allclose(again.y_weights.T @ Cyy @ again.y_weights, np.eye(6),
+                               atol=1e3 * EPS)
+    warm = it._warm
+    np.testing.assert_allclose(warm.GX, X.T @ (X @ warm.X), rtol=1e-10, atol=1e-10)
+    with pytest.raises(ValueError, match=r"start must be a WarmBlock of a \(240, 40\) problem, "
+                                         r"got one of \(240, 41\)"):
+        reduced_cca(it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4),
+                    CrossCovariance(it._xdata, it.Y), 6, strategy="lobpcg",
+                    start=reduced_mod.WarmBlock(warm.X, warm.GX, np.zeros((41, 1)), None))
     # a tau grid warm-starts each tau from the previous one and still matches dense
     path = cca_path(X, Y, [0.2, 0.6, 0.9], 6, solver="iterative", tol=1e-12, random_state=0)
     for tau, res in zip([0.2, 0.6, 0.9], path):
