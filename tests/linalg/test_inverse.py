@@ -268,6 +268,41 @@ def test_sandwich_matches_dense_products(tail, path, monkeypatch):
                                atol=1e3 * np.finfo(float).eps * np.abs(ref).max())
 
 
+@pytest.mark.parametrize("big", [True, False])
+def test_sandwich_syrk_goes_wide_in_a_pinned_region_only_when_large(big, monkeypatch):
+    """Inside the fast solvers' pinned region a large syrk takes both cores (the rerankers'
+    Galerkin matrices), a small one stays on one; the result is the same."""
+    import types
+
+    import sparsecca.linalg._inverse as inverse_module
+    from sparsecca.linalg import _split
+    from sparsecca.linalg import _validation as val
+
+    if val._CONTROLLER is None:
+        pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
+    monkeypatch.setattr(_split, "n_split_threads", lambda: 2)
+    monkeypatch.setattr(inverse_module, "SANDWICH_DENSE_MIN_DENSITY", 0.0)
+    monkeypatch.setattr(inverse_module, "SANDWICH_WIDE_MIN_FLOPS", 1.0 if big else 1e18)
+    seen = []
+    real = inverse_module.blas
+
+    def dsyrk(*args, **kw):
+        seen.append(min(lib["num_threads"] for lib in val._CONTROLLER.info()
+                        if lib["user_api"] == "blas"))
+        return real.dsyrk(*args, **kw)
+
+    monkeypatch.setattr(inverse_module, "blas", types.SimpleNamespace(dsyrk=dsyrk))
+    X, Y = count_problem(300, 120, 25, seed=5)
+    inv = RegularizedInverse(X, 0.3, method="randomized", rank=40, random_state=0)
+    B = sp.csr_matrix(X.T @ Y)
+    with val.small_blas(0):
+        got = inv.sandwich(B)
+    assert seen == [2 if big else 1]
+    ref = B.toarray().T @ inv.matmat(B.toarray())
+    np.testing.assert_allclose(got, 0.5 * (ref + ref.T), rtol=0,
+                               atol=1e3 * np.finfo(float).eps * np.abs(ref).max())
+
+
 @pytest.mark.parametrize("center", [False, True])
 def test_sparse_galerkin_path_matches_dense_cross_path(center):
     """reduced_cca's sparse Galerkin shortcut (randomized inverse, sparse C_xy, with or
