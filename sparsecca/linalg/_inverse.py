@@ -445,7 +445,7 @@ class RegularizedInverse(LinearOperator):
             # the SVD of W' and is formed on first use.
             with small_blas(V.shape[1]):
                 Wp = V * np.sqrt(gam2) * self._isd[:, None]
-                core = Wp.T @ Wp
+                core = tall_tmatmul(Wp, Wp)  # rows split over both cores
                 core[np.diag_indices_from(core)] += 1.0
                 self._core_chol = la.cholesky(core, lower=True, check_finite=False)
             self._Wp = np.ascontiguousarray(Wp)
