@@ -439,8 +439,7 @@ class RegularizedGram(LinearOperator):
 
     def _matmat(self, V):
         V = np.asarray(V)
-        out = (1.0 - self.tau) * self._src.gram_matmat(V) + self.tau * V
-        return out.astype(self.dtype, copy=False)
+        return self.from_gram_image(self._src.gram_matmat(V), V).astype(self.dtype, copy=False)
 
     def gram_matmat(self, V):
         """Xc^T Xc V, (d, b) float64: the tau-independent part of ``C @ V``, from which C V
@@ -448,8 +447,8 @@ class RegularizedGram(LinearOperator):
         return np.asarray(self._src.gram_matmat(np.asarray(V)), dtype=np.float64)
 
     def from_gram_image(self, GV, V):
-        """C V from V and its Gram image GV = :meth:`gram_matmat` (V), in float64."""
-        return (1.0 - self.tau) * GV + self.tau * np.asarray(V, dtype=np.float64)
+        """C V from V and its float64 Gram image GV = :meth:`gram_matmat` (V), in float64."""
+        return (1.0 - self.tau) * GV + self.tau * np.asarray(V)
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
@@ -590,16 +589,35 @@ class CrossCovariance(LinearOperator):
             return self._dense
         return None if self._sparse is None else self._sparse[0]
 
+    def _stored_apply(self, V, transpose, C=None):
+        """C_xy V (C_xy^T V with ``transpose``) through a stored X^T M ``C`` (default
+        :meth:`_stored_product`; None when nothing is stored), minus the rank-one centring
+        term in C's precision.  A dense C's rows split over both cores (zipf 20K x 5K, 50
+        columns: ~2 against ~4 ms)."""
+        C = self._stored_product() if C is None else C
+        if C is None:
+            return None
+        u, v = self.rank_one()
+        if transpose:
+            u, v = v, u
+        if isinstance(C, np.ndarray):
+            out = tall_tmatmul(C, V) if transpose else tall_matmul(C, V)
+        else:
+            out = np.asarray(C.T @ V if transpose else C @ V)
+        if np.any(u):
+            out -= np.outer(u, v @ V).astype(out.dtype, copy=False)
+        return out
+
+    def kept_dense_matmat(self, V, dtype=np.float64, transpose=False):
+        """C_xy V (C_xy^T V with ``transpose``) through the dense X^T M in ``dtype`` (its
+        kept float32 copy for single-precision work, see :meth:`dense_product_as`); V of
+        ``dtype``.  For an operator that keeps X^T M dense (:meth:`kept_product`)."""
+        return self._stored_apply(V, transpose, self.dense_product_as(dtype))
+
     def _matmat(self, V):
         V, _ = _as_block(V)
-        C = self._stored_product()
-        if C is not None:
-            u, v = self.rank_one()
-            # the dense product's rows split over both cores (zipf 20K x 5K, 50 columns:
-            # ~2 against ~4 ms)
-            out = tall_matmul(C, V) if isinstance(C, np.ndarray) else np.asarray(C @ V)
-            if np.any(u):
-                out -= np.outer(u, v @ V)
+        out = self._stored_apply(V, transpose=False)
+        if out is not None:
             return out
         if sp.issparse(self._m):
             return self._x.rmatmat(sparse_matmat(self._m, V))
@@ -607,12 +625,8 @@ class CrossCovariance(LinearOperator):
 
     def _rmatmat(self, U):
         U, _ = _as_block(U)
-        C = self._stored_product()
-        if C is not None:
-            u, v = self.rank_one()
-            out = tall_tmatmul(C, U) if isinstance(C, np.ndarray) else np.asarray(C.T @ U)
-            if np.any(u):
-                out -= np.outer(v, u @ U)
+        out = self._stored_apply(U, transpose=True)
+        if out is not None:
             return out
         XU = self._x.matmat(U)
         if sp.issparse(self._m):

@@ -490,23 +490,12 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         # rows split over both cores; C_yy's factor applied to the d2-row side
         Ctd = None
         Wyw = Wy.single() if wdt == np.float32 else Wy
-        Cd = cross.dense_product_as(wdt)
-        u, v = cross.rank_one()
-        u = u if np.any(u) else None
 
         def ct(U):
-            V = cast(Wyw.rmatmat(U))
-            out = tall_matmul(Cd, V)
-            if u is not None:
-                out -= np.outer(u, v @ V).astype(wdt)
-            return out
+            return cross.kept_dense_matmat(cast(Wyw.rmatmat(U)), wdt)
 
         def ctT(V):
-            V = cast(V)
-            Z = tall_tmatmul(Cd, V)
-            if u is not None:
-                Z -= np.outer(v, u @ V).astype(wdt)
-            return cast(Wyw.matmat(Z))
+            return cast(Wyw.matmat(cross.kept_dense_matmat(cast(V), wdt, transpose=True)))
     else:
         Ctd = None
         Wyw = Wy.single() if wdt == np.float32 else Wy
