@@ -300,13 +300,13 @@ class CCAEngine:
             cross = self._ycross
         else:
             cross = CrossCovariance(self._xdata, M, center=self.center)
+        # plain CCA (one tau on both sides) caps the correlations at 1 / (1 - tau): a
+        # certificate for saturated clusters (see reduced_cca)
+        omega_max = 1.0 / (1.0 - tau) ** 2 if plain and tau < 1.0 else None
         # the fast solvers' dense work is small or labelled (small_blas, wide_blas): BLAS
         # stays on one thread unless a call asks for both cores, so that no idle OpenBLAS
         # thread spins on the core the split sparse products need (zipf 20K x 5K: ~0.47
         # against ~0.50 s a fit); the dense reference keeps the global setting
-        # plain CCA (one tau on both sides) caps the correlations at 1 / (1 - tau): a
-        # certificate for saturated clusters (see reduced_cca)
-        omega_max = 1.0 / (1.0 - tau) ** 2 if plain and tau < 1.0 else None
         with nullcontext() if self.solver_ == "dense" else small_blas(0):
             res = self._solve_with(cross, tau, k, strategy, omega_max)
         if self._xmerge is not None and not self._xmerge.trivial:
