@@ -106,26 +106,42 @@ def _f64(A):
     return np.asarray(A, dtype=np.float64)
 
 
-def sparse_matmat(X, V):
-    """X V for a CSR matrix X, (n, b) float64.
+def _working_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    return dtype
+
+
+def _values_as(X, dtype):
+    """The CSR matrix X with its values in ``dtype``, on X's own index arrays (X itself when
+    it already is)."""
+    if X.dtype == dtype:
+        return X
+    return _compressed_view(sp.csr_matrix, X.data.astype(dtype), X.indices, X.indptr, X.shape)
+
+
+def sparse_matmat(X, V, dtype=np.float64):
+    """X V for a CSR matrix X, (n, b) in ``dtype`` (accumulated in it: X's values must be
+    of ``dtype`` too, else scipy upcasts).
 
     scipy's sparse products release the GIL: above ``SPLIT_MIN_FLOPS`` the rows are computed
     as two ranges, on two threads (see :mod:`._split`; no BLAS is involved, so BLAS is
     pinned to one thread meanwhile); every output row comes from one range, so the result
     is the same either way.
     """
-    V = np.ascontiguousarray(V, dtype=np.float64)
+    V = np.ascontiguousarray(V, dtype=dtype)
     pieces, _ = _row_halves(X, V.shape[1])
     if len(pieces) == 1:
-        return _f64(X @ V)
+        return np.asarray(X @ V, dtype=dtype)
     with small_blas(0):  # no BLAS inside: pinned, so that run_pair may use both cores
         top, bottom = run_pair(lambda: pieces[0] @ V, lambda: pieces[1] @ V)
-    return np.concatenate([_f64(top), _f64(bottom)])
+    return np.concatenate([top, bottom]).astype(dtype, copy=False)
 
 
-def _row_halves_sum(product, X, B):
+def _row_halves_sum(product, X, B, dtype=np.float64):
     """sum over the row pieces P of X (and the matching rows of B when B is tall) of
-    ``product(P, B_P)``, a (d, b) float64 array.
+    ``product(P, B_P)``, a (d, b) array in ``dtype``.
 
     Above ``SPLIT_MIN_FLOPS`` it is always the sum of the same two row ranges, in the same
     order, on two threads when two cores are free: bit-identical either way.
@@ -136,7 +152,7 @@ def _row_halves_sum(product, X, B):
     def part(i):
         lo, hi = bounds[i], bounds[i + 1]
         Bi = (_csr_rows(B, lo, hi) if sp.issparse(B) else B[lo:hi]) if tall else B
-        return _f64(product(pieces[i], Bi))
+        return np.asarray(product(pieces[i], Bi), dtype=dtype)
 
     if len(pieces) == 1:
         return part(0)
@@ -165,24 +181,28 @@ def sparse_pair_tmatmat(X, M):
     return _row_halves_sum(product, X, M)
 
 
-def sparse_tmatmat(X, U):
-    """X^T U for a CSR matrix X, (d, b) float64 (two row ranges: see _row_halves_sum)."""
+def sparse_tmatmat(X, U, dtype=np.float64):
+    """X^T U for a CSR matrix X, (d, b) in ``dtype`` (two row ranges: see _row_halves_sum;
+    X's values of ``dtype``, as for :func:`sparse_matmat`)."""
     return _row_halves_sum(lambda P, Ui: _transposed(P) @ Ui, X,
-                           np.ascontiguousarray(U, dtype=np.float64))
+                           np.ascontiguousarray(U, dtype=dtype), dtype)
 
 
-def sparse_gram_matmat(X, V):
-    """X^T X V for a CSR matrix X, (d, b) float64, as X^T (X V) per row range (the n x b
-    intermediate is held one range at a time)."""
+def sparse_gram_matmat(X, V, dtype=np.float64):
+    """X^T X V for a CSR matrix X, (d, b) in ``dtype``, as X^T (X V) per row range (the n x b
+    intermediate is held one range at a time; X's values of ``dtype``)."""
     return _row_halves_sum(lambda P, W: _transposed(P) @ (P @ W), X,
-                           np.ascontiguousarray(V, dtype=np.float64))
+                           np.ascontiguousarray(V, dtype=dtype), dtype)
 
 
 class _DataMatrix:
     """A data matrix X (n x d) with optional implicit centering and fast products.
 
     Products are returned in float64 whatever the storage dtype (scipy upcasts a float32 X
-    against the float64 blocks, so they accumulate in float64).
+    against the float64 blocks, so they accumulate in float64).  With ``dtype=float32`` they
+    are returned in float32: accumulated in float32 from a float32 copy of a sparse
+    uncentred X's values (:meth:`single`; half the bytes to move), else rounded from the
+    float64 product (a centred product can cancel more digits than float32 holds).
     """
 
     def __init__(self, X, center: bool):
@@ -204,9 +224,23 @@ class _DataMatrix:
         # diag(Xc^T Xc); the subtraction can lose digits for huge means, never sign
         self.colsq = np.maximum(sq - colsum * self.mean, 0.0) if self.center else sq
         self.nnz = X.nnz if self.sparse else X.size
+        self._single = None
 
-    def matmat(self, V):
-        """Xc V, (n, b)."""
+    def single(self):
+        """X's values in float32 on X's index arrays (sparse X only; formed once, 4 bytes a
+        nonzero): en-brown 8K's C_xx V with 112 columns took 0.049 s against 0.092 s in
+        float64 (``benchmarks/profile_single_products.py``)."""
+        if self._single is None:
+            self._single = _values_as(self.X, np.float32)
+        return self._single
+
+    def _accumulates_single(self, dtype):
+        return self.sparse and not self.center and _working_dtype(dtype) == np.float32
+
+    def matmat(self, V, dtype=np.float64):
+        """Xc V, (n, b) in ``dtype`` (see the class notes for float32)."""
+        if self._accumulates_single(dtype):
+            return sparse_matmat(self.single(), V, np.float32)
         V, _ = _as_block(V)
         if self.sparse:
             out = sparse_matmat(self.X, V)
@@ -214,10 +248,12 @@ class _DataMatrix:
             out = np.asarray(self.X @ V, dtype=np.float64)
         if self.center:
             out -= self.mean @ V
-        return out
+        return out.astype(dtype, copy=False)
 
-    def rmatmat(self, U):
-        """Xc^T U, (d, b)."""
+    def rmatmat(self, U, dtype=np.float64):
+        """Xc^T U, (d, b) in ``dtype``."""
+        if self._accumulates_single(dtype):
+            return sparse_tmatmat(self.single(), U, np.float32)
         U, _ = _as_block(U)
         if self.sparse:
             out = sparse_tmatmat(self.X, U)
@@ -225,10 +261,12 @@ class _DataMatrix:
             out = np.asarray(self.X.T @ U, dtype=np.float64)
         if self.center:
             out -= np.outer(self.mean, U.sum(axis=0))
-        return out
+        return out.astype(dtype, copy=False)
 
-    def gram_matmat(self, V):
-        """Xc^T Xc V, (d, b)."""
+    def gram_matmat(self, V, dtype=np.float64):
+        """Xc^T Xc V, (d, b) in ``dtype``."""
+        if self._accumulates_single(dtype):
+            return sparse_gram_matmat(self.single(), V, np.float32)
         V, _ = _as_block(V)
         if self.sparse:
             out = sparse_gram_matmat(self.X, V)
@@ -238,7 +276,7 @@ class _DataMatrix:
         if self.center:
             # Xc^T Xc = X^T X - n mu mu^T
             out -= np.outer(self.colsum, self.mean @ V)
-        return out
+        return out.astype(dtype, copy=False)
 
     def dense_gram(self):
         """Xc^T Xc as a dense float64 (d, d) array."""
@@ -371,12 +409,12 @@ class _StatsSource:
         self.colsq = np.maximum(sq - self.colsum * self.mean, 0.0) if self.center else sq
         self.nnz = stats.gram.nnz
 
-    def gram_matmat(self, V):
+    def gram_matmat(self, V, dtype=np.float64):
         V, _ = _as_block(V)
         out = np.asarray(self.stats.gram @ V, dtype=np.float64)
         if self.center:
             out -= np.outer(self.colsum, self.mean @ V)
-        return out
+        return out.astype(dtype, copy=False)
 
     def dense_gram(self):
         G = self.stats.gram.toarray()
@@ -450,6 +488,16 @@ class RegularizedGram(LinearOperator):
         """C V from V and its float64 Gram image GV = :meth:`gram_matmat` (V), in float64."""
         return (1.0 - self.tau) * GV + self.tau * np.asarray(V)
 
+    def matmat_as(self, V, dtype):
+        """C V, (d, b) in ``dtype``: float32 for single-precision LOBPCG steps, where the
+        Gram product of a sparse uncentred X accumulates in float32 (see ``_DataMatrix``)."""
+        dtype = _working_dtype(dtype)
+        V = np.ascontiguousarray(V, dtype=dtype)
+        GV = self._src.gram_matmat(V, dtype)
+        GV *= 1.0 - self.tau
+        GV += self.tau * V
+        return GV
+
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
 
@@ -517,6 +565,7 @@ class CrossCovariance(LinearOperator):
         self._product = None  # X^T M once formed by tosparse
         self._dense = None  # dense X^T M once formed by dense_product, when small
         self._dense_single = None  # its copy in single precision (dense_product_as)
+        self._m_single = None  # a sparse M's values in float32 (matmat_as)
         self._rank_one = None
         self.center = bool(center)
         super().__init__(dtype=np.float64, shape=(self._x.d, M.shape[1]))
@@ -576,6 +625,7 @@ class CrossCovariance(LinearOperator):
         self._product = None
         self._dense = None
         self._dense_single = None
+        self._m_single = None
         self._rank_one = None
         self._sparse = (C, sx, sm, n)
         self.center = bool(center)
@@ -613,6 +663,28 @@ class CrossCovariance(LinearOperator):
         kept float32 copy for single-precision work, see :meth:`dense_product_as`); V of
         ``dtype``.  For an operator that keeps X^T M dense (:meth:`kept_product`)."""
         return self._stored_apply(V, transpose, self.dense_product_as(dtype))
+
+    def matmat_as(self, V, dtype, transpose=False):
+        """C_xy V (C_xy^T V with ``transpose``), in ``dtype``.
+
+        float32 is for single-precision LOBPCG steps: with sparse factors and X uncentred
+        the products accumulate in float32 from float32 copies of the values (half the
+        bytes to move; en-brown 8K: ~2x); a stored X^T M, dense factors or a centred X give
+        the float64 product rounded (a centred product can cancel more digits than float32
+        holds).
+        """
+        dtype = _working_dtype(dtype)
+        single = (dtype == np.float32 and self._stored_product() is None
+                  and not self.center and self._x.sparse and sp.issparse(self._m))
+        if not single:
+            out = self._rmatmat(V) if transpose else self._matmat(V)
+            return np.ascontiguousarray(out, dtype=dtype)
+        if self._m_single is None:
+            self._m_single = _values_as(sp.csr_matrix(self._m), np.float32)
+        M = self._m_single
+        if transpose:
+            return sparse_tmatmat(M, self._x.matmat(V, dtype), dtype)
+        return self._x.rmatmat(sparse_matmat(M, V, dtype), dtype)
 
     def _matmat(self, V):
         V, _ = _as_block(V)

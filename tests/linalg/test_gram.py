@@ -179,3 +179,55 @@ def test_dense_product_is_uncentred_x_transpose_m_and_cached_read_only(xfmt, mfm
     # accumulated from row blocks: the same array
     Kb = CrossCovariance.from_blocks([(X[:25], M[:25]), (X[25:], M[25:])])
     np.testing.assert_allclose(Kb.dense_product(), ref, rtol=1e-12, atol=1e-10)
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("xdtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("center", [False, True])
+def test_products_in_single_precision(center, fmt, xdtype, split, monkeypatch):
+    """matmat_as(V, float32) (LOBPCG's single-precision steps) is float32 and within float32
+    rounding of the float64 products; float64 gives the operators' own products exactly.
+    Sparse uncentred factors accumulate in float32 from float32 copies of their values
+    (shared index arrays); anything else rounds the float64 product."""
+    monkeypatch.setattr(gram_mod, "SPLIT_MIN_FLOPS", 1 if split else 10**12)
+    X, M = _inputs(fmt, xdtype, seed=4)
+    C = RegularizedGram(X, 0.3, center=center)
+    K = CrossCovariance(X, M, center=center)
+    rng = np.random.default_rng(3)
+    V, W, U = (rng.standard_normal((23, 5)), rng.standard_normal((7, 5)),
+               rng.standard_normal((23, 5)))
+    CV = C.from_gram_image(C.gram_matmat(V), V)  # float64 (C @ V is in X's dtype)
+    pairs = [(C.matmat_as(V, np.float32), CV), (K.matmat_as(W, np.float32), K @ W),
+             (K.matmat_as(U, np.float32, transpose=True), K.T @ U)]
+    for got, ref in pairs:
+        assert got.dtype == np.float32 and got.shape == ref.shape
+        # a sum of ~60 products of counts up to ~10 and normals, each rounded in float32
+        np.testing.assert_allclose(got, ref, rtol=0, atol=_tol(np.float32) * np.abs(ref).max())
+    np.testing.assert_array_equal(C.matmat_as(V, np.float64), CV)
+    np.testing.assert_array_equal(K.matmat_as(W, np.float64), K @ W)
+    np.testing.assert_array_equal(K.matmat_as(U, np.float64, transpose=True), K.T @ U)
+    single = fmt == "csr" and not center
+    assert (C._src._single is not None) == single
+    assert (K._m_single is not None) == single
+    if single:
+        assert np.shares_memory(C._src.single().indices, C._src.X.indices)
+        assert C._src.single().dtype == np.float32
+    with pytest.raises(ValueError, match="dtype must be float32 or float64, got int64"):
+        C.matmat_as(V, np.int64)
+    with pytest.raises(ValueError, match="dtype must be float32 or float64, got float16"):
+        K.matmat_as(W, np.float16)
+
+
+def test_stored_cross_product_in_single_precision():
+    """A CrossCovariance with a stored X^T M (accumulated from blocks, or kept dense) gives
+    its float64 products rounded to float32."""
+    X, M = _inputs("csr", np.float64, seed=6)
+    W = np.random.default_rng(0).standard_normal((7, 3))
+    for K in (CrossCovariance.from_blocks([(X[:30], M[:30]), (X[30:], M[30:])]),
+              CrossCovariance(X, M)):
+        K.dense_product()  # kept (small): products go through it
+        ref = K @ W
+        got = K.matmat_as(W, np.float32)
+        assert got.dtype == np.float32 and K._m_single is None
+        np.testing.assert_array_equal(got, ref.astype(np.float32))
