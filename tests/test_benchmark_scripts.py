@@ -85,3 +85,11 @@ def test_bench_linalg_zipf20k_cold(shared_data, tmp_path):
     assert 0 < row["traced_peak_mb"] < row["peak_mb"] and row["rss_data_mb"] > 0
     # the published figure: top sqrt(omega) of the dense reference (zipf-two-view README)
     assert abs(row["correlations"][0] - 1.9538) < 1e-3
+
+
+def test_profile_single_products_zipf20k(shared_data):
+    # both precisions of each product on the smallest case; float32 within its rounding
+    text = _run("profile_single_products.py", "--cases", "zipf20k", "--repeat", "1")
+    rows = [line.split("|") for line in text.splitlines() if line.startswith("| zipf20k |")]
+    assert [r[2].strip() for r in rows] == ["C_xx V", "C_xy W", "C_xy^T V"]
+    assert all(0 < float(r[7]) < 1e-5 for r in rows)
