@@ -667,13 +667,16 @@ class CrossCovariance(LinearOperator):
     def matmat_as(self, V, dtype, transpose=False):
         """C_xy V (C_xy^T V with ``transpose``), in ``dtype``.
 
-        float32 is for single-precision LOBPCG steps: with sparse factors and X uncentred
-        the products accumulate in float32 from float32 copies of the values (half the
-        bytes to move; en-brown 8K: ~2x); a stored X^T M, dense factors or a centred X give
-        the float64 product rounded (a centred product can cancel more digits than float32
-        holds).
+        float32 is for single-precision LOBPCG steps: through the kept dense X^T M when it
+        has been formed (its float32 copy, :meth:`kept_dense_matmat`); else, with sparse
+        factors and X uncentred, accumulated in float32 from float32 copies of the values
+        (half the bytes to move; en-brown 8K: ~2x); otherwise (an accumulated sparse X^T M,
+        dense factors, a centred X) the float64 product rounded, since a centred product can
+        cancel more digits than float32 holds.
         """
         dtype = _working_dtype(dtype)
+        if dtype == np.float32 and self._dense is not None:
+            return self.kept_dense_matmat(np.ascontiguousarray(V, dtype=dtype), dtype, transpose)
         single = (dtype == np.float32 and self._stored_product() is None
                   and not self.center and self._x.sparse and sp.issparse(self._m))
         if not single:

@@ -493,6 +493,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         # rows split over both cores; C_yy's factor applied to the d2-row side
         Ctd = None
         Wyw = Wy.single() if wdt == np.float32 else Wy
+        cross.dense_product_as(wdt)  # formed (and kept) before the start's products use it
 
         def ct(U):
             return cross.kept_dense_matmat(cast(Wyw.rmatmat(U)), wdt)
@@ -534,7 +535,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
             # (all of en-brown, k = 75, three seeds: 42-43 steps and 32 s against 53-58
             # steps and 39-43 s with 2 power iterations; en-brown 8K: 16 steps either way)
             Wx = _approx_of(xinv).inv_sqrt()
-            _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wy), m,
+            _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wyw, work=wdt), m,
                                       oversamples=min(p, d2 - m), n_iter=0, random_state=0)
             X = precond(ct(np.ascontiguousarray(Vt.T)))
         if start is not None and 0 < start.shape[1] < m:
@@ -793,17 +794,26 @@ def _sparse_cross(cross):
 
 
 class _WhitenedCross(LinearOperator):
-    """T = W_x C_xy W_y^T as a (d1, d2) operator."""
+    """T = W_x C_xy W_y^T as a (d1, d2) operator.
 
-    def __init__(self, Wx, cross, Wy):
+    ``work`` float32 runs the C_xy products (and whatever W_y does: pass its single
+    precision copy) in float32, for a starting guess that LOBPCG refines; the results are
+    float64 either way.
+    """
+
+    def __init__(self, Wx, cross, Wy, work=np.float64):
         self.Wx, self.cross, self.Wy = Wx, cross, Wy
+        self.work = np.dtype(work)
         super().__init__(dtype=np.float64, shape=cross.shape)
 
     def _matmat(self, V):
-        return self.Wx.matmat(self.cross.matmat(self.Wy.rmatmat(np.asarray(V))))
+        V = np.ascontiguousarray(self.Wy.rmatmat(np.asarray(V)), dtype=self.work)
+        return self.Wx.matmat(np.asarray(_cross_as(self.cross, V, self.work), dtype=np.float64))
 
     def _rmatmat(self, U):
-        return self.Wy.matmat(self.cross.rmatmat(self.Wx.rmatmat(np.asarray(U))))
+        U = np.ascontiguousarray(self.Wx.rmatmat(np.asarray(U)), dtype=self.work)
+        return np.asarray(self.Wy.matmat(_cross_as(self.cross, U, self.work, transpose=True)),
+                          dtype=np.float64)
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)

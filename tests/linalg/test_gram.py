@@ -220,14 +220,24 @@ def test_products_in_single_precision(center, fmt, xdtype, split, monkeypatch):
 
 
 def test_stored_cross_product_in_single_precision():
-    """A CrossCovariance with a stored X^T M (accumulated from blocks, or kept dense) gives
-    its float64 products rounded to float32."""
+    """A CrossCovariance with a stored X^T M: an accumulated sparse one gives its float64
+    products rounded to float32; a kept dense one goes through its float32 copy."""
     X, M = _inputs("csr", np.float64, seed=6)
     W = np.random.default_rng(0).standard_normal((7, 3))
-    for K in (CrossCovariance.from_blocks([(X[:30], M[:30]), (X[30:], M[30:])]),
-              CrossCovariance(X, M)):
-        K.dense_product()  # kept (small): products go through it
-        ref = K @ W
-        got = K.matmat_as(W, np.float32)
-        assert got.dtype == np.float32 and K._m_single is None
+    U = np.random.default_rng(1).standard_normal((23, 3))
+    K = CrossCovariance.from_blocks([(X[:30], M[:30]), (X[30:], M[30:])])
+    for V, transpose in ((W, False), (U, True)):
+        ref = K.T @ V if transpose else K @ V
+        got = K.matmat_as(V, np.float32, transpose=transpose)
+        assert got.dtype == np.float32 and K._dense is None and K._m_single is None
         np.testing.assert_array_equal(got, ref.astype(np.float32))
+    K = CrossCovariance(X, M)
+    K.dense_product()  # kept (small): products go through it
+    for V, transpose in ((W, False), (U, True)):
+        ref = K.T @ V if transpose else K @ V
+        got = K.matmat_as(V, np.float32, transpose=transpose)
+        assert got.dtype == np.float32 and K._m_single is None
+        np.testing.assert_array_equal(
+            got, K.kept_dense_matmat(V.astype(np.float32), np.float32, transpose=transpose))
+        np.testing.assert_allclose(got, ref, rtol=0,
+                                   atol=_tol(np.float32) * np.abs(ref).max())

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import sparsecca.linalg._gram as gram_mod
 import sparsecca.linalg._reduced as reduced_mod
 import sparsecca.linalg._split as split_mod
 from sparsecca.linalg import CCAEngine, SparseCCA, cca_path, reduced_cca
@@ -85,22 +86,31 @@ def test_operator_cross_and_randomized_start_give_the_same_answer(monkeypatch):
     np.testing.assert_allclose(other.correlations, base.correlations, rtol=1e-9)
 
 
-@pytest.mark.parametrize("dense_ct", [True, False])
-def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, dense_ct):
+@pytest.mark.parametrize("cross", ["dense_ct", "kept_dense", "factored"])
+@pytest.mark.parametrize("center", [False, True])
+def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center):
     """tol >= LOBPCG_SINGLE_TOL keeps the blocks in float32 (dense C_xy W_y^T, or the
-    operator with a float32 copy of the C_yy factor); the answer, finished in float64, is
-    within tol of the dense solver and exactly orthonormal like a float64 one."""
+    operator with a float32 copy of the C_yy factor and C_xy through the kept dense X^T M or
+    its sparse factors, whose products then accumulate in float32 unless centred); the
+    answer, finished in float64, is within tol of the dense solver and exactly orthonormal
+    like a float64 one."""
     X, Y = count_problem(900, 240, 40, seed=14)
-    if not dense_ct:
+    if cross != "dense_ct":
         monkeypatch.setattr(reduced_mod, "LOBPCG_DENSE_CT_BYTES", 0)
+    if cross == "factored":
+        monkeypatch.setattr(gram_mod, "DENSE_CROSS_CACHE_BYTES", 0)
     tau, k, tol = 0.4, 8, 1e-3
-    dense, it = _engine_pair(X, Y, tol=tol)
+    dense, it = _engine_pair(X, Y, tol=tol, center=center)
     res = it.solve(Y, tau, k, strategy="lobpcg")
     assert res.lobpcg_dtype == np.float32 and res.n_iter > 0
+    # float32 copies of the values exist exactly when the products accumulated in float32
+    assert (it._xdata._single is not None) == (not center)
+    assert (it._ycross._m_single is not None) == (cross == "factored" and not center)
+    assert (it._ycross._dense is None) == (cross == "factored")
     assert it._warm.X.dtype == np.float64  # the final block, kept warm with its images
     ref = dense.solve(Y, tau, k).correlations
     np.testing.assert_allclose(res.correlations, ref, rtol=tol)
-    Cxx, Cyy, _ = covariances(X, Y, tau)
+    Cxx, Cyy, _ = covariances(X, Y, tau, center=center)
     A, B = res.x_weights, res.y_weights
     assert A.dtype == B.dtype == np.float64
     np.testing.assert_allclose(A.T @ Cxx @ A, np.eye(k), atol=1e3 * EPS)
