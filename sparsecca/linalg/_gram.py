@@ -450,7 +450,8 @@ class RegularizedGram(LinearOperator):
 
     Notes
     -----
-    Products accumulate in float64 and are rounded to ``dtype`` at the end.
+    Products accumulate in float64 and are rounded to ``dtype`` at the end
+    (:meth:`matmat_as` with float32 accumulates in float32 where that is safe).
     ``C @ V`` costs two passes over the nonzeros of X per block (X^T (X V), by row halves).
     """
 
