@@ -486,7 +486,8 @@ class RegularizedGram(LinearOperator):
         return np.asarray(self._src.gram_matmat(np.asarray(V)), dtype=np.float64)
 
     def from_gram_image(self, GV, V):
-        """C V from V and its float64 Gram image GV = :meth:`gram_matmat` (V), in float64."""
+        """C V from V and its Gram image GV = :meth:`gram_matmat` (V), in their precision
+        (float64 for the float64 image)."""
         return (1.0 - self.tau) * GV + self.tau * np.asarray(V)
 
     def matmat_as(self, V, dtype):
@@ -494,10 +495,7 @@ class RegularizedGram(LinearOperator):
         Gram product of a sparse uncentred X accumulates in float32 (see ``_DataMatrix``)."""
         dtype = _working_dtype(dtype)
         V = np.ascontiguousarray(V, dtype=dtype)
-        GV = self._src.gram_matmat(V, dtype)
-        GV *= 1.0 - self.tau
-        GV += self.tau * V
-        return GV
+        return self.from_gram_image(self._src.gram_matmat(V, dtype), V)
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)

@@ -488,21 +488,15 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
 
         def ctT(V):
             return tall_tmatmul(Ctd, cast(V))
-    elif _keeps_dense(cross):
-        # C_xy = X^T M - u v^T with X^T M kept dense: its products in the working precision,
-        # rows split over both cores; C_yy's factor applied to the d2-row side
-        Ctd = None
-        Wyw = Wy.single() if wdt == np.float32 else Wy
-        cross.dense_product_as(wdt)  # formed (and kept) before the start's products use it
-
-        def ct(U):
-            return cross.kept_dense_matmat(cast(Wyw.rmatmat(U)), wdt)
-
-        def ctT(V):
-            return cast(Wyw.matmat(cross.kept_dense_matmat(cast(V), wdt, transpose=True)))
     else:
+        # C_yy's factor applied to the d2-row side, C_xy in the working precision
+        # (CrossCovariance.matmat_as): through X^T M when the operator keeps it dense (formed
+        # here, so that the start's products use it too; rows split over both cores), else
+        # through the factors
         Ctd = None
         Wyw = Wy.single() if wdt == np.float32 else Wy
+        if _keeps_dense(cross):
+            cross.dense_product_as(wdt)
 
         def ct(U):
             return _cross_as(cross, cast(Wyw.rmatmat(U)), wdt)
