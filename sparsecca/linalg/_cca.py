@@ -17,7 +17,6 @@ import weakref
 from contextlib import nullcontext
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..exceptions import NotFittedError
@@ -27,7 +26,6 @@ from ._gram import (
     _DataMatrix,
     centred_projection,
     column_mean,
-    sparse_matmat,
 )
 from ._inverse import GramFactor, RegularizedInverse
 from ._reduced import CCAResult, lobpcg_fits, reduced_cca
@@ -793,18 +791,11 @@ def _training_correlations(engine, A, B, res):
             else:
                 moments = None
     if moments is None:
-        return _pearson(_projections(engine.X, A), _projections(engine.Y, B))
+        return _pearson(centred_projection(engine.X, A), centred_projection(engine.Y, B))
     den = np.sqrt(np.maximum(xx, 0.0) * np.maximum(yy, 0.0))
     out = np.zeros_like(xy)
     np.divide(xy, den, out=out, where=den > 0)
     return out
-
-
-def _projections(X, W):
-    """X W in float64 (sparse X: its row halves on two threads)."""
-    if sp.issparse(X):
-        return sparse_matmat(X, W)
-    return np.asarray(X @ W, dtype=np.float64)
 
 
 def _pearson(P, Q):
