@@ -28,6 +28,13 @@ __all__ = ["GramStats", "RegularizedGram", "CrossCovariance", "column_mean",
 #: (each half is densified before the sum)
 PAIR_SPLIT_MAX_BYTES = 64 * 2**20
 
+#: centred products accumulate in float32 (single-precision LOBPCG steps) only while
+#: subtracting the mean can amplify their rounding at most this much: an upper bound of
+#: ||X^T X|| / ||Xc^T Xc|| (:meth:`_DataMatrix.centring_amplification`; 5.3-7.7 on the
+#: en-brown and zipf views).  100 leaves float32 products ~1e-5 accurate, three orders
+#: below the 1e-2 relative residuals where those steps stop (LOBPCG_SINGLE_TOL)
+SINGLE_CENTRED_MAX_AMPLIFICATION = 100.0
+
 #: ``toarray`` refuses to materialise operators larger than this (pass ``max_dim`` to force)
 DENSE_MAX_DIM = 20_000
 
@@ -201,14 +208,26 @@ def sparse_gram_matmat(X, V, dtype=np.float64):
                            np.ascontiguousarray(V, dtype=dtype), dtype)
 
 
+def _centring_amplification(colsum, colsq, n):
+    """1 + n ||mu||^2 / max_j colsq_j for column sums ``colsum`` and the diagonal ``colsq`` of
+    Xc^T Xc: an upper bound of ||X^T X||_2 / ||Xc^T Xc||_2 (inf when Xc = 0 and mu != 0)."""
+    top = float(colsq.max()) if colsq.size else 0.0
+    mass = float(colsum @ colsum) / n if n else 0.0
+    if top > 0:
+        return 1.0 + mass / top
+    return np.inf if mass > 0 else 1.0
+
+
 class _DataMatrix:
     """A data matrix X (n x d) with optional implicit centering and fast products.
 
     Products are returned in float64 whatever the storage dtype (scipy upcasts a float32 X
     against the float64 blocks, so they accumulate in float64).  With ``dtype=float32`` they
-    are returned in float32: accumulated in float32 from a float32 copy of a sparse
-    uncentred X's values (:meth:`single`; half the bytes to move), else rounded from the
-    float64 product (a centred product can cancel more digits than float32 holds).
+    are returned in float32: accumulated in float32 from a float32 copy of a sparse X's
+    values (:meth:`single`; half the bytes to move), minus the centring term formed in
+    float64, else rounded from the float64 product.  The latter for a centred X whose mean
+    dominates it (:meth:`centring_amplification` above SINGLE_CENTRED_MAX_AMPLIFICATION):
+    subtracting the mean would cancel more digits than float32 holds.
     """
 
     def __init__(self, X, center: bool):
@@ -231,6 +250,7 @@ class _DataMatrix:
         self.colsq = np.maximum(sq - colsum * self.mean, 0.0) if self.center else sq
         self.nnz = X.nnz if self.sparse else X.size
         self._single = None
+        self._amplification = None
 
     def single(self):
         """X's values in float32 on X's index arrays (sparse X only; formed once, 4 bytes a
@@ -240,13 +260,31 @@ class _DataMatrix:
             self._single = _values_as(self.X, np.float32)
         return self._single
 
-    def _accumulates_single(self, dtype):
-        return self.sparse and not self.center and _working_dtype(dtype) == np.float32
+    def centring_amplification(self):
+        """An upper bound of ||X^T X||_2 / ||Xc^T Xc||_2 (1 uncentred): how much subtracting
+        the mean can magnify the rounding of a product accumulated without it.
+
+        X^T X = Xc^T Xc + n mu mu^T, and the largest diagonal entry of Xc^T Xc is a lower
+        bound of its norm, so 1 + n ||mu||^2 / max_j (Xc^T Xc)_jj bounds the ratio (inf
+        when Xc = 0).
+        """
+        if self._amplification is None:
+            self._amplification = (_centring_amplification(self.colsum, self.colsq, self.n)
+                                   if self.center else 1.0)
+        return self._amplification
+
+    def accumulates_single(self, dtype):
+        """Whether products in ``dtype`` accumulate in float32 (see the class notes)."""
+        return (self.sparse and _working_dtype(dtype) == np.float32
+                and self.centring_amplification() <= SINGLE_CENTRED_MAX_AMPLIFICATION)
 
     def matmat(self, V, dtype=np.float64):
         """Xc V, (n, b) in ``dtype`` (see the class notes for float32)."""
-        if self._accumulates_single(dtype):
-            return sparse_matmat(self.single(), V, np.float32)
+        if self.accumulates_single(dtype):
+            out = sparse_matmat(self.single(), V, np.float32)
+            if self.center:
+                out -= (self.mean @ np.asarray(V, dtype=np.float64)).astype(np.float32)
+            return out
         V, _ = _as_block(V)
         if self.sparse:
             out = sparse_matmat(self.X, V)
@@ -258,8 +296,12 @@ class _DataMatrix:
 
     def rmatmat(self, U, dtype=np.float64):
         """Xc^T U, (d, b) in ``dtype``."""
-        if self._accumulates_single(dtype):
-            return sparse_tmatmat(self.single(), U, np.float32)
+        if self.accumulates_single(dtype):
+            out = sparse_tmatmat(self.single(), U, np.float32)
+            if self.center:
+                out -= np.outer(self.mean, np.asarray(U).sum(axis=0, dtype=np.float64)
+                                ).astype(np.float32)
+            return out
         U, _ = _as_block(U)
         if self.sparse:
             out = sparse_tmatmat(self.X, U)
@@ -271,8 +313,12 @@ class _DataMatrix:
 
     def gram_matmat(self, V, dtype=np.float64):
         """Xc^T Xc V, (d, b) in ``dtype``."""
-        if self._accumulates_single(dtype):
-            return sparse_gram_matmat(self.single(), V, np.float32)
+        if self.accumulates_single(dtype):
+            out = sparse_gram_matmat(self.single(), V, np.float32)
+            if self.center:
+                out -= np.outer(self.colsum, self.mean @ np.asarray(V, dtype=np.float64)
+                                ).astype(np.float32)
+            return out
         V, _ = _as_block(V)
         if self.sparse:
             out = sparse_gram_matmat(self.X, V)
@@ -498,7 +544,8 @@ class RegularizedGram(LinearOperator):
 
     def matmat_as(self, V, dtype):
         """C V, (d, b) in ``dtype``: float32 for single-precision LOBPCG steps, where the
-        Gram product of a sparse uncentred X accumulates in float32 (see ``_DataMatrix``)."""
+        Gram product of a sparse X accumulates in float32 unless centring it would cancel
+        too many digits (see ``_DataMatrix``)."""
         dtype = _working_dtype(dtype)
         V = np.ascontiguousarray(V, dtype=dtype)
         return self.from_gram_image(self._src.gram_matmat(V, dtype), V)
@@ -572,6 +619,7 @@ class CrossCovariance(LinearOperator):
         self._dense_single = None  # its copy in single precision (dense_product_as)
         self._m_single = None  # a sparse M's values in float32 (matmat_as)
         self._rank_one = None
+        self._single_ok = None
         self.center = bool(center)
         super().__init__(dtype=np.float64, shape=(self._x.d, M.shape[1]))
 
@@ -632,6 +680,7 @@ class CrossCovariance(LinearOperator):
         self._dense_single = None
         self._m_single = None
         self._rank_one = None
+        self._single_ok = None
         self._sparse = (C, sx, sm, n)
         self.center = bool(center)
         LinearOperator.__init__(self, dtype=np.float64, shape=C.shape)
@@ -669,21 +718,55 @@ class CrossCovariance(LinearOperator):
         ``dtype``.  For an operator that keeps X^T M dense (:meth:`kept_product`)."""
         return self._stored_apply(V, transpose, self.dense_product_as(dtype))
 
+    def accumulates_single(self):
+        """Whether float32 products may accumulate in float32 (:meth:`matmat_as`).
+
+        Uncentred, always.  Centred, the product is the uncentred one minus the rank-one
+        term: its rounding, ~eps ||X|| ||M|| ||V||, is measured against ||Xc|| ||Mc|| ||V||,
+        so the amplification sqrt(a_x a_m) (a_x the bound ``_DataMatrix.
+        centring_amplification`` of ||X||^2 / ||Xc||^2, a_m that of M) and a_x, which X's
+        own centred products incur, must stay within SINGLE_CENTRED_MAX_AMPLIFICATION.  An
+        accumulated operator has no column norms to bound them by: float64.
+        """
+        if self._single_ok is None:
+            if not self.center:
+                ok = True
+            elif self._x is None:
+                ok = False
+            else:
+                M = self._m
+                if sp.issparse(M):
+                    colsum = np.asarray(M.sum(axis=0, dtype=np.float64)).ravel()
+                    sq = np.asarray(M.multiply(M).sum(axis=0, dtype=np.float64)).ravel()
+                else:
+                    M = np.asarray(M)
+                    colsum = M.sum(axis=0, dtype=np.float64)
+                    sq = np.einsum("ij,ij->j", M, M, dtype=np.float64)
+                n = M.shape[0]
+                a_m = _centring_amplification(colsum, np.maximum(sq - colsum * colsum / n,
+                                                                 0.0), n)
+                a_x = self._x.centring_amplification()
+                limit = SINGLE_CENTRED_MAX_AMPLIFICATION
+                ok = a_x <= limit and np.sqrt(a_x * a_m) <= limit
+            self._single_ok = bool(ok)
+        return self._single_ok
+
     def matmat_as(self, V, dtype, transpose=False):
         """C_xy V (C_xy^T V with ``transpose``), in ``dtype``.
 
-        float32 is for single-precision LOBPCG steps: through the kept dense X^T M when it
-        has been formed (its float32 copy, :meth:`kept_dense_matmat`); else, with sparse
-        factors and X uncentred, accumulated in float32 from float32 copies of the values
-        (half the bytes to move; en-brown 8K: ~2x); otherwise (an accumulated sparse X^T M,
-        dense factors, a centred X) the float64 product rounded, since a centred product can
-        cancel more digits than float32 holds.
+        float32 is for single-precision LOBPCG steps, accumulated in float32 where the
+        centring allows it (:meth:`accumulates_single`): through the kept dense X^T M when
+        it has been formed (its float32 copy, :meth:`kept_dense_matmat`), else, with sparse
+        factors, from float32 copies of their values (half the bytes to move; en-brown 8K:
+        ~2x).  Otherwise (an accumulated sparse X^T M, dense factors, a centred product
+        whose mean dominates) the float64 product rounded.
         """
         dtype = _working_dtype(dtype)
-        if dtype == np.float32 and self._dense is not None:
+        single = dtype == np.float32 and self.accumulates_single()
+        if single and self._dense is not None:
             return self.kept_dense_matmat(np.ascontiguousarray(V, dtype=dtype), dtype, transpose)
-        single = (dtype == np.float32 and self._stored_product() is None
-                  and not self.center and self._x.sparse and sp.issparse(self._m))
+        single = (single and self._stored_product() is None and self._x.sparse
+                  and sp.issparse(self._m))
         if not single:
             out = self._rmatmat(V) if transpose else self._matmat(V)
             return np.ascontiguousarray(out, dtype=dtype)

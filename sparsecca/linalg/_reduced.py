@@ -448,9 +448,10 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
 
     At tol >= LOBPCG_SINGLE_TOL (the randomized solver's 1e-3) the blocks, their images and
     the C_yy factor's triangular solves are float32, and so are the products with sparse
-    uncentred factors (accumulated in float32: ~2x faster, ``_covariance_as`` /
-    ``_cross_as``); the Rayleigh-Ritz eigenproblems stay float64, and _finalize redoes the
-    last one in float64 in the exact metrics.
+    factors (accumulated in float32: ~2x faster; centred ones while the mean does not
+    dominate the data, ``_covariance_as`` / ``_cross_as``); the Rayleigh-Ritz
+    eigenproblems stay float64, and _finalize redoes the last one in float64 in the exact
+    metrics.
 
     Returns
     -------

@@ -187,9 +187,10 @@ def test_dense_product_is_uncentred_x_transpose_m_and_cached_read_only(xfmt, mfm
 @pytest.mark.parametrize("center", [False, True])
 def test_products_in_single_precision(center, fmt, xdtype, split, monkeypatch):
     """matmat_as(V, float32) (LOBPCG's single-precision steps) is float32 and within float32
-    rounding of the float64 products; float64 gives the operators' own products exactly.
-    Sparse uncentred factors accumulate in float32 from float32 copies of their values
-    (shared index arrays); anything else rounds the float64 product."""
+    rounding of the float64 products (times the centring's amplification bound); float64
+    gives the operators' own products exactly.  Sparse factors accumulate in float32 from
+    float32 copies of their values (shared index arrays), centred ones too while the bound
+    allows; anything else rounds the float64 product."""
     monkeypatch.setattr(gram_mod, "SPLIT_MIN_FLOPS", 1 if split else 10**12)
     X, M = _inputs(fmt, xdtype, seed=4)
     C = RegularizedGram(X, 0.3, center=center)
@@ -200,14 +201,19 @@ def test_products_in_single_precision(center, fmt, xdtype, split, monkeypatch):
     CV = C.from_gram_image(C.gram_matmat(V), V)  # float64 (C @ V is in X's dtype)
     pairs = [(C.matmat_as(V, np.float32), CV), (K.matmat_as(W, np.float32), K @ W),
              (K.matmat_as(U, np.float32, transpose=True), K.T @ U)]
+    a_x = C._src.centring_amplification()
+    assert (a_x == 1.0) == (not center) and a_x < 10  # counts: the mean does not dominate
     for got, ref in pairs:
         assert got.dtype == np.float32 and got.shape == ref.shape
-        # a sum of ~60 products of counts up to ~10 and normals, each rounded in float32
-        np.testing.assert_allclose(got, ref, rtol=0, atol=_tol(np.float32) * np.abs(ref).max())
+        # a sum of ~60 products of counts up to ~10 and normals, each rounded in float32;
+        # centred, the rounding of the uncentred product, up to a_x times larger
+        np.testing.assert_allclose(got, ref, rtol=0,
+                                   atol=a_x * _tol(np.float32) * np.abs(ref).max())
     np.testing.assert_array_equal(C.matmat_as(V, np.float64), CV)
     np.testing.assert_array_equal(K.matmat_as(W, np.float64), K @ W)
     np.testing.assert_array_equal(K.matmat_as(U, np.float64, transpose=True), K.T @ U)
-    single = fmt == "csr" and not center
+    assert K.accumulates_single()
+    single = fmt == "csr"
     assert (C._src._single is not None) == single
     assert (K._m_single is not None) == single
     if single:
@@ -241,3 +247,56 @@ def test_stored_cross_product_in_single_precision():
             got, K.kept_dense_matmat(V.astype(np.float32), np.float32, transpose=transpose))
         np.testing.assert_allclose(got, ref, rtol=0,
                                    atol=_tol(np.float32) * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_centring_amplification_bounds_the_norm_ratio(fmt):
+    """centring_amplification bounds ||X^T X|| / ||Xc^T Xc|| from above (checked with
+    numpy.linalg.norm), is 1 uncentred, and inf for a constant nonzero X."""
+    X, _ = _inputs(fmt, np.float64, seed=2)
+    Xd = X.toarray() if sp.issparse(X) else X
+    Xc = Xd - Xd.mean(axis=0)
+    ratio = np.linalg.norm(Xd.T @ Xd, 2) / np.linalg.norm(Xc.T @ Xc, 2)
+    amp = gram_mod._DataMatrix(X, center=True).centring_amplification()
+    assert ratio <= amp * (1 + 1e-12) and amp < 10 * ratio
+    assert gram_mod._DataMatrix(X, center=False).centring_amplification() == 1.0
+    # shifted counts: the mean dominates the centred data, the bound too
+    shifted = Xd + 50.0
+    ratio = (np.linalg.norm(shifted.T @ shifted, 2)
+             / np.linalg.norm(Xc.T @ Xc, 2))
+    amp = gram_mod._DataMatrix(shifted, center=True).centring_amplification()
+    assert ratio <= amp * (1 + 1e-12) and amp > gram_mod.SINGLE_CENTRED_MAX_AMPLIFICATION
+    assert gram_mod._DataMatrix(np.ones((5, 3)), center=True).centring_amplification() == np.inf
+    assert gram_mod._DataMatrix(np.zeros((5, 3)), center=True).centring_amplification() == 1.0
+
+
+@pytest.mark.parametrize("shift", ["x", "m"])
+def test_centred_products_with_a_dominant_mean_stay_float64(shift):
+    """Where the mean dominates X (or M), float32 products are the float64 ones rounded (no
+    float32 accumulation): through the factors, and through a kept dense X^T M."""
+    X, M = _inputs("csr", np.float64, seed=5)
+    # a column of large, nearly constant counts: X^T X is ~1e4 times Xc^T Xc
+    big = sp.csr_matrix(300.0 + np.arange(X.shape[0], dtype=np.float64)[:, None] % 2)
+    X, M = (sp.hstack([X, big]).tocsr(), M) if shift == "x" else (X, sp.hstack([M, big]).tocsr())
+    C = RegularizedGram(X, 0.3, center=True)
+    K = CrossCovariance(X, M, center=True)
+    assert not K.accumulates_single()
+    assert C._src.accumulates_single(np.float32) == (shift == "m")
+    rng = np.random.default_rng(8)
+    W = rng.standard_normal((M.shape[1], 4))
+    U = rng.standard_normal((X.shape[1], 4))
+    for _ in range(2):  # the factored products, then through the kept dense X^T M
+        np.testing.assert_array_equal(K.matmat_as(W, np.float32), (K @ W).astype(np.float32))
+        np.testing.assert_array_equal(K.matmat_as(U, np.float32, transpose=True),
+                                      (K.T @ U).astype(np.float32))
+        assert K._m_single is None
+        K.dense_product()
+    if shift == "x":
+        U32 = U.astype(np.float32)  # matmat_as works on the block in its dtype
+        CV = C.from_gram_image(C.gram_matmat(U32).astype(np.float32), U32)
+        np.testing.assert_array_equal(C.matmat_as(U, np.float32), CV)
+        assert C._src._single is None
+    # accumulated from row blocks, centred: no column norms, float64 rounded
+    Kb = CrossCovariance.from_blocks([(X[:30], M[:30]), (X[30:], M[30:])], center=True)
+    assert not Kb.accumulates_single()
+    assert CrossCovariance.from_blocks([(X, M)]).accumulates_single()

@@ -87,14 +87,21 @@ def test_operator_cross_and_randomized_start_give_the_same_answer(monkeypatch):
 
 
 @pytest.mark.parametrize("cross", ["dense_ct", "kept_dense", "factored"])
-@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("center", [False, True, "dominant"])
 def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center):
     """tol >= LOBPCG_SINGLE_TOL keeps the blocks in float32 (dense C_xy W_y^T, or the
     operator with a float32 copy of the C_yy factor and C_xy through the kept dense X^T M or
-    its sparse factors, whose products then accumulate in float32 unless centred); the
-    answer, finished in float64, is within tol of the dense solver and exactly orthonormal
-    like a float64 one."""
+    its sparse factors, whose products then accumulate in float32, centred too unless the
+    mean dominates the data); the answer, finished in float64, is within tol of the dense
+    solver and exactly orthonormal like a float64 one."""
     X, Y = count_problem(900, 240, 40, seed=14)
+    if center == "dominant":
+        # a column of large, nearly constant counts (X^T X ~1e7 times Xc^T Xc): float64
+        # products, rounded; accumulated in float32 they lost the problem (LOBPCG found a
+        # rank-3 cross-covariance)
+        X = sp.hstack([X, sp.csr_matrix(3000.0 + np.arange(900.0)[:, None] % 3)]).tocsr()
+    single = center != "dominant"
+    center = bool(center)
     if cross != "dense_ct":
         monkeypatch.setattr(reduced_mod, "LOBPCG_DENSE_CT_BYTES", 0)
     if cross == "factored":
@@ -104,8 +111,9 @@ def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center)
     res = it.solve(Y, tau, k, strategy="lobpcg")
     assert res.lobpcg_dtype == np.float32 and res.n_iter > 0
     # float32 copies of the values exist exactly when the products accumulated in float32
-    assert (it._xdata._single is not None) == (not center)
-    assert (it._ycross._m_single is not None) == (cross == "factored" and not center)
+    assert (it._xdata._single is not None) == single
+    assert (it._ycross._m_single is not None) == (cross == "factored" and single)
+    assert it._ycross.accumulates_single() == single
     assert (it._ycross._dense is None) == (cross == "factored")
     assert it._warm.X.dtype == np.float64  # the final block, kept warm with its images
     ref = dense.solve(Y, tau, k).correlations
@@ -113,7 +121,10 @@ def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center)
     Cxx, Cyy, _ = covariances(X, Y, tau, center=center)
     A, B = res.x_weights, res.y_weights
     assert A.dtype == B.dtype == np.float64
-    np.testing.assert_allclose(A.T @ Cxx @ A, np.eye(k), atol=1e3 * EPS)
+    # the engine centres implicitly (X^T X - n mu mu^T, in float64 here): its rounding is
+    # amplified as much as the float32 products' would be
+    amp = it._xdata.centring_amplification()
+    np.testing.assert_allclose(A.T @ Cxx @ A, np.eye(k), atol=max(1e3, 10 * amp) * EPS)
     np.testing.assert_allclose(B.T @ Cyy @ B, np.eye(k), atol=1e3 * EPS)
     # below the threshold the same call stays in float64
     _, it64 = _engine_pair(X, Y, tol=reduced_mod.LOBPCG_SINGLE_TOL / 2)
