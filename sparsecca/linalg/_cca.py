@@ -764,6 +764,40 @@ class SparseCCA(PersistMixin, _ParamsMixin):
         """fit(X, Y) then transform(X, Y): returns (x_scores, y_scores)."""
         return self.fit(X, Y).transform(X, Y)
 
+    def get_feature_names_out(self, input_features=None):
+        """Names of the x scores' columns: ``sparsecca0`` ... (scikit-learn's convention).
+
+        Parameters
+        ----------
+        input_features : sequence of n_features_in_ str, optional
+            Only checked for its length (the scores mix every input feature).
+
+        Returns
+        -------
+        (n_components_,) object array of str
+        """
+        self._check_fitted()
+        if input_features is not None and len(input_features) != self.n_features_in_:
+            raise ValueError(f"input_features must have n_features_in_ = "
+                             f"{self.n_features_in_} names, got {len(input_features)}")
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{i}" for i in range(self.n_components_)], dtype=object)
+
+    # -- the scikit-learn protocol (scikit-learn is imported only when it asks) ------------
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "x_weights_")
+
+    def __sklearn_tags__(self):
+        """scikit-learn >= 1.6 asks every step of a Pipeline for its tags (``check_is_fitted``
+        among others): a transformer of dense or sparse 2-D X, fitted with a 2-D Y."""
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
+
+        return Tags(estimator_type=None,
+                    target_tags=TargetTags(required=True, two_d_labels=True,
+                                           multi_output=True, single_output=False),
+                    transformer_tags=TransformerTags(preserves_dtype=["float64"]),
+                    input_tags=InputTags(sparse=True))
+
 
 #: _training_correlations computes directly when the mean would cancel more than this
 #: share of a projection's second moment (more than six digits of its variance)

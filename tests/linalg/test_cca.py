@@ -193,6 +193,38 @@ def test_matches_scikit_learn_cca():
     assert np.all(ours.correlations_ <= 1 + 1e-12)
 
 
+def test_works_inside_scikit_learn():
+    """clone, a Pipeline (scikit-learn >= 1.6 asks every step for its tags), check_is_fitted
+    and feature names: the pipeline's scores equal those of the steps run by hand."""
+    pytest.importorskip("sklearn")
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError as SklearnNotFitted
+    from sklearn.feature_extraction.text import TfidfTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.utils.validation import check_is_fitted
+
+    X, Y = count_problem(300, 40, 12, seed=21)
+    est = SparseCCA(3, tau=0.3, center=True, solver="dense", random_state=0)
+    twin = clone(est)
+    assert twin is not est and twin.get_params() == est.get_params()
+    with pytest.raises(SklearnNotFitted):
+        check_is_fitted(twin)
+    pipe = make_pipeline(TfidfTransformer(), clone(est)).fit(X, Y)
+    check_is_fitted(pipe)
+    Xt = TfidfTransformer().fit_transform(X)
+    assert sp.issparse(Xt)
+    by_hand = clone(est).fit(Xt, Y)
+    np.testing.assert_array_equal(pipe.transform(X), by_hand.transform(Xt))
+    names = pipe.get_feature_names_out()
+    assert list(names) == ["sparsecca0", "sparsecca1", "sparsecca2"]
+    assert list(by_hand.get_feature_names_out([f"f{i}" for i in range(40)])) == list(names)
+    with pytest.raises(ValueError, match="input_features must have n_features_in_ = 40 "
+                                         "names, got 2"):
+        by_hand.get_feature_names_out(["a", "b"])
+    with pytest.raises(AttributeError, match="not fitted yet"):
+        SparseCCA(2).get_feature_names_out()
+
+
 def test_correlations_can_exceed_one_with_tau():
     X, Y = count_problem(500, 40, 10, seed=11)
     tau = 0.5
