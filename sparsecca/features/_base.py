@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import ParamsMixin
 from .._persist import PersistMixin
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
@@ -274,7 +273,7 @@ def type_features(strings: list[str], featurize) -> tuple[np.ndarray, np.ndarray
 
 # -- base class -----------------------------------------------------------------------------
 
-class BaseView(PersistMixin):
+class BaseView(PersistMixin, ParamsMixin):
     """Common estimator protocol: parameters, ``get_params``/``set_params``, fitted checks.
 
     Every view is saved with ``save(path)`` / ``load(path)`` (a ``.npz`` model file, see
@@ -283,29 +282,6 @@ class BaseView(PersistMixin):
     them in their own files.  Loading validates every array, so a damaged file is refused
     before a transform can reach a kernel.
     """
-
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
-
-    def get_params(self, deep: bool = True) -> dict:
-        """Constructor parameters (scikit-learn protocol)."""
-        return {p: getattr(self, p) for p in self._param_names()}
-
-    def set_params(self, **params) -> "BaseView":
-        """Set constructor parameters (scikit-learn protocol); takes effect at the next fit."""
-        valid = self._param_names()
-        for k, v in params.items():
-            if k not in valid:
-                raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}; "
-                                 f"valid parameters are {valid}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     def _check_fitted(self) -> None:
         if "n_features_" not in self.__dict__:

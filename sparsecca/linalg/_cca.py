@@ -10,7 +10,6 @@ separately (``empirical_correlations_``).
 
 from __future__ import annotations
 
-import inspect
 import time
 import warnings
 import weakref
@@ -18,6 +17,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from .._params import ParamsMixin
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..exceptions import NotFittedError
 from ._gram import (
@@ -471,32 +471,7 @@ def _error_estimate(res):
 
 # -- the estimator ------------------------------------------------------------------------
 
-class _ParamsMixin:
-    """get_params / set_params / repr in the scikit-learn style (no scikit-learn needed)."""
-
-    @classmethod
-    def _param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
-
-    def get_params(self, deep=True):
-        return {k: getattr(self, k) for k in self._param_names()}
-
-    def set_params(self, **params):
-        valid = self._param_names()
-        for k, v in params.items():
-            if k not in valid:
-                raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}; "
-                                 f"valid parameters are {valid}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-
-class SparseCCA(PersistMixin, _ParamsMixin):
+class SparseCCA(PersistMixin, ParamsMixin):
     """Regularised CCA for sparse, high-dimensional views (scikit-learn transformer API).
 
     Solves Eq. 11 of Jagarlamudi & Daume III (2012) in the reduced form of Eq. 14-15:

@@ -13,12 +13,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 
+from .._params import ParamsMixin
 from ..kernels import boosting_path, path_losses
 from ..tagging import NBestList
 from ._base import BaseReranker, check_nbest
 from ._joint_features import (
     JointFeatures,
-    ParamsMixin,
     PersistMixin,
     check_bool,
     check_float,

@@ -13,11 +13,10 @@ Helpers shared by the baseline rerankers (parameter validation, ``get_params``, 
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import ParamsMixin
 from .._persist import (
     ModelFormatError,
     check_index,
@@ -41,34 +40,6 @@ DECODER_FEATURE = "<decoder score>"
 
 
 # -- shared helpers --------------------------------------------------------------------------
-
-class ParamsMixin:
-    """``get_params`` / ``set_params`` / ``repr`` in the scikit-learn style."""
-
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p.name for p in sig.parameters.values()
-                if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-
-    def get_params(self, deep: bool = True) -> dict:
-        """Constructor parameters, by name."""
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        """Set constructor parameters (validated at the next ``fit``); returns self."""
-        valid = self._param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}; "
-                                 f"valid parameters are {valid}")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
 
 def check_int(name: str, value, low: int) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._params import ParamsMixin
 from ..kernels import perceptron_train
 from ..tagging import NBestList
 from ._base import BaseReranker, check_nbest, losses_of_choice
 from ._joint_features import (
     JointFeatures,
-    ParamsMixin,
     PersistMixin,
     check_bool,
     check_grid,

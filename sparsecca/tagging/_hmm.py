@@ -34,12 +34,12 @@ dropping tags whose suffix posterior is below ``unknown_ratio`` times the best o
 
 from __future__ import annotations
 
-import inspect
 import re
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import ParamsMixin
 from .._persist import (
     ModelFormatError,
     PersistMixin,
@@ -59,32 +59,6 @@ from ._nbest import NBestList
 __all__ = ["TrigramHMM", "NotFittedError"]
 
 _DIGITS = re.compile(r"[0-9]")
-
-
-class _ParamsMixin:
-    """``get_params`` / ``set_params`` / ``clone`` in the scikit-learn style."""
-
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p.name for p in sig.parameters.values()
-                if p.name != "self" and p.kind != p.VAR_KEYWORD]
-
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        valid = self._param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}; "
-                                 f"valid parameters are {valid}")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
 
 def _check_int(name, value, low, high=None):
@@ -206,7 +180,7 @@ def _combine(P_suffix, P_prefix, prior, alpha):
     return P / P.sum(axis=1, keepdims=True)
 
 
-class TrigramHMM(PersistMixin, _ParamsMixin):
+class TrigramHMM(PersistMixin, ParamsMixin):
     """Second-order HMM POS tagger with TnT smoothing and exact k-best decoding.
 
     Parameters
