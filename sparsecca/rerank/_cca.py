@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 
+from .._params import ParamsMixin
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..features import SuffixView, TagNgramView
 from ..kernels import aggregate_residuals, slack_update
@@ -65,7 +66,7 @@ def _cosine_prefix_scores(PX, PY, cand_sent):
     return out
 
 
-class _LowDimReranker(PersistMixin, BaseReranker):
+class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
     """Shared fitting, tuning and scoring; subclasses define the cross-covariance factor."""
 
     _has_lam = True
@@ -110,20 +111,6 @@ class _LowDimReranker(PersistMixin, BaseReranker):
         self.w_window = w_window
         self.center = center
         self.progress = progress
-
-    # -- sklearn-style parameter access ---------------------------------------------------
-    def get_params(self, deep=True):
-        return {k: getattr(self, k) for k in ("n_components", "tau", "lam", "k_grid", "w",
-                                              "solver", "max_rank", "input_view",
-                                              "output_view", "random_state", "w_window",
-                                              "center", "progress")}
-
-    def set_params(self, **params):
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ValueError(f"unknown parameter {k!r} for {type(self).__name__}")
-            setattr(self, k, v)
-        return self
 
     # -- validation ------------------------------------------------------------------------
     def _validate(self):
@@ -391,11 +378,6 @@ class GenerativeReranker(_LowDimReranker):
                          output_view=output_view, random_state=random_state,
                          w_window=w_window, center=center, progress=progress)
 
-    def get_params(self, deep=True):
-        p = super().get_params(deep)
-        p.pop("lam")
-        return p
-
     def _lam_grid(self):
         return np.array([0.0])
 
@@ -459,11 +441,6 @@ class DiscriminativeReranker(_LowDimReranker):
                          w_window=w_window, center=center, progress=progress)
         self.gamma = gamma
         self.n_iter = n_iter
-
-    def get_params(self, deep=True):
-        p = super().get_params(deep)
-        p.update(gamma=self.gamma, n_iter=self.n_iter)
-        return p
 
     def _lam_grid(self):
         return _as_grid("lam", self.lam, 0.0, 1.0, low_open=True)
