@@ -135,8 +135,17 @@ def _read(path, names: str | None):
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such model file")
     try:
+        # np.load takes anything that is neither a zip archive nor a .npy array for a
+        # pickle, and refuses it with advice to unpickle it: say what the file is not
+        with open(p, "rb") as fh:
+            head = fh.read(6)
+        if head == b"\x93NUMPY":
+            raise ModelFormatError(f"{p}: not a sparsecca model file (a bare .npy array, not "
+                                   f"an .npz archive)")
+        if head[:4] != b"PK\x03\x04":
+            raise ModelFormatError(f"{p}: not a sparsecca model file (not an .npz archive)")
         z = np.load(p, allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):  # a bare .npy array, not an archive
+        if not isinstance(z, np.lib.npyio.NpzFile):  # np.load's own verdict, to be safe
             raise ModelFormatError(f"{p}: not a sparsecca model file (not an .npz archive)")
         with z:
             files = list(z.files)

@@ -262,14 +262,21 @@ def _read_text_lines(path: Path) -> str:
 
 
 def _read_document(path: Path, fmt: str) -> _Document:
-    from .data import read_conllu, read_tokenized
+    from .data import CorpusFormatError, read_conllu, read_tokenized
 
     if fmt == "text":
         corpus = read_tokenized(path)
         if corpus.n_sentences == 0:
             raise UsageError(f"{path}: no sentences (text input holds one sentence per line)")
         return _Document(corpus, None, None, fmt)
-    corpus = read_conllu(path, tags=None)  # validates; raises CorpusFormatError with file:line
+    try:
+        corpus = read_conllu(path, tags=None)  # validates; CorpusFormatError with file:line
+    except CorpusFormatError as exc:
+        if exc.reason.endswith("tab-separated columns, found 1"):
+            # a line without a tab: most likely plain text given without --format text
+            raise CorpusFormatError(exc.path, exc.line, f"{exc.reason} (tokenised text, one "
+                                    f"sentence per line, needs --format text)") from None
+        raise
     if corpus.n_sentences == 0:
         raise UsageError(f"{path}: no sentences")
     blocks, token_lines, cur = [], [], []

@@ -475,6 +475,12 @@ def test_pickle_and_npy_renamed_refused(tmp_path):
     p.write_bytes(pickle.dumps({"lambdas": np.ones(3)}))
     with pytest.raises(ModelFormatError, match="not a sparsecca model file"):
         TrigramHMM.load(p)
+    # text, pickle or an empty file: what it is not, never numpy's advice to unpickle it
+    for raw in (b"garbage", pickle.dumps([1, 2]), b"", b"PK\x05\x06" + bytes(18)):
+        p.write_bytes(raw)
+        with pytest.raises(ModelFormatError, match="not a sparsecca model file") as err:
+            TrigramHMM.load(p)
+        assert "pickle" not in str(err.value).split("evil.npz: ", 1)[1]
     q = tmp_path / "arr.npz"
     with open(q, "wb") as fh:
         np.save(fh, np.arange(4))

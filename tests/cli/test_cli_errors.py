@@ -84,7 +84,11 @@ CASES = {
     "too few demo sentences": (["demo", "--sentences", "5", "--out", "{bad}/demo"],
                                r"--sentences must be >= 100, got 5"),
     "text input in CoNLL-U mode": (["tag", "{tagger}", "{text}"],
-                                   r"test.txt:1: expected 10 tab-separated columns"),
+                                   r"test.txt:1: expected 10 tab-separated columns, found 1 "
+                                   r"\(tokenised text, one sentence per line, needs --format "
+                                   r"text\)"),
+    "garbage model file": (["tag", "{bad}/exists.npz", "{test}"],
+                           r"exists.npz: not a sparsecca model file \(not an .npz archive\)$"),
 }
 
 
