@@ -144,10 +144,7 @@ def _read(path, names: str | None):
                                    f"an .npz archive)")
         if head[:4] != b"PK\x03\x04":
             raise ModelFormatError(f"{p}: not a sparsecca model file (not an .npz archive)")
-        z = np.load(p, allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):  # np.load's own verdict, to be safe
-            raise ModelFormatError(f"{p}: not a sparsecca model file (not an .npz archive)")
-        with z:
+        with np.load(p, allow_pickle=False) as z:  # a zip archive: an NpzFile
             files = list(z.files)
             if _META not in files:
                 raise ModelFormatError(f"{p}: not a sparsecca model file (no metadata)")

@@ -639,7 +639,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self.empirical_correlations_ = _training_correlations(engine, A, B, res)
 
     def _check_fitted(self):
-        if not hasattr(self, "x_weights_"):
+        if not self.__sklearn_is_fitted__():
             raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet; "
                                  f"call fit(X, Y) first")
 

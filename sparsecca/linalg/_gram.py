@@ -208,6 +208,15 @@ def sparse_gram_matmat(X, V, dtype=np.float64):
                            np.ascontiguousarray(V, dtype=dtype), dtype)
 
 
+def _column_moments(X):
+    """Column sums and sums of squares of a dense or sparse (n, d) X, float64 (d,) each."""
+    if sp.issparse(X):
+        return (np.asarray(X.sum(axis=0, dtype=np.float64)).ravel(),
+                np.asarray(X.multiply(X).sum(axis=0, dtype=np.float64)).ravel())
+    X = np.asarray(X)
+    return X.sum(axis=0, dtype=np.float64), np.einsum("ij,ij->j", X, X, dtype=np.float64)
+
+
 def _centring_amplification(colsum, colsq, n):
     """1 + n ||mu||^2 / max_j colsq_j for column sums ``colsum`` and the diagonal ``colsq`` of
     Xc^T Xc: an upper bound of ||X^T X||_2 / ||Xc^T Xc||_2 (inf when Xc = 0 and mu != 0)."""
@@ -238,12 +247,7 @@ class _DataMatrix:
         self.n, self.d = X.shape
         self.dtype = X.dtype
         self.center = bool(center)
-        if self.sparse:
-            colsum = np.asarray(X.sum(axis=0, dtype=np.float64)).ravel()
-            sq = np.asarray(X.multiply(X).sum(axis=0, dtype=np.float64)).ravel()
-        else:
-            colsum = X.sum(axis=0, dtype=np.float64)
-            sq = np.einsum("ij,ij->j", X, X, dtype=np.float64)
+        colsum, sq = _column_moments(X)
         self.colsum = colsum
         self.mean = colsum / self.n if self.center else None
         # diag(Xc^T Xc); the subtraction can lose digits for huge means, never sign
@@ -282,52 +286,37 @@ class _DataMatrix:
         """Xc V, (n, b) in ``dtype`` (see the class notes for float32)."""
         if self.accumulates_single(dtype):
             out = sparse_matmat(self.single(), V, np.float32)
-            if self.center:
-                out -= (self.mean @ np.asarray(V, dtype=np.float64)).astype(np.float32)
-            return out
-        V, _ = _as_block(V)
-        if self.sparse:
-            out = sparse_matmat(self.X, V)
         else:
-            out = np.asarray(self.X @ V, dtype=np.float64)
-        if self.center:
-            out -= self.mean @ V
+            V, _ = _as_block(V)
+            out = (sparse_matmat(self.X, V) if self.sparse
+                   else np.asarray(self.X @ V, dtype=np.float64))
+        if self.center:  # formed in float64, rounded to the product's precision
+            out -= (self.mean @ _f64(V)).astype(out.dtype, copy=False)
         return out.astype(dtype, copy=False)
 
     def rmatmat(self, U, dtype=np.float64):
         """Xc^T U, (d, b) in ``dtype``."""
         if self.accumulates_single(dtype):
             out = sparse_tmatmat(self.single(), U, np.float32)
-            if self.center:
-                out -= np.outer(self.mean, np.asarray(U).sum(axis=0, dtype=np.float64)
-                                ).astype(np.float32)
-            return out
-        U, _ = _as_block(U)
-        if self.sparse:
-            out = sparse_tmatmat(self.X, U)
         else:
-            out = np.asarray(self.X.T @ U, dtype=np.float64)
+            U, _ = _as_block(U)
+            out = (sparse_tmatmat(self.X, U) if self.sparse
+                   else np.asarray(self.X.T @ U, dtype=np.float64))
         if self.center:
-            out -= np.outer(self.mean, U.sum(axis=0))
+            out -= np.outer(self.mean, np.asarray(U).sum(axis=0, dtype=np.float64)).astype(
+                out.dtype, copy=False)
         return out.astype(dtype, copy=False)
 
     def gram_matmat(self, V, dtype=np.float64):
         """Xc^T Xc V, (d, b) in ``dtype``."""
         if self.accumulates_single(dtype):
             out = sparse_gram_matmat(self.single(), V, np.float32)
-            if self.center:
-                out -= np.outer(self.colsum, self.mean @ np.asarray(V, dtype=np.float64)
-                                ).astype(np.float32)
-            return out
-        V, _ = _as_block(V)
-        if self.sparse:
-            out = sparse_gram_matmat(self.X, V)
         else:
-            out = self.X.T @ (self.X @ V)
-            out = np.asarray(out, dtype=np.float64)
-        if self.center:
-            # Xc^T Xc = X^T X - n mu mu^T
-            out -= np.outer(self.colsum, self.mean @ V)
+            V, _ = _as_block(V)
+            out = (sparse_gram_matmat(self.X, V) if self.sparse
+                   else np.asarray(self.X.T @ (self.X @ V), dtype=np.float64))
+        if self.center:  # Xc^T Xc = X^T X - n mu mu^T
+            out -= np.outer(self.colsum, self.mean @ _f64(V)).astype(out.dtype, copy=False)
         return out.astype(dtype, copy=False)
 
     def dense_gram(self):
@@ -734,15 +723,8 @@ class CrossCovariance(LinearOperator):
             elif self._x is None:
                 ok = False
             else:
-                M = self._m
-                if sp.issparse(M):
-                    colsum = np.asarray(M.sum(axis=0, dtype=np.float64)).ravel()
-                    sq = np.asarray(M.multiply(M).sum(axis=0, dtype=np.float64)).ravel()
-                else:
-                    M = np.asarray(M)
-                    colsum = M.sum(axis=0, dtype=np.float64)
-                    sq = np.einsum("ij,ij->j", M, M, dtype=np.float64)
-                n = M.shape[0]
+                colsum, sq = _column_moments(self._m)
+                n = self._m.shape[0]
                 a_m = _centring_amplification(colsum, np.maximum(sq - colsum * colsum / n,
                                                                  0.0), n)
                 a_x = self._x.centring_amplification()

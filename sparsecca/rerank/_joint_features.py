@@ -7,7 +7,7 @@ with its tag and with the tag bigram ending there ("Sufx"); ``kind="ngram"`` giv
 word/tag, word/tag-bigram, tag-bigram and tag-trigram features ("n-gm").  Column 0 of
 :meth:`JointFeatures.transform` is the decoder log-score.
 
-Helpers shared by the baseline rerankers (parameter validation, ``get_params``, ``save`` /
+Helpers shared by the baseline rerankers (parameter validation, ``save`` /
 ``load`` through :mod:`sparsecca._persist`) live here too.
 """
 
