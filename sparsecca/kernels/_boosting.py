@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
+from .._sparse import check_sparse_structure
 
 __all__ = ["boosting_path", "path_losses", "perceptron_train"]
 
@@ -218,6 +219,7 @@ def _csr_arrays(name, M, n_rows=None):
         raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(M).__name__}")
     if n_rows is not None and M.shape[0] != n_rows:
         raise ValueError(f"{name} must have {n_rows} rows, got shape {M.shape}")
+    check_sparse_structure(M, name)
     M = sp.csr_matrix(M)
     data = np.ascontiguousarray(M.data, dtype=np.float64)
     if data.size and not np.all(np.isfinite(data)):

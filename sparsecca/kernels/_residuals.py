@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
+from .._sparse import check_sparse_structure
 
 __all__ = ["aggregate_residuals", "slack_update"]
 
@@ -83,6 +84,8 @@ def _as_csr(name, M, n_cols=None):
             raise ValueError(f"{name} must be a 2-d matrix, got shape {M.shape}")
     if not np.issubdtype(M.dtype, np.number) or np.issubdtype(M.dtype, np.complexfloating):
         raise TypeError(f"{name} must have a real numeric dtype, got {M.dtype}")
+    if sp.issparse(M):
+        check_sparse_structure(M, name)
     M = sp.csr_matrix(M)
     if n_cols is not None and M.shape[1] != n_cols:
         raise ValueError(f"{name} has {M.shape[1]} columns, expected {n_cols}")

@@ -13,6 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from .._sparse import check_sparse_structure
+
 __all__ = [
     "FactorizationError",
     "SingularCovarianceError",
@@ -75,6 +77,7 @@ def check_matrix(X, name: str, *, allow_operator: bool = False, copy_dense: bool
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
         dtype = _float_dtype(X.dtype, name)
+        check_sparse_structure(X, name)
         X = sp.csr_matrix(X, dtype=dtype)  # CSR copy/view; canonical form below
         if not X.has_canonical_format:
             X = X.copy()
