@@ -254,15 +254,8 @@ class _Document:
         return out
 
 
-def _read_text_lines(path: Path) -> str:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    return raw.decode("utf-8").replace("\r\n", "\n")
-
-
 def _read_document(path: Path, fmt: str) -> _Document:
-    from .data import CorpusFormatError, read_conllu, read_tokenized
+    from .data import CorpusFormatError, read_conllu, read_text, read_tokenized
 
     if fmt == "text":
         corpus = read_tokenized(path)
@@ -281,7 +274,7 @@ def _read_document(path: Path, fmt: str) -> _Document:
         raise UsageError(f"{path}: no sentences")
     blocks, token_lines, cur = [], [], []
     # read_conllu accepted the file, so its sentences are exactly the runs of non-blank lines
-    for line in _read_text_lines(path).split("\n"):
+    for line in read_text(path).split("\n"):
         if line:
             cur.append(line)
         elif cur:

@@ -1,6 +1,6 @@
 """Corpus readers and writers, the columnar TaggedCorpus, and the synthetic corpus."""
 
-from ._conllu import CorpusFormatError, read_conllu, read_tokenized, write_conllu
+from ._conllu import CorpusFormatError, read_conllu, read_text, read_tokenized, write_conllu
 from ._corpus import TaggedCorpus, Vocabulary, kfold_indices, train_test_split
 from ._synthetic import synthetic_corpus
 
@@ -10,6 +10,7 @@ __all__ = [
     "Vocabulary",
     "kfold_indices",
     "read_conllu",
+    "read_text",
     "read_tokenized",
     "synthetic_corpus",
     "train_test_split",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import os
@@ -12,7 +13,7 @@ import numpy as np
 
 from ._corpus import TaggedCorpus, Vocabulary
 
-__all__ = ["CorpusFormatError", "read_conllu", "write_conllu", "read_tokenized"]
+__all__ = ["CorpusFormatError", "read_conllu", "write_conllu", "read_tokenized", "read_text"]
 
 # column holding each tag kind (0-based); CoNLL-X names them CPOSTAG / POSTAG
 _TAG_COLUMNS = {"upos": 3, "xpos": 4}
@@ -47,13 +48,31 @@ def _read_bytes(path) -> tuple[str, bytes]:
 
 
 def _decode(name: str, raw: bytes) -> str:
+    # a UTF-8 byte-order mark (Notepad and Excel write one) is not part of the first line
+    skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
-        return raw.decode("utf-8")
+        return (raw[skip:] if skip else raw).decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            raise CorpusFormatError(name, 0, "is UTF-16 (it starts with a UTF-16 byte-order "
+                                             "mark); save it as UTF-8") from None
+        at = exc.start + skip
+        line = raw.count(b"\n", 0, at) + 1
         raise CorpusFormatError(
-            name, line, f"is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+            name, line, f"is not valid UTF-8 (byte 0x{raw[at]:02x} at offset {at})"
         ) from None
+
+
+def read_text(path) -> str:
+    """The text of a corpus file as the readers see it.
+
+    Gzip data is detected by its magic bytes; the bytes must be UTF-8 (a leading byte-order
+    mark is dropped) and Windows line ends become ``\\n``.  Raises CorpusFormatError (with the
+    line of the first bad byte) otherwise.
+    """
+    name, raw = _read_bytes(path)
+    text = _decode(name, raw)
+    return text.replace("\r\n", "\n") if "\r" in text else text
 
 
 def _check_tags_arg(tags):
@@ -86,10 +105,8 @@ def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
         token id, or a ``_`` in the requested tag column.
     """
     _check_tags_arg(tags)
-    name, raw = _read_bytes(path)
-    text = _decode(name, raw)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
+    name = os.fspath(path)
+    text = read_text(path)
     tcol = _TAG_COLUMNS[tags] if tags is not None else None
     wdict: dict[str, int] = {}
     tdict: dict[str, int] = {}
@@ -163,9 +180,8 @@ def read_tokenized(path) -> TaggedCorpus:
 
     Blank lines are skipped.
     """
-    name, raw = _read_bytes(path)
-    text = _decode(name, raw)
-    return TaggedCorpus.from_words(line.split() for line in text.splitlines() if line.strip())
+    return TaggedCorpus.from_words(line.split() for line in read_text(path).splitlines()
+                                   if line.strip())
 
 
 def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: bool = False,

@@ -116,6 +116,22 @@ def test_tag_kbest_format(dataset, tagger, tmp_path):
     assert read_conllu(out, tags="upos").n_sentences == nb.n_total
 
 
+def test_tag_windows_saved_input(dataset, tagger, tmp_path):
+    # UTF-8 with a byte-order mark and CRLF line ends: the mark used to be copied into the
+    # middle of the k-best output (with the first sentence's comments, once per candidate)
+    src = tmp_path / "win.conllu"
+    src.write_bytes(b"\xef\xbb\xbf" + dataset["test"].read_bytes().replace(b"\n", b"\r\n"))
+    for k in (1, 3):
+        out = tmp_path / f"win{k}.conllu"
+        r = run_cli("tag", tagger, src, "-k", k, "-o", out, "--quiet")
+        assert r.returncode == 0, r.stderr
+        ref = tmp_path / f"ref{k}.conllu"
+        assert run_cli("tag", tagger, dataset["test"], "-k", k, "-o", ref,
+                       "--quiet").returncode == 0
+        assert out.read_bytes() == ref.read_bytes()
+        assert b"\xef\xbb\xbf" not in out.read_bytes()
+
+
 def test_tag_text_input(dataset, tagger, tmp_path):
     r = run_cli("tag", tagger, dataset["text"], "--format", "text", "--tags", "xpos")
     assert r.returncode == 0, r.stderr

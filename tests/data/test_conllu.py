@@ -1,3 +1,4 @@
+import codecs
 import gzip
 import io
 
@@ -186,6 +187,34 @@ def test_non_utf8_reports_line(tmp_path):
     p = tmp_path / "latin1.conllu"
     p.write_bytes(TOK.encode() + "2\tcaf\xe9\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n\n".encode("latin-1"))
     with pytest.raises(CorpusFormatError, match=r"latin1\.conllu:2: is not valid UTF-8"):
+        read_conllu(p)
+
+
+def test_utf8_byte_order_mark_is_not_part_of_the_first_line(tmp_path):
+    # Windows editors save UTF-8 with a BOM: it used to make line 1 "not an integer" token id
+    # (or a comment line "expected 10 columns")
+    for head in ("", "# sent_id = 1\n"):
+        p = tmp_path / "bom.conllu"
+        p.write_bytes(codecs.BOM_UTF8 + (head + SAMPLE).replace("\n", "\r\n").encode())
+        assert read_conllu(p).to_sentences() == _slow_reader(SAMPLE, 3)
+    t = tmp_path / "bom.txt"
+    t.write_bytes(codecs.BOM_UTF8 + "The cat .\n".encode())
+    assert [w for w, _ in read_tokenized(t)] == [["The", "cat", "."]]
+    # a bad byte after the mark is still reported at its offset in the file
+    p.write_bytes(codecs.BOM_UTF8 + TOK.encode() + b"2\tcaf\xe9\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n")
+    with pytest.raises(CorpusFormatError, match=rf"bom\.conllu:2: is not valid UTF-8 \(byte "
+                                                rf"0xe9 at offset {3 + len(TOK) + 5}\)"):
+        read_conllu(p)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_utf16_is_named(tmp_path, encoding):
+    p = tmp_path / "u16.conllu"
+    data = SAMPLE.encode(encoding)
+    if encoding == "utf-16-be":
+        data = codecs.BOM_UTF16_BE + data
+    p.write_bytes(data)
+    with pytest.raises(CorpusFormatError, match=r"u16\.conllu: is UTF-16 .*save it as UTF-8"):
         read_conllu(p)
 
 
