@@ -25,7 +25,8 @@ Estimator
     :func:`cca_path`
 Errors
     :class:`FactorizationError`, :class:`SingularCovarianceError`
-    (subclasses of ``numpy.linalg.LinAlgError`` and hence of ``ValueError``)
+    (subclasses of ``numpy.linalg.LinAlgError`` and hence of ``ValueError``),
+    :class:`RankDeficientError` (a ``ValueError``: more components than nonzero correlations)
 """
 
 from ._cca import CCAEngine, SparseCCA, cca_path
@@ -33,7 +34,7 @@ from ._gram import CrossCovariance, GramStats, RegularizedGram, centred_projecti
 from ._inverse import GramFactor, RegularizedInverse, block_cg
 from ._reduced import CCAResult, reduced_cca
 from ._rsvd import adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
-from ._validation import FactorizationError, SingularCovarianceError
+from ._validation import FactorizationError, RankDeficientError, SingularCovarianceError
 
 __all__ = [
     "CCAEngine",
@@ -42,6 +43,7 @@ __all__ = [
     "FactorizationError",
     "GramFactor",
     "GramStats",
+    "RankDeficientError",
     "RegularizedGram",
     "RegularizedInverse",
     "SingularCovarianceError",

@@ -44,7 +44,7 @@ from scipy.sparse.linalg import LinearOperator
 from ._gram import CrossCovariance, RegularizedGram
 from ._rsvd import _orth, _project_out, randomized_svd
 from ._split import run_pair, tall_matmul, tall_tmatmul
-from ._validation import FactorizationError, check_choice, small_blas
+from ._validation import FactorizationError, RankDeficientError, check_choice, small_blas
 
 __all__ = ["CCAResult", "reduced_cca"]
 
@@ -921,9 +921,7 @@ def _check_rank(omega, k):
     cut = max(top, 1e-300) * 1e-12
     r = int(np.sum(omega > cut))
     if top <= 0 or r < k:
-        raise ValueError(f"n_components must be at most the number of nonzero canonical "
-                         f"correlations ({r} here: the cross-covariance has rank {r}), "
-                         f"got {k}")
+        raise RankDeficientError(r, k)
 
 
 def _approx_of(xinv):

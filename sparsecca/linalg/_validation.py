@@ -17,6 +17,7 @@ from .._sparse import check_sparse_structure
 
 __all__ = [
     "FactorizationError",
+    "RankDeficientError",
     "SingularCovarianceError",
     "check_matrix",
     "check_same_rows",
@@ -40,6 +41,22 @@ class FactorizationError(np.linalg.LinAlgError):
 
 class SingularCovarianceError(FactorizationError):
     """A covariance matrix is singular (typically tau = 0 with rank-deficient data)."""
+
+
+class RankDeficientError(ValueError):
+    """More components were asked for than the cross-covariance has nonzero correlations.
+
+    Attributes
+    ----------
+    rank : int, the number of nonzero canonical correlations (the rank of C_xy)
+    n_components : int, the number asked for
+    """
+
+    def __init__(self, rank: int, n_components: int):
+        self.rank, self.n_components = int(rank), int(n_components)
+        super().__init__(f"n_components must be at most the number of nonzero canonical "
+                         f"correlations ({self.rank} here: the cross-covariance has rank "
+                         f"{self.rank}), got {self.n_components}")
 
 
 def _describe(value) -> str:

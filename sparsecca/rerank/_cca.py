@@ -26,7 +26,7 @@ from .._params import ParamsMixin
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..features import SuffixView, TagNgramView
 from ..kernels import aggregate_residuals, slack_update
-from ..linalg import CCAEngine, centred_projection, column_mean
+from ..linalg import CCAEngine, RankDeficientError, centred_projection, column_mean
 from ._base import BaseReranker, check_nbest, losses_of_choice, plateau_score, tune_weight
 
 __all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
@@ -221,7 +221,16 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
                    leave=False, mininterval=0, disable=not self.progress)
         for a, b in points:
             tau, lam = taus[a], lams[b]
-            A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K)
+            try:
+                A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K)
+            except RankDeficientError as exc:
+                # say it in the user's terms: K is n_components capped at min(d1, d2)
+                capped = (f" (capped at min(d1, d2) = {K})" if K != self.n_components else "")
+                at = f"tau={tau:g}" + (f", lam={lam:g}" if self._has_lam else "")
+                raise ValueError(
+                    f"n_components={self.n_components!r}{capped} exceeds the number of nonzero "
+                    f"canonical correlations at {at}: the cross-covariance has rank "
+                    f"{exc.rank}; give n_components <= {exc.rank}") from None
             if dev is None:
                 cand = (-np.inf, -np.inf, tau, lam, K, float(self.w), A, B, omega, info)
             else:

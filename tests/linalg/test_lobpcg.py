@@ -14,7 +14,7 @@ import scipy.sparse as sp
 import sparsecca.linalg._gram as gram_mod
 import sparsecca.linalg._reduced as reduced_mod
 import sparsecca.linalg._split as split_mod
-from sparsecca.linalg import CCAEngine, SparseCCA, cca_path, reduced_cca
+from sparsecca.linalg import CCAEngine, RankDeficientError, SparseCCA, cca_path, reduced_cca
 from sparsecca.linalg._gram import CrossCovariance
 from sparsecca.linalg._split import run_pair, tall_matmul, tall_tmatmul
 
@@ -156,9 +156,11 @@ def test_rank_deficient_cross_covariance():
     res = it.solve(M, 0.4, 5, strategy="lobpcg")
     np.testing.assert_allclose(res.correlations, dense.solve(M, 0.4, 5).correlations,
                                rtol=1e-9)
-    with pytest.raises(ValueError, match=r"at most the number of nonzero canonical "
-                                         r"correlations \(5 here"):
+    with pytest.raises(RankDeficientError, match=r"at most the number of nonzero canonical "
+                                                 r"correlations \(5 here.*got 6") as info:
         it.solve(M, 0.4, 6, strategy="lobpcg")
+    assert (info.value.rank, info.value.n_components) == (5, 6)
+    assert isinstance(info.value, ValueError)
 
 
 def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):

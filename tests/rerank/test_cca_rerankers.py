@@ -312,6 +312,25 @@ def test_bad_parameters(cls, kw, pattern):
         cls(**params).fit(train, dev)
 
 
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+def test_more_components_than_correlations_refused_in_the_users_terms(cls):
+    # the message used to give min(d1, d2), a number the user never passed, as n_components
+    train, dev, _ = lists()
+    params = dict(FIXED, n_components=10**6, k_grid=None)
+    with pytest.raises(ValueError, match=r"^n_components=1000000 \(capped at min\(d1, d2\) = "
+                                         r"\d+\) exceeds the number of nonzero canonical "
+                                         r"correlations at tau=0\.5.*: the cross-covariance has "
+                                         r"rank (\d+); give n_components <= \1$") as info:
+        cls(**params).fit(train, dev)
+    rank = int(str(info.value).rsplit(" ", 1)[1])
+    if cls is GenerativeReranker:  # C_xy = X^T Y: its rank, independently
+        X = SuffixView().fit_transform(train.corpus)
+        Y = TagNgramView().fit_transform(train.corpus)
+        assert rank == np.linalg.matrix_rank((X.T @ Y).toarray())
+    model = cls(**dict(params, n_components=rank)).fit(train, dev)  # the advice works
+    assert model.n_components_ <= rank
+
+
 def test_tuning_needs_dev():
     train, _, _ = lists()
     with pytest.raises(ValueError, match="dev n-best list is required"):
