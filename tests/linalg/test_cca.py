@@ -13,18 +13,20 @@ from .conftest import count_problem, covariances, dense_problem, eigh_reference,
 EPS = np.finfo(np.float64).eps
 
 
-def _problem(kind, seed):
+def _problem(kind, seed, d1=40, d2=18):
     if kind == "sparse":
-        return count_problem(150, 40, 18, seed=seed)
-    return dense_problem(150, 40, 18, seed=seed)
+        return count_problem(150, d1, d2, seed=seed)
+    return dense_problem(150, d1, d2, seed=seed)
 
 
 @pytest.mark.parametrize("kind", ["sparse", "dense"])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("tau", [0.0, 0.1, 0.5, 0.95])
 @pytest.mark.parametrize("center", [False, True])
-def test_dense_solver_equals_block_eigh(kind, seed, tau, center):
-    X, Y = _problem(kind, seed)
+@pytest.mark.parametrize("dims", [(40, 18), (18, 40)], ids=["d1>d2", "d1<d2"])
+def test_dense_solver_equals_block_eigh(kind, seed, tau, center, dims):
+    # d1 < d2: the eigenproblem of the input side (T T^T, d1 x d1), else of T^T T
+    X, Y = _problem(kind, seed, *dims)
     k = 6
     Cxx, Cyy, Cxy = covariances(X, Y, tau, center=center)
     sig, Aref, Bref = eigh_reference(Cxx, Cyy, Cxy, k + 1)
