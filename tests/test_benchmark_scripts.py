@@ -1,5 +1,5 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
-bench_linalg.py.
+bench_linalg.py, plot_solver_scaling.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -93,3 +93,20 @@ def test_profile_single_products_zipf20k(shared_data):
     rows = [line.split("|") for line in text.splitlines() if line.startswith("| zipf20k |")]
     assert [r[2].strip() for r in rows] == ["C_xx V", "C_xy W", "C_xy^T V"]
     assert all(0 < float(r[7]) < 1e-5 for r in rows)
+
+
+def test_plot_solver_scaling_small(shared_data, tmp_path):
+    # one small size, dense against randomized, on the first 800 sentences
+    out, js = tmp_path / "scaling.png", tmp_path / "scaling.json"
+    text = _run("plot_solver_scaling.py", "--sizes", "1", "--solvers", "dense", "randomized",
+                "--n-rows", 800, "--out", out, "--json", js)
+    assert "| d1 | solver | fit (s) | peak RSS (MB) |" in text
+    dense, rand = json.loads(js.read_text())
+    assert (dense["solver"], rand["solver"]) == ("dense", "randomized")
+    assert dense["d1"] == rand["d1"] == 1000 and dense["n"] == 800
+    assert rand["reference"] == "dense" and rand["max_reldiff"] < 1e-3  # the solver's tol
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert out.stat().st_size > 0
