@@ -77,6 +77,31 @@ def _auto_solver(n, d1, d2):
                          f"(exact to tol)")
 
 
+def _shape2(M):
+    shape = getattr(M, "shape", None)
+    if shape is None:
+        try:
+            shape = np.shape(M)
+        except Exception:  # ragged: check_matrix says so
+            return None
+    return tuple(shape) if len(shape) == 2 else None
+
+
+def _whitens_x_instead(X, Y):
+    """Whether SparseCCA should solve (Y, X): Y is too wide and tall for a dense whitener
+    of C_yy (more than Y_DENSE_MAX features and rows) and X is narrower."""
+    sx, sy = _shape2(X), _shape2(Y)
+    if sx is None or sy is None:
+        return False  # the engine's validation reports it
+    return min(sy) > Y_DENSE_MAX and sx[1] < sy[1]
+
+
+def _user_dims(engine, swapped):
+    """(d1, d2) in the caller's order."""
+    d1, d2 = engine.X.shape[1], engine.Y.shape[1]
+    return (d2, d1) if swapped else (d1, d2)
+
+
 def _default_max_rank(n, d1):
     # the basis, its Gram image, the factor and the whitener (4 x d1 x r float64): ~640 MB
     return int(min(n, d1, max(256, 20_000_000 // max(d1, 1))))
@@ -211,11 +236,18 @@ class CCAEngine:
         if tau not in self._yinv:
             d2 = self.Y.shape[1]
             t0 = time.perf_counter()
-            if d2 <= Y_DENSE_MAX or min(self.Y.shape) <= Y_DENSE_MAX:
-                inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy")
-            else:
-                inv = RegularizedInverse(self.yfactor, tau, "randomized",
-                                         rank=min(d2, 2048), name="Cyy")
+            if min(self.Y.shape) > Y_DENSE_MAX:
+                # a low-rank whitener would make every solver approximate beyond what its
+                # error estimate sees (zipf 50K x 30K given as Y: 14.6% off, with estimates
+                # of 9e-4 and 5e-9): refused rather than answered wrongly
+                n = self.Y.shape[0]
+                raise ValueError(
+                    f"Y has {d2:,} features and {n:,} rows, both more than {Y_DENSE_MAX:,}: "
+                    f"the reduced problem whitens C_yy by a dense Cholesky factor (or its "
+                    f"n x n dual form) only up to {Y_DENSE_MAX:,}. Give the view with fewer "
+                    f"features as Y (SparseCCA does this itself when X has fewer features "
+                    f"than Y), or reduce Y's features (e.g. a higher min_count)")
+            inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy")
             self._say(f"tau={tau:g} C_yy^-1 ({inv.method}, {d2:,} x {d2:,}) in "
                       f"{time.perf_counter() - t0:.1f} s")
             self._yinv = {tau: inv}  # one tau at a time: dense factors are d2 x d2
@@ -523,7 +555,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
         the bound 1 - (1 - tau) correlations_[-1] (the correlations are lower bounds of the
         exact ones, which 1 / (1 - tau) caps: saturated clusters, where LOBPCG also stops
         on it)
-    solver_ : str, the solver used;  solver_reason_ : str
+    solver_ : str, the solver used;  solver_reason_ : str, why (and whether the views were
+        swapped: the solve whitens Y's covariance by a dense factor, so a Y with more than
+        10,000 features and rows is solved as (Y, X) when X has fewer features; CCA is
+        symmetric in its views and every attribute is in the caller's order)
     rank_ : int, rank of the randomized factor of X (0 for 'dense')
     n_iter_ : int, LOBPCG steps (or block CG iterations when 'iterative' used them)
     x_mean_, y_mean_ : (d,) column means (``center=True``) or None
@@ -568,12 +603,22 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self.verbose = verbose
 
     def _engine(self, X, Y):
+        """(engine, swapped): the engine gets (Y, X) when only that order keeps C_yy's
+        whitener dense (Y with more than Y_DENSE_MAX features and rows, X with fewer
+        features than Y); CCA is symmetric in its views, so the result is swapped back."""
         check_choice(self.solver, "solver", SOLVERS)
         if not isinstance(self.center, (bool, np.bool_)):
             raise TypeError(f"center must be True or False, got {self.center!r}")
-        return CCAEngine(X, Y, solver=self.solver, center=bool(self.center), tol=self.tol,
-                         max_rank=self.max_rank, random_state=self.random_state,
-                         verbose=self.verbose)
+        swapped = _whitens_x_instead(X, Y)
+        if swapped:
+            X, Y = Y, X
+        engine = CCAEngine(X, Y, solver=self.solver, center=bool(self.center), tol=self.tol,
+                           max_rank=self.max_rank, random_state=self.random_state,
+                           verbose=self.verbose)
+        if swapped:
+            engine._say(f"views swapped: Y has more than {Y_DENSE_MAX:,} features and X "
+                        f"fewer, so the solve whitens X's covariance")
+        return engine, swapped
 
     def fit(self, X, Y):
         """Fit A and B.
@@ -588,10 +633,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self
         """
         tau = check_tau(self.tau)
-        engine = self._engine(X, Y)
-        k = check_n_components(self.n_components, engine.X.shape[1], engine.Y.shape[1])
+        engine, swapped = self._engine(X, Y)
+        k = check_n_components(self.n_components, *_user_dims(engine, swapped))
         res = engine.solve(engine.Y, tau, k)
-        self._set_result(engine, res, tau)
+        self._set_result(engine, res, tau, swapped)
         return self
 
     def fit_path(self, X, Y, taus):
@@ -607,17 +652,22 @@ class SparseCCA(PersistMixin, ParamsMixin):
         list of fitted SparseCCA (copies of self with ``tau`` set), in the order of ``taus``
         """
         taus = _check_taus(taus)
-        engine = self._engine(X, Y)
-        k = check_n_components(self.n_components, engine.X.shape[1], engine.Y.shape[1])
+        engine, swapped = self._engine(X, Y)
+        k = check_n_components(self.n_components, *_user_dims(engine, swapped))
         out = []
         for tau in taus:
             est = type(self)(**{**self.get_params(), "tau": tau})
-            est._set_result(engine, engine.solve(engine.Y, tau, k), tau)
+            est._set_result(engine, engine.solve(engine.Y, tau, k), tau, swapped)
             out.append(est)
         return out
 
-    def _set_result(self, engine, res, tau):
+    def _set_result(self, engine, res, tau, swapped=False):
         A, B, omega = res
+        # Pearson correlations of the projections: the same in either order of the views
+        self.empirical_correlations_ = _training_correlations(engine, A, B, res)
+        EX, EY, merged = engine.X, engine.Y, engine.n_merged_features_
+        if swapped:  # the engine solved (Y, X); only the engine's X has merged columns
+            A, B, EX, EY, merged = B, A, EY, EX, EY.shape[1]
         self.x_weights_ = A
         self.y_weights_ = B
         self.eigenvalues_ = omega
@@ -625,18 +675,19 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self.residual_norms_ = res.residual_norms
         self.error_estimate_ = res.error_estimate
         self.solver_ = engine.solver_
-        self.solver_reason_ = engine.solver_reason_
+        self.solver_reason_ = engine.solver_reason_ + (
+            f"; views swapped (Y has more than {Y_DENSE_MAX:,} features, X fewer: the solve "
+            f"whitens X's covariance)" if swapped else "")
         self.rank_ = int(res.rank)
         self.n_iter_ = int(res.n_iter)
         self.tau_ = tau
         self.n_components_ = A.shape[1]
-        self.n_features_in_ = engine.X.shape[1]
-        self.n_merged_features_ = engine.n_merged_features_
+        self.n_features_in_ = EX.shape[1]
+        self.n_merged_features_ = merged
         # the engine solves on X with duplicate columns merged; the weights come back expanded,
         # so the means must be those of the original columns
-        self.x_mean_ = column_mean(engine.X) if engine.center else None
-        self.y_mean_ = column_mean(engine.Y) if engine.center else None
-        self.empirical_correlations_ = _training_correlations(engine, A, B, res)
+        self.x_mean_ = column_mean(EX) if engine.center else None
+        self.y_mean_ = column_mean(EY) if engine.center else None
 
     def _check_fitted(self):
         if not self.__sklearn_is_fitted__():

@@ -430,3 +430,43 @@ def test_dual_strategy_matches_full(center, dense_m, d2, tau):
     assert max_sin_angle(dual.y_weights, full.y_weights, Cyy) < 1e-6
     np.testing.assert_allclose(np.abs(dual.x_weights), np.abs(full.x_weights), rtol=1e-6,
                                atol=1e-8 * np.abs(full.x_weights).max())
+
+
+def test_wide_output_view_is_swapped_not_approximated(monkeypatch):
+    # Y with more than Y_DENSE_MAX features and rows: SparseCCA solves (Y, X), since CCA is
+    # symmetric in its views, and returns the weights in the caller's order.  Before, C_yy
+    # was whitened by a low-rank factor and every solver was off (zipf 50K x 30K given as Y:
+    # 14.6%, estimates 9e-4 and 5e-9)
+    import sparsecca.linalg._cca as cca_module
+
+    monkeypatch.setattr(cca_module, "Y_DENSE_MAX", 25)
+    X, Y = count_problem(150, 18, 40, seed=4)
+    tau, k = 0.5, 5
+    Cxx, Cyy, Cxy = covariances(X, Y, tau)
+    sig, Aref, Bref = eigh_reference(Cxx, Cyy, Cxy, k + 1)
+    for solver, rtol in (("dense", 1e-8), ("iterative", 1e-6), ("randomized", 1e-3)):
+        m = SparseCCA(k, tau=tau, solver=solver, random_state=0).fit(X, Y)
+        assert "views swapped" in m.solver_reason_
+        np.testing.assert_allclose(m.correlations_, sig[:k], rtol=rtol)
+        assert m.x_weights_.shape == (18, k) and m.y_weights_.shape == (40, k)
+        assert (m.n_features_in_, m.n_merged_features_) == (18, 18)
+        A, B = m.x_weights_, m.y_weights_
+        np.testing.assert_allclose(A.T @ Cxx @ A, np.eye(k), atol=1e-6)
+        np.testing.assert_allclose(B.T @ Cyy @ B, np.eye(k), atol=1e-6)
+        np.testing.assert_allclose(np.diag(A.T @ Cxy @ B), m.correlations_, rtol=1e-6)
+        U, V = m.transform(X, Y)
+        assert U.shape == V.shape == (150, k)
+    m = SparseCCA(k, tau=tau, solver="dense").fit(X, Y)
+    assert max_sin_angle(m.x_weights_, Aref[:, :k], Cxx) < 1e-6
+    assert max_sin_angle(m.y_weights_, Bref[:, :k], Cyy) < 1e-6
+    # the path and centring keep the caller's order too
+    (p,) = SparseCCA(k, solver="dense").fit_path(X, Y, [tau])
+    np.testing.assert_allclose(p.correlations_, m.correlations_, rtol=1e-12)
+    c = SparseCCA(k, tau=tau, solver="dense", center=True).fit(X, Y)
+    np.testing.assert_allclose(c.x_mean_, np.asarray(X.mean(axis=0)).ravel())
+    assert c.y_mean_.shape == (40,)
+    # both views too wide: refused, not whitened by a low-rank factor
+    wide = sp.hstack([X, X, X]).tocsr()
+    with pytest.raises(ValueError, match=r"Y has 40 features and 150 rows, both more than 25: "
+                                         r".*Give the view with fewer features as Y"):
+        SparseCCA(k, tau=tau, solver="randomized").fit(wide, Y)
