@@ -139,6 +139,11 @@ class CCAEngine:
         estimate meets ``tol``.  False uses rank ``max_rank`` at once and solves the model
         as it is, for callers that want the rank-plus-ridge model of C_xx itself rather
         than an approximation of the exact one (the rerankers).
+    lowrank_y : bool, default False
+        When Y has more than 10,000 features and rows (too wide for a dense whitener of
+        C_yy): True whitens by a rank-2048 randomized factor of C_yy, a model of its own that
+        no solver refines and no error estimate covers (the rerankers' randomized solver,
+        whose model is approximate anyway); False refuses such a Y.
     random_state : None, int or numpy Generator
     merge_duplicates : bool, default True
         Solve on X with identical columns merged (an exact reduction; the weights are
@@ -158,7 +163,7 @@ class CCAEngine:
 
     def __init__(self, X, Y, *, solver="auto", center=False, tol=None, max_rank=None,
                  precond_rank=None, random_state=None, merge_duplicates=True,
-                 adaptive_rank=True, verbose=0):
+                 adaptive_rank=True, lowrank_y=False, verbose=0):
         solver = check_choice(solver, "solver", SOLVERS)
         self.verbose = check_verbose(verbose)
         # the caller's Y object, so that solve(M=that Y) is recognised as plain CCA
@@ -195,6 +200,7 @@ class CCAEngine:
         self.precond_rank = (None if precond_rank is None
                              else check_positive_int(precond_rank, "precond_rank"))
         self.adaptive_rank = bool(adaptive_rank)
+        self.lowrank_y = bool(lowrank_y)
         self._xinv = {}
         self._yinv = {}
         self._warm = None
@@ -236,7 +242,10 @@ class CCAEngine:
         if tau not in self._yinv:
             d2 = self.Y.shape[1]
             t0 = time.perf_counter()
-            if min(self.Y.shape) > Y_DENSE_MAX:
+            if min(self.Y.shape) > Y_DENSE_MAX and self.lowrank_y:
+                inv = RegularizedInverse(self.yfactor, tau, "randomized",
+                                         rank=min(d2, 2048), name="Cyy")
+            elif min(self.Y.shape) > Y_DENSE_MAX:
                 # a low-rank whitener would make every solver approximate beyond what its
                 # error estimate sees (zipf 50K x 30K given as Y: 14.6% off, with estimates
                 # of 9e-4 and 5e-9): refused rather than answered wrongly
@@ -247,7 +256,8 @@ class CCAEngine:
                     f"n x n dual form) only up to {Y_DENSE_MAX:,}. Give the view with fewer "
                     f"features as Y (SparseCCA does this itself when X has fewer features "
                     f"than Y), or reduce Y's features (e.g. a higher min_count)")
-            inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy")
+            else:
+                inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy")
             self._say(f"tau={tau:g} C_yy^-1 ({inv.method}, {d2:,} x {d2:,}) in "
                       f"{time.perf_counter() - t0:.1f} s")
             self._yinv = {tau: inv}  # one tau at a time: dense factors are d2 x d2

@@ -202,9 +202,11 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         K = min(int(self.n_components), X.shape[1], Y.shape[1])
         ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
         # the rank cap is part of the model (rank-plus-ridge C_xx): no adaptive doubling
+        # a tag n-gram view too wide for a dense C_yy whitener (en-brown XPOS 1-3 grams:
+        # 65,337) gets a rank-2048 one under the randomized solver, part of its model
         engine = CCAEngine(X, Y, solver=self.solver, max_rank=int(self.max_rank),
                            random_state=self.random_state, adaptive_rank=False,
-                           center=bool(self.center))
+                           center=bool(self.center), lowrank_y=self.solver == "randomized")
         # training means of the views (zero without centring): every projection is taken
         # of the centred vector, A^T (x - mu_x) and B^T (yhat - mu_y)
         self.x_mean_ = column_mean(X) if self.center else np.zeros(X.shape[1])

@@ -349,3 +349,18 @@ def test_unfitted_and_other_tagset():
                         [f"X{i}" for i in range(len(dev.tags))])
     with pytest.raises(ValueError, match="share no tag with the tagset"):
         model.rerank(foreign)
+
+
+def test_tag_view_too_wide_for_a_dense_whitener(monkeypatch):
+    # the randomized solver whitens such a C_yy by a low-rank factor, part of its model (as
+    # before); the exact solvers refuse instead of answering approximately
+    import sparsecca.linalg._cca as cca_module
+
+    train, dev, _ = lists()
+    monkeypatch.setattr(cca_module, "Y_DENSE_MAX", 50)
+    params = dict(FIXED, solver="randomized")
+    model = GenerativeReranker(**params).fit(train, dev)  # refused without the low-rank C_yy
+    assert model.y_weights_.shape[0] > 50
+    assert 0.5 < model.score(dev) <= 1.0
+    with pytest.raises(ValueError, match=r"Y has \d+ features and \d+ rows, both more than 50"):
+        GenerativeReranker(**dict(FIXED, solver="dense")).fit(train, dev)
