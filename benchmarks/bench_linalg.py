@@ -73,8 +73,8 @@ def load(case, n_rows=None):
     from sparsecca.data import read_conllu
     from sparsecca.features import SuffixView, TagNgramView, WordView
 
-    top = re.fullmatch(r"brown(?:(\d+)k)?", case)
-    if top is None:
+    kept = re.fullmatch(r"brown(?:(\d+)k)?", case)  # thousands of input features kept
+    if kept is None:
         raise ValueError(f"unknown case {case!r}")
     corpus = read_conllu(SHARED_DATA / "en-brown" / "train.conllu.gz", tags="xpos")
     if n_rows:
@@ -82,8 +82,8 @@ def load(case, n_rows=None):
     X = sp.hstack([SuffixView(lengths=(1, 2, 3, 4)).fit_transform(corpus),
                    WordView().fit_transform(corpus)]).tocsr()
     Y = TagNgramView(orders=(1, 2)).fit_transform(corpus)
-    if top.group(1):
-        d = min(1000 * int(top.group(1)), X.shape[1])
+    if kept.group(1):
+        d = min(1000 * int(kept.group(1)), X.shape[1])
         top = np.argsort(-np.asarray(X.sum(axis=0)).ravel(), kind="stable")[:d]
         X = X[:, np.sort(top)].tocsr()
     return X, Y, 75, 0.5

@@ -87,13 +87,25 @@ def _shape2(M):
     return tuple(shape) if len(shape) == 2 else None
 
 
+def _beyond_dense_whitener(shape):
+    """Whether a (n, d2) Y is too wide and tall for a dense whitener of C_yy (neither its
+    d2 x d2 Cholesky factor nor its n x n dual form within Y_DENSE_MAX)."""
+    return min(shape) > Y_DENSE_MAX
+
+
 def _whitens_x_instead(X, Y):
-    """Whether SparseCCA should solve (Y, X): Y is too wide and tall for a dense whitener
-    of C_yy (more than Y_DENSE_MAX features and rows) and X is narrower."""
+    """Whether SparseCCA should solve (Y, X): Y is beyond a dense whitener and X is
+    narrower."""
     sx, sy = _shape2(X), _shape2(Y)
     if sx is None or sy is None:
         return False  # the engine's validation reports it
-    return min(sy) > Y_DENSE_MAX and sx[1] < sy[1]
+    return _beyond_dense_whitener(sy) and sx[1] < sy[1]
+
+
+def _swap_note():
+    """What SparseCCA says (verbose, solver_reason_) when it solved (Y, X)."""
+    return (f"views swapped (Y has more than {Y_DENSE_MAX:,} features, X fewer: the solve "
+            f"whitens X's covariance)")
 
 
 def _user_dims(engine, swapped):
@@ -242,10 +254,12 @@ class CCAEngine:
         if tau not in self._yinv:
             d2 = self.Y.shape[1]
             t0 = time.perf_counter()
-            if min(self.Y.shape) > Y_DENSE_MAX and self.lowrank_y:
+            if not _beyond_dense_whitener(self.Y.shape):
+                inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy")
+            elif self.lowrank_y:
                 inv = RegularizedInverse(self.yfactor, tau, "randomized",
                                          rank=min(d2, 2048), name="Cyy")
-            elif min(self.Y.shape) > Y_DENSE_MAX:
+            else:
                 # a low-rank whitener would make every solver approximate beyond what its
                 # error estimate sees (zipf 50K x 30K given as Y: 14.6% off, with estimates
                 # of 9e-4 and 5e-9): refused rather than answered wrongly
@@ -256,8 +270,6 @@ class CCAEngine:
                     f"n x n dual form) only up to {Y_DENSE_MAX:,}. Give the view with fewer "
                     f"features as Y (SparseCCA does this itself when X has fewer features "
                     f"than Y), or reduce Y's features (e.g. a higher min_count)")
-            else:
-                inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy")
             self._say(f"tau={tau:g} C_yy^-1 ({inv.method}, {d2:,} x {d2:,}) in "
                       f"{time.perf_counter() - t0:.1f} s")
             self._yinv = {tau: inv}  # one tau at a time: dense factors are d2 x d2
@@ -626,8 +638,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
                            max_rank=self.max_rank, random_state=self.random_state,
                            verbose=self.verbose)
         if swapped:
-            engine._say(f"views swapped: Y has more than {Y_DENSE_MAX:,} features and X "
-                        f"fewer, so the solve whitens X's covariance")
+            engine._say(_swap_note())
         return engine, swapped
 
     def fit(self, X, Y):
@@ -685,9 +696,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self.residual_norms_ = res.residual_norms
         self.error_estimate_ = res.error_estimate
         self.solver_ = engine.solver_
-        self.solver_reason_ = engine.solver_reason_ + (
-            f"; views swapped (Y has more than {Y_DENSE_MAX:,} features, X fewer: the solve "
-            f"whitens X's covariance)" if swapped else "")
+        self.solver_reason_ = engine.solver_reason_ + (f"; {_swap_note()}" if swapped else "")
         self.rank_ = int(res.rank)
         self.n_iter_ = int(res.n_iter)
         self.tau_ = tau
