@@ -361,6 +361,8 @@ class RegularizedInverse(LinearOperator):
         super().__init__(dtype=np.float64, shape=(d, d))
         self.n_iter_ = 0
         self.rank_ = 0
+        self._exact = None  # a 'dense' inverse preconditioning a low-rank one (use_exact)
+        self._single_factor = None  # float32 copy of a 'dense' factor (solve_as)
         if method == "dense":
             if dense_space == "auto":
                 dense_space = "dual" if (f.has_rows and f.n_samples < d) else "primal"
@@ -397,7 +399,7 @@ class RegularizedInverse(LinearOperator):
                 self._check_tau0_iterative()
             V, lam = f.lowrank(r)
             self._setup_lowrank(V, lam)
-            self._precond = _LowRankInverse(self)
+            self._precond = _Preconditioner(self)
 
     # -- setup ---------------------------------------------------------------------------
     def _check_tau0_iterative(self):
@@ -524,6 +526,61 @@ class RegularizedInverse(LinearOperator):
         if self._Wp is None:
             return (self._g2 / (1.0 + self._g2))[:, None] * Q
         return la.cho_solve((self._core_chol, True), Q, check_finite=False)
+
+    def use_exact(self, exact):
+        """Precondition with ``exact``, a 'dense' RegularizedInverse of the same C, instead
+        of the low-rank-plus-diagonal model ('randomized' / 'iterative').
+
+        The model's products are unchanged (a 'randomized' inverse stays the model): only
+        :meth:`precondition` -- LOBPCG's preconditioner, block CG's, and the norm in which
+        residuals are measured -- becomes exact.  Worth it when the dense factor is cheap
+        beside the rest of the solve (see ``CCAEngine``).
+        """
+        if self.method == "dense":
+            raise ValueError("use_exact is for a 'randomized' or 'iterative' inverse")
+        if (exact.method != "dense" or exact.shape != self.shape or exact.tau != self.tau
+                or exact.factor is not self.factor):
+            raise ValueError("use_exact needs a 'dense' RegularizedInverse of the same "
+                             "GramFactor and tau")
+        self._exact = exact
+
+    @property
+    def exact_preconditioner(self) -> bool:
+        """Whether :meth:`precondition` applies the exact C^-1 (see :meth:`use_exact`)."""
+        return self._exact is not None
+
+    def precondition(self, B):
+        """T B for the preconditioner T ~ C^-1: the exact inverse given to
+        :meth:`use_exact` (in B's precision: float32 blocks get a float32 factor), else the
+        low-rank-plus-diagonal model.  (d, b), float64 unless B is float32 and T exact."""
+        if self._exact is not None:
+            return self._exact.solve_as(B, np.float32 if B.dtype == np.float32
+                                        else np.float64)
+        return self._lowrank_inverse(B)
+
+    def solve_as(self, B, dtype):
+        """C^-1 B by a 'dense' inverse in ``dtype`` (float32: a float32 copy of the
+        Cholesky factor, formed once, and half the flops' time; rounding ~ cond(L) * 6e-8,
+        enough for a preconditioner)."""
+        if self.method != "dense":
+            raise ValueError(f"solve_as needs method='dense', got {self.method!r}")
+        dtype = np.dtype(dtype)
+        if dtype == np.float64:
+            return self._matmat(B)
+        primal = self.dense_space == "primal"
+        if self._single_factor is None:
+            self._single_factor = (self._chol if primal else self._dual_chol).astype(dtype)
+        L = self._single_factor
+        B = np.asarray(B, dtype=dtype)
+        with _dense_threads(L.shape[0]):
+            if primal:
+                return la.cho_solve((L, True), B, check_finite=False)
+            src = self.factor._src
+            T = la.cho_solve((L, True), np.asarray(src.matmat(B), dtype=dtype),
+                             check_finite=False)
+        tau = self.tau
+        return ((B - (1.0 - tau) * np.asarray(src.rmatmat(T), dtype=dtype)) / tau).astype(
+            dtype, copy=False)
 
     def _lowrank_inverse(self, B):
         """Woodbury inverse of the low-rank-plus-diagonal model."""
@@ -656,15 +713,16 @@ class RegularizedInverse(LinearOperator):
         return _Whitener(self)
 
 
-class _LowRankInverse(LinearOperator):
-    """The low-rank-plus-diagonal approximate inverse of a RegularizedInverse (preconditioner)."""
+class _Preconditioner(LinearOperator):
+    """``inv.precondition`` as an operator, float64: block CG's M (the low-rank-plus-diagonal
+    model, or the exact inverse given to ``use_exact``)."""
 
     def __init__(self, inv):
         self.inv = inv
         super().__init__(dtype=np.float64, shape=inv.shape)
 
     def _matmat(self, B):
-        return self.inv._lowrank_inverse(np.asarray(B, dtype=np.float64))
+        return self.inv.precondition(np.asarray(B, dtype=np.float64))
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)

@@ -470,3 +470,31 @@ def test_wide_output_view_is_swapped_not_approximated(monkeypatch):
     with pytest.raises(ValueError, match=r"Y has 40 features and 150 rows, both more than 25: "
                                          r".*Give the view with fewer features as Y"):
         SparseCCA(k, tau=tau, solver="randomized").fit(wide, Y)
+
+
+@pytest.mark.parametrize("n,d1,d2,cap,fits", [
+    (400, 80, 100, 8192, True),  # d1 <= d2: a d1 x d1 factor beside C_yy's d2 x d2 one
+    (400, 120, 100, 8192, False),  # d1 > d2: larger than the factor the solve pays already
+    (60, 200, 100, 8192, True),  # the dual n x n form of C_xx
+    (400, 80, 100, 50, False)])  # beyond EXACT_PRECOND_MAX
+def test_exact_preconditioner_rule(n, d1, d2, cap, fits, monkeypatch, capsys):
+    import sparsecca.linalg._cca as cca_module
+
+    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", cap)
+    X, Y = count_problem(n, d1, d2, seed=12)
+    engine = CCAEngine(X, Y, solver="iterative", random_state=0, verbose=1)
+    assert engine.exact_preconditioner_fits() is fits
+    k = 3
+    res = engine.solve(Y, 0.5, k)
+    assert res.strategy == "lobpcg"
+    said = "C_xx^-1 preconditioner (dense" in capsys.readouterr().out
+    assert said is fits
+    ref = CCAEngine(X, Y, solver="dense").solve(Y, 0.5, k)
+    np.testing.assert_allclose(res.correlations, ref.correlations, rtol=1e-7)
+
+
+def test_duplicate_columns_count_once_in_the_exact_preconditioner_rule():
+    X, Y = count_problem(400, 30, 40, seed=13)
+    Xd = sp.hstack([X, X[:, :20]]).tocsr()  # 50 columns, 30 after merging duplicates
+    engine = CCAEngine(Xd, Y, solver="iterative", random_state=0)
+    assert engine.n_merged_features_ == 30 and engine.exact_preconditioner_fits()

@@ -140,6 +140,56 @@ def test_iterative_inverse_reaches_tolerance(center):
         inv.inv_sqrt()
 
 
+@pytest.mark.parametrize("method", ["randomized", "iterative"])
+@pytest.mark.parametrize("space,n", [("primal", 300), ("dual", 60)])
+@pytest.mark.parametrize("center", [False, True])
+def test_exact_preconditioner_is_the_dense_inverse(method, space, n, center):
+    X, Y = count_problem(n, 120, 5, seed=9)
+    tau = 0.2
+    f = GramFactor(X, center=center, random_state=0)
+    inv = RegularizedInverse(f, tau, method, rank=8, tail="diagonal")
+    Cxx, _, _ = covariances(X, Y, tau, center=center)
+    B = np.random.default_rng(2).standard_normal((120, 4))
+    exact = np.linalg.solve(Cxx, B)
+    # the rank-8 model alone is far from C^-1 (what the exact factor replaces)
+    model = inv.precondition(B)
+    assert np.abs(model - exact).max() > 1e-2 * np.abs(exact).max()
+    assert not inv.exact_preconditioner
+    dense = RegularizedInverse(f, tau, "dense")
+    assert dense.dense_space == space
+    inv.use_exact(dense)
+    assert inv.exact_preconditioner
+    np.testing.assert_allclose(inv.precondition(B), exact, rtol=1e-9, atol=1e-11)
+    # float32 blocks get a float32 factor: the result's precision, scaled by cond(C)
+    P32 = inv.precondition(B.astype(np.float32))
+    assert P32.dtype == np.float32
+    cond = np.linalg.cond(Cxx)
+    assert np.abs(P32 - exact).max() <= 50 * cond * np.finfo(np.float32).eps * np.abs(
+        exact).max()
+    if method == "iterative":
+        # block CG preconditioned by C^-1 itself: done in one iteration
+        np.testing.assert_allclose(inv @ B, exact, rtol=1e-8, atol=1e-10)
+        assert inv.n_iter_ <= 1
+    else:  # the randomized inverse stays the model: only its preconditioner changed
+        np.testing.assert_array_equal(inv @ B, model)
+
+
+def test_use_exact_refuses_a_mismatched_inverse():
+    X, _ = count_problem(200, 30, 4, seed=10)
+    f = GramFactor(X, random_state=0)
+    inv = RegularizedInverse(f, 0.3, "randomized", rank=5)
+    dense = RegularizedInverse(f, 0.3, "dense")
+    with pytest.raises(ValueError, match="use_exact is for a 'randomized' or 'iterative'"):
+        dense.use_exact(dense)
+    for other in (RegularizedInverse(f, 0.4, "dense"), RegularizedInverse(X, 0.3, "dense"),
+                  RegularizedInverse(f, 0.3, "randomized", rank=5)):
+        with pytest.raises(ValueError, match="a 'dense' RegularizedInverse of the same "
+                                             "GramFactor and tau"):
+            inv.use_exact(other)
+    with pytest.raises(ValueError, match="solve_as needs method='dense', got 'randomized'"):
+        inv.solve_as(np.ones((30, 1)), np.float32)
+
+
 def test_factor_is_shared_across_tau():
     X, _ = count_problem(150, 50, 4, seed=6)
     f = GramFactor(X, random_state=0)
