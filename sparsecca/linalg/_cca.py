@@ -63,11 +63,13 @@ PRECOND_RANK_LOBPCG = 32
 #: smallest rank of the randomized factor when it preconditions LOBPCG (max(this, 2 k))
 RANDOMIZED_REFINE_RANK = 128
 
-#: the randomized and iterative solvers precondition LOBPCG by the exact (dense Cholesky)
-#: inverse of C_xx instead of the low-rank-plus-diagonal model while its factor, of size
-#: min(n, d1), is at most this and no larger than d2 (the solve already pays a dense factor
-#: of C_yy of that size)
+#: the fast solvers precondition LOBPCG by the exact (dense Cholesky) inverse of C_xx
+#: instead of the low-rank-plus-diagonal model while its factor, of size min(n, d1), is at
+#: most this; the randomized solver only while it is also no larger than C_yy's factor or
+#: EXACT_PRECOND_SMALL (see CCAEngine.exact_preconditioner_fits)
 EXACT_PRECOND_MAX = 8192
+#: a dense factor of this size costs ~3e9 flops (~0.05 s): negligible beside any solve
+EXACT_PRECOND_SMALL = 2048
 
 #: default relative accuracy targets of the correlations
 DEFAULT_TOL = {"randomized": 1e-3, "iterative": 1e-7}
@@ -320,20 +322,29 @@ class CCAEngine:
         return self._xinv[key]
 
     def exact_preconditioner_fits(self):
-        """Whether LOBPCG and block CG are preconditioned by the dense inverse of C_xx
-        rather than by the low-rank-plus-diagonal model: while its factor, of size
-        min(n, d1), is at most EXACT_PRECOND_MAX and no larger than the dense factor of C_yy
-        that every solve pays already.
+        """Whether LOBPCG (and block CG) is preconditioned by the dense inverse of C_xx
+        rather than by the low-rank-plus-diagonal model.
 
-        The model's norm understates ||r||_{C^-1} (by 1.4-5x per column on en-brown 1K), so
-        LOBPCG's error estimate was optimistic and the solvers stopped short of ``tol``
-        there; with the exact factor the estimate is an upper bound of the measured error
-        and LOBPCG needs 3-10 steps instead of 11-130 (``exact_preconditioner`` in
-        ``benchmarks/bench_linalg.py``).
+        The model's norm understates ||r||_{C^-1} on text views, where nested suffix
+        features are nearly collinear (the squared ratio 5-38 over the columns of the final
+        residual, en-wsj with its 2,000 most frequent suffix features, tau = 0.1), so
+        LOBPCG's error estimate was optimistic and both solvers stopped short of ``tol``:
+        randomized 9.0e-3 from the dense solver with an estimate of 9.4e-4, iterative
+        4.6e-7 with 9.8e-8.  With the exact factor the residuals are measured in the exact
+        norm and LOBPCG takes 5 and 9 steps instead of 23 and 162.  The factor, of size
+        s = min(n, d1), costs s^3 / 3 flops, so it is used while s <= EXACT_PRECOND_MAX
+        (8192; the dense solver's own factor, which 'auto' would pick there anyway), and
+        by the randomized solver, whose promise is speed, only while s is also no larger
+        than the factor of C_yy that every solve pays or below EXACT_PRECOND_SMALL (2048):
+        on zipf 20K x 5K (d2 = 300), whose independent count features the model
+        preconditions well, the factor would turn a 0.40 s fit into 1.08 s.
         """
         n = self.X.shape[0] - int(self.center)
         size = min(n, self.n_merged_features_)
-        return size <= min(EXACT_PRECOND_MAX, n, self.Y.shape[1])
+        if self.solver_ == "iterative":
+            return size <= EXACT_PRECOND_MAX
+        paid = min(n, self.Y.shape[1])  # the size of C_yy's dense factor
+        return size <= min(EXACT_PRECOND_MAX, max(paid, EXACT_PRECOND_SMALL))
 
     def _precondition_exactly(self, xinv, tau):
         """Give ``xinv`` the dense inverse of C_xx at ``tau`` as its preconditioner when
@@ -588,10 +599,11 @@ class SparseCCA(PersistMixin, ParamsMixin):
         the factor's rank grows); 'iterative': LOBPCG on the pencil (Cxy Cyy^-1 Cyx, Cxx)
         preconditioned by a small factor (block CG solves when the block would not be
         thin), exact to ``tol``; 'auto': dense while min(n, d1) <= 8000, else iterative
-        (see ``solver_``).  While min(n, d1) <= min(8192, d2) both fast solvers
-        precondition by the dense Cholesky factor of Cxx instead (no larger than the
-        factor of Cyy every solve pays): LOBPCG then needs a few steps, and its error
-        estimate is measured in the exact norm (see Notes).
+        (see ``solver_``).  While min(n, d1) <= 8192 the iterative solver preconditions by
+        the dense Cholesky factor of Cxx, and so does the randomized one while that is
+        also at most max(d2, 2048): LOBPCG then needs a few steps, and its error estimate
+        is measured in the exact norm (see Notes and
+        ``CCAEngine.exact_preconditioner_fits``).
     center : bool, default False
         Centre both views implicitly (never densifies sparse input).
     tol : float, optional
@@ -647,10 +659,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
     'iterative' is the same method at a tight ``tol`` (1e-7) with a smaller factor.  The
     error estimate is LOBPCG's squared residual over the spectral gap, with the residual
     measured in the preconditioner's norm; the low-rank model's norm understates the exact
-    one on text views (en-wsj, 500 suffix features, tau = 0.1: an estimate of 6.4e-4 for an
-    error of 9.0e-3), which is why a preconditioning Cholesky factor of Cxx is used
-    whenever it is no larger than that of Cyy (the same case: 1.2e-4 within an estimate of
-    3.2e-4).  Beyond that size the estimate can still be optimistic.  Every
+    one on text views (en-wsj, its 2,000 most frequent suffix features, tau = 0.1: an
+    estimate of 9.4e-4 for an error of 9.0e-3), which is why a preconditioning Cholesky
+    factor of Cxx is used where it is affordable (the same case: 6.6e-5 within an
+    estimate of 2.1e-4).  Beyond those sizes the estimate can still be optimistic.  Every
     solver ends with a Rayleigh-Ritz step in the exact metrics, so the B-orthonormality holds
     to rounding and ``correlations_`` are achieved values (lower bounds of the exact ones),
     with ``residual_norms_`` as a-posteriori error bounds.

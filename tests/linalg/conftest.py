@@ -97,3 +97,15 @@ def zipf_dir(shared_data):
     if not d.is_dir():
         pytest.skip(f"{d} not found")
     return d
+
+
+@pytest.fixture(params=["exact", "lowrank"])
+def preconditioner(request, monkeypatch):
+    """Both preconditioners of the fast solvers' LOBPCG: the dense factor of C_xx, which
+    CCAEngine's rule gives every small test problem, and the low-rank-plus-diagonal model
+    (the rule switched off), which large problems get."""
+    if request.param == "lowrank":
+        import sparsecca.linalg._cca as cca_module
+
+        monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 0)
+    return request.param

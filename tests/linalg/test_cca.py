@@ -48,7 +48,7 @@ def test_dense_solver_equals_block_eigh(kind, seed, tau, center, dims):
 @pytest.mark.parametrize("solver", ["dense", "randomized", "iterative"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_b_orthonormality_every_solver(solver, dtype, fmt):
+def test_b_orthonormality_every_solver(solver, dtype, fmt, preconditioner):
     X, Y = count_problem(400, 90, 25, seed=3, dtype=dtype)
     if fmt == "dense":
         X, Y = X.toarray(), Y.toarray()
@@ -69,7 +69,7 @@ def test_b_orthonormality_every_solver(solver, dtype, fmt):
 
 
 @pytest.mark.parametrize("tau", [0.1, 0.5, 0.95])
-def test_iterative_matches_dense(tau):
+def test_iterative_matches_dense(tau, preconditioner):
     X, Y = count_problem(3000, 600, 60, seed=4)
     d = SparseCCA(15, tau=tau, solver="dense").fit(X, Y)
     it = SparseCCA(15, tau=tau, solver="iterative", random_state=0).fit(X, Y)
@@ -106,10 +106,11 @@ def test_randomized_model_stops_at_max_rank_with_a_warning_and_lower_bounds():
 
 
 @pytest.mark.parametrize("tau", [0.1, 0.5, 0.95])
-def test_randomized_refines_an_inaccurate_model_to_tol(tau):
-    """Count data whose rank-32 model is far off: LOBPCG on the exact pencil, preconditioned
-    by the model, brings the correlations within tol of the dense solver, without a warning
-    and without growing the rank."""
+def test_randomized_refines_an_inaccurate_model_to_tol(tau, preconditioner):
+    """Count data whose rank-32 model is far off: LOBPCG on the exact pencil, started from
+    the model and preconditioned by it (or by the dense factor of C_xx, which the engine's
+    rule picks for this size), brings the correlations within tol of the dense solver,
+    without a warning and without growing the rank."""
     X, Y = count_problem(2000, 500, 40, seed=6)
     d = SparseCCA(5, tau=tau, solver="dense").fit(X, Y)
     engine = CCAEngine(X, Y, solver="randomized", max_rank=32, random_state=0)
@@ -345,7 +346,7 @@ def test_reproduces_the_zipf_known_figure(zipf_dir):
 
 @pytest.mark.parametrize("solver", ["dense", "iterative"])
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_duplicate_columns_are_merged_exactly(solver, fmt):
+def test_duplicate_columns_are_merged_exactly(solver, fmt, preconditioner):
     X, Y = count_problem(300, 30, 10, seed=15)
     # triplicate column 3, duplicate columns 7 and 20 (as a word seen once and its suffixes)
     X = sp.hstack([X, X[:, [3, 3, 7, 20]]]).tocsr()
@@ -472,17 +473,21 @@ def test_wide_output_view_is_swapped_not_approximated(monkeypatch):
         SparseCCA(k, tau=tau, solver="randomized").fit(wide, Y)
 
 
-@pytest.mark.parametrize("n,d1,d2,cap,fits", [
-    (400, 80, 100, 8192, True),  # d1 <= d2: a d1 x d1 factor beside C_yy's d2 x d2 one
-    (400, 120, 100, 8192, False),  # d1 > d2: larger than the factor the solve pays already
-    (60, 200, 100, 8192, True),  # the dual n x n form of C_xx
-    (400, 80, 100, 50, False)])  # beyond EXACT_PRECOND_MAX
-def test_exact_preconditioner_rule(n, d1, d2, cap, fits, monkeypatch, capsys):
+@pytest.mark.parametrize("solver,n,d1,d2,small,fits", [
+    ("randomized", 400, 80, 100, 0, True),  # d1 <= d2: no larger than C_yy's factor
+    ("randomized", 400, 120, 100, 0, False),  # d1 > d2: larger than the factor paid already
+    ("randomized", 400, 120, 100, 120, True),  # ... but small (EXACT_PRECOND_SMALL)
+    ("randomized", 60, 200, 100, 0, True),  # the dual n x n form of C_xx
+    ("iterative", 400, 120, 100, 0, True),  # the iterative solver: up to EXACT_PRECOND_MAX
+    ("iterative", 400, 120, 100, -1, False)])  # (-1: EXACT_PRECOND_MAX set to 100)
+def test_exact_preconditioner_rule(solver, n, d1, d2, small, fits, monkeypatch, capsys):
     import sparsecca.linalg._cca as cca_module
 
-    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", cap)
+    monkeypatch.setattr(cca_module, "EXACT_PRECOND_SMALL", max(small, 0))
+    if small < 0:
+        monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 100)
     X, Y = count_problem(n, d1, d2, seed=12)
-    engine = CCAEngine(X, Y, solver="iterative", random_state=0, verbose=1)
+    engine = CCAEngine(X, Y, solver=solver, random_state=0, verbose=1, max_rank=40)
     assert engine.exact_preconditioner_fits() is fits
     k = 3
     res = engine.solve(Y, 0.5, k)
@@ -490,7 +495,8 @@ def test_exact_preconditioner_rule(n, d1, d2, cap, fits, monkeypatch, capsys):
     said = "C_xx^-1 preconditioner (dense" in capsys.readouterr().out
     assert said is fits
     ref = CCAEngine(X, Y, solver="dense").solve(Y, 0.5, k)
-    np.testing.assert_allclose(res.correlations, ref.correlations, rtol=1e-7)
+    rtol = 1e-7 if solver == "iterative" else 1e-3
+    np.testing.assert_allclose(res.correlations, ref.correlations, rtol=rtol)
 
 
 def test_duplicate_columns_count_once_in_the_exact_preconditioner_rule():

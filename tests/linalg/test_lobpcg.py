@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import sparsecca.linalg._cca as cca_module
 import sparsecca.linalg._gram as gram_mod
 import sparsecca.linalg._reduced as reduced_mod
 import sparsecca.linalg._split as split_mod
@@ -21,6 +22,10 @@ from sparsecca.linalg._split import run_pair, tall_matmul, tall_tmatmul
 from .conftest import count_problem, covariances, eigh_reference, max_sin_angle
 
 EPS = np.finfo(np.float64).eps
+
+
+# every test runs with both preconditioners (see conftest.preconditioner)
+pytestmark = pytest.mark.usefixtures("preconditioner")
 
 
 def _engine_pair(X, Y, center=False, **kw):
@@ -165,6 +170,8 @@ def test_rank_deficient_cross_covariance():
 
 def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
     X, Y = count_problem(900, 240, 40, seed=15)
+    # preconditioned by the low-rank model (with the exact factor two steps converge)
+    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 0)
     dense, it = _engine_pair(X, Y, tol=1e-12)
     monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", 2)
     with pytest.warns(RuntimeWarning, match=r"LOBPCG did not reach relative residual .* in 2 "
