@@ -31,9 +31,8 @@ Cases (k, tau as in the issue):
 Solvers: ``dense``, ``randomized``, ``iterative``, and ``randomized-lowrank`` /
 ``iterative-lowrank``: the same solvers with LOBPCG always preconditioned by the
 low-rank-plus-diagonal model of C_xx^-1, where the library uses the dense factor of C_xx
-(``CCAEngine.exact_preconditioner_fits``: min(n, d1) <= 8192 for the iterative solver, and
-also <= max(d2, 2048) for the randomized one; the brown1k-8k cases), so that the two
-preconditioners run side by side.
+(``CCAEngine.exact_preconditioner_fits``: min(n, d1) <= min(8192, max(d2, 2048)); the
+brown1k-8k cases), so that the two preconditioners run side by side.
 
 ``--center`` fits every case centred (``SparseCCA(center=True)``, the dense reference too;
 the issue's targets are for the uncentred fits).

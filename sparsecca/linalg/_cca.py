@@ -65,8 +65,8 @@ RANDOMIZED_REFINE_RANK = 128
 
 #: the fast solvers precondition LOBPCG by the exact (dense Cholesky) inverse of C_xx
 #: instead of the low-rank-plus-diagonal model while its factor, of size min(n, d1), is at
-#: most this; the randomized solver only while it is also no larger than C_yy's factor or
-#: EXACT_PRECOND_SMALL (see CCAEngine.exact_preconditioner_fits)
+#: most this and no larger than C_yy's factor or EXACT_PRECOND_SMALL (see
+#: CCAEngine.exact_preconditioner_fits)
 EXACT_PRECOND_MAX = 8192
 #: a dense factor of this size costs ~3e9 flops (~0.05 s): negligible beside any solve
 EXACT_PRECOND_SMALL = 2048
@@ -332,17 +332,18 @@ class CCAEngine:
         randomized 9.0e-3 from the dense solver with an estimate of 9.4e-4, iterative
         4.6e-7 with 9.8e-8.  With the exact factor the residuals are measured in the exact
         norm and LOBPCG takes 5 and 9 steps instead of 23 and 162.  The factor, of size
-        s = min(n, d1), costs s^3 / 3 flops, so it is used while s <= EXACT_PRECOND_MAX
-        (8192; the dense solver's own factor, which 'auto' would pick there anyway), and
-        by the randomized solver, whose promise is speed, only while s is also no larger
-        than the factor of C_yy that every solve pays or below EXACT_PRECOND_SMALL (2048):
-        on zipf 20K x 5K (d2 = 300), whose independent count features the model
-        preconditions well, the factor would turn a 0.40 s fit into 1.08 s.
+        s = min(n, d1), costs s^3 / 3 flops and is formed per tau, so it is used while s
+        is no larger than the factor of C_yy that every solve pays, or below
+        EXACT_PRECOND_SMALL (2048, ~0.05 s), and at most EXACT_PRECOND_MAX (8192).
+        Beyond that it would cost more than the steps it saves: on zipf 20K x 5K (d2 = 300),
+        whose independent count features the model preconditions well, it turned the
+        randomized fit's 0.40 s into 1.08 s and a 5-value tau grid's 0.59 s into 4.48 s;
+        on all of en-wsj (s = 7,936, d2 = 1,176) the iterative solver took 11.9 / 7.8 /
+        6.6 s with it at tau = 0.1 / 0.5 / 0.95, against 18.6 / 5.8 / 1.8 s without (at
+        989b171).
         """
         n = self.X.shape[0] - int(self.center)
         size = min(n, self.n_merged_features_)
-        if self.solver_ == "iterative":
-            return size <= EXACT_PRECOND_MAX
         paid = min(n, self.Y.shape[1])  # the size of C_yy's dense factor
         return size <= min(EXACT_PRECOND_MAX, max(paid, EXACT_PRECOND_SMALL))
 
@@ -352,6 +353,10 @@ class CCAEngine:
         if not self.exact_preconditioner_fits() or xinv.exact_preconditioner:
             return xinv
         if tau not in self._xexact:
+            # one dense factor at a time: the cached inverses of other taus let theirs go
+            for other in self._xinv.values():
+                other.use_exact(None)
+            self._xexact = {}
             t0 = time.perf_counter()
             inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx")
             self._xexact = {tau: inv}
@@ -599,10 +604,9 @@ class SparseCCA(PersistMixin, ParamsMixin):
         the factor's rank grows); 'iterative': LOBPCG on the pencil (Cxy Cyy^-1 Cyx, Cxx)
         preconditioned by a small factor (block CG solves when the block would not be
         thin), exact to ``tol``; 'auto': dense while min(n, d1) <= 8000, else iterative
-        (see ``solver_``).  While min(n, d1) <= 8192 the iterative solver preconditions by
-        the dense Cholesky factor of Cxx, and so does the randomized one while that is
-        also at most max(d2, 2048): LOBPCG then needs a few steps, and its error estimate
-        is measured in the exact norm (see Notes and
+        (see ``solver_``).  While min(n, d1) <= min(8192, max(d2, 2048)) both fast solvers
+        precondition by the dense Cholesky factor of Cxx: LOBPCG then needs a few steps,
+        and its error estimate is measured in the exact norm (see Notes and
         ``CCAEngine.exact_preconditioner_fits``).
     center : bool, default False
         Centre both views implicitly (never densifies sparse input).

@@ -529,7 +529,7 @@ class RegularizedInverse(LinearOperator):
 
     def use_exact(self, exact):
         """Precondition with ``exact``, a 'dense' RegularizedInverse of the same C, instead
-        of the low-rank-plus-diagonal model ('randomized' / 'iterative').
+        of the low-rank-plus-diagonal model ('randomized' / 'iterative'); None goes back.
 
         The model's products are unchanged (a 'randomized' inverse stays the model): only
         :meth:`precondition` -- LOBPCG's preconditioner, block CG's, and the norm in which
@@ -538,6 +538,9 @@ class RegularizedInverse(LinearOperator):
         """
         if self.method == "dense":
             raise ValueError("use_exact is for a 'randomized' or 'iterative' inverse")
+        if exact is None:  # back to the model (lets the dense factor go)
+            self._exact = None
+            return
         if (exact.method != "dense" or exact.shape != self.shape or exact.tau != self.tau
                 or exact.factor is not self.factor):
             raise ValueError("use_exact needs a 'dense' RegularizedInverse of the same "

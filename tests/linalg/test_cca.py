@@ -478,14 +478,15 @@ def test_wide_output_view_is_swapped_not_approximated(monkeypatch):
     ("randomized", 400, 120, 100, 0, False),  # d1 > d2: larger than the factor paid already
     ("randomized", 400, 120, 100, 120, True),  # ... but small (EXACT_PRECOND_SMALL)
     ("randomized", 60, 200, 100, 0, True),  # the dual n x n form of C_xx
-    ("iterative", 400, 120, 100, 0, True),  # the iterative solver: up to EXACT_PRECOND_MAX
-    ("iterative", 400, 120, 100, -1, False)])  # (-1: EXACT_PRECOND_MAX set to 100)
+    ("iterative", 400, 80, 100, 0, True),  # the same rule for the iterative solver
+    ("iterative", 400, 120, 100, 0, False),
+    ("iterative", 400, 80, 100, -1, False)])  # beyond EXACT_PRECOND_MAX (-1: set to 50)
 def test_exact_preconditioner_rule(solver, n, d1, d2, small, fits, monkeypatch, capsys):
     import sparsecca.linalg._cca as cca_module
 
     monkeypatch.setattr(cca_module, "EXACT_PRECOND_SMALL", max(small, 0))
     if small < 0:
-        monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 100)
+        monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 50)
     X, Y = count_problem(n, d1, d2, seed=12)
     engine = CCAEngine(X, Y, solver=solver, random_state=0, verbose=1, max_rank=40)
     assert engine.exact_preconditioner_fits() is fits
@@ -504,3 +505,19 @@ def test_duplicate_columns_count_once_in_the_exact_preconditioner_rule():
     Xd = sp.hstack([X, X[:, :20]]).tocsr()  # 50 columns, 30 after merging duplicates
     engine = CCAEngine(Xd, Y, solver="iterative", random_state=0)
     assert engine.n_merged_features_ == 30 and engine.exact_preconditioner_fits()
+
+
+def test_one_dense_preconditioner_at_a_time_across_tau():
+    X, Y = count_problem(600, 60, 80, seed=14)
+    engine = CCAEngine(X, Y, solver="iterative", random_state=0)
+    assert engine.exact_preconditioner_fits()
+    for tau in (0.2, 0.6):
+        engine.solve(Y, tau, 3)
+    cached = list(engine._xinv.values())
+    assert len(cached) == 2  # the low-rank factors of both taus stay
+    # but only the last tau's keeps a dense factor (d1 x d1 each)
+    assert [inv.exact_preconditioner for inv in cached] == [False, True]
+    again = engine.solve(Y, 0.2, 3)
+    ref = CCAEngine(X, Y, solver="dense").solve(Y, 0.2, 3)
+    np.testing.assert_allclose(again.correlations, ref.correlations, rtol=1e-7)
+    assert [inv.exact_preconditioner for inv in engine._xinv.values()] == [True, False]
