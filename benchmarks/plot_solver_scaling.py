@@ -12,12 +12,16 @@ the dense fit of the same problem or, where the dense solver did not run, from t
 iterative solver's (exact to 1e-7).
 
 Prints a markdown table, writes the rows as JSON (``--json``) and a two-panel log-log figure
-(``--out``; needs matplotlib).
+(``--out``; needs matplotlib).  A dashed line marks the largest d1 at which the fast solvers
+precondition LOBPCG by the dense factor of C_xx (``CCAEngine.exact_preconditioner_fits``;
+beyond it, by the low-rank-plus-diagonal model).  ``--replot FILE`` redraws the figure and
+the table from a ``--json`` file without fitting.
 
 Usage::
 
     python benchmarks/plot_solver_scaling.py [--sizes 1 2 4 8 16 all] [--dense-max 8]
         [--solvers dense iterative randomized] [--out docs/solver_scaling.png] [--json FILE]
+    python benchmarks/plot_solver_scaling.py --replot FILE --out docs/solver_scaling.png
 """
 
 from __future__ import annotations
@@ -93,6 +97,16 @@ def table(rows):
     return "\n".join(lines)
 
 
+def exact_preconditioner_edge(n, d2):
+    """The largest min(n, d1) preconditioned by the dense factor of C_xx
+    (``CCAEngine.exact_preconditioner_fits``).  The rule counts d1 after merging duplicate
+    columns and the figure's axis before (en-brown's 8,000 most frequent features are 7,273
+    columns after merging), so the true edge on that axis lies at or right of this."""
+    from sparsecca.linalg import _cca
+
+    return min(_cca.EXACT_PRECOND_MAX, max(min(n, d2), _cca.EXACT_PRECOND_SMALL))
+
+
 def plot(rows, out):
     import matplotlib
 
@@ -118,8 +132,12 @@ def plot(rows, out):
         ax.grid(True, which="both", alpha=0.3)
     ax_t.set_yscale("log")
     ax_m.set_ylim(bottom=0)
-    ax_t.legend()
     r0 = ok[0]
+    edge = exact_preconditioner_edge(r0["n"], r0["d2"])
+    for ax in (ax_t, ax_m):
+        ax.axvline(edge, color="grey", linestyle="--", linewidth=1,
+                   label=f"d1 = {edge:,}: dense C_xx preconditioner up to here")
+    ax_t.legend(fontsize=8)
     fig.suptitle(f"SparseCCA on en-brown train: n = {r0['n']:,}, d2 = {r0['d2']:,}, "
                  f"k = {r0['k']}, tau = {r0['tau']:g} (2-core machine)", fontsize=10)
     fig.tight_layout()
@@ -139,7 +157,16 @@ def main():
     ap.add_argument("--json", type=Path, default=None, help="the rows as JSON")
     ap.add_argument("--n-rows", type=int, default=None,
                     help="the first N sentences only (a smoke test, not the figure)")
+    ap.add_argument("--replot", type=Path, default=None,
+                    help="redraw the table and figure from this --json file, fitting nothing")
     args = ap.parse_args()
+    if args.replot is not None:
+        rows = json.loads(args.replot.read_text())
+        print(table(rows))
+        if args.out:
+            plot(rows, args.out)
+            print(f"\nfigure: {args.out}")
+        return
     for s in args.sizes:
         if s != "all" and not (s.isdigit() and int(s) > 0):
             ap.error(f"--sizes takes positive integers (thousands) or 'all', got {s!r}")

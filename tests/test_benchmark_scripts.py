@@ -1,5 +1,5 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
-bench_linalg.py, plot_solver_scaling.py.
+bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -105,8 +105,28 @@ def test_plot_solver_scaling_small(shared_data, tmp_path):
     assert (dense["solver"], rand["solver"]) == ("dense", "randomized")
     assert dense["d1"] == rand["d1"] == 1000 and dense["n"] == 800
     assert rand["reference"] == "dense" and rand["max_reldiff"] < 1e-3  # the solver's tol
+    # the same table again from the JSON, fitting nothing
+    again = _run("plot_solver_scaling.py", "--replot", js)
+    assert again.strip() == text[text.index("| d1 | solver"):].split("\n\n")[0].strip()
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         return
     assert out.stat().st_size > 0
+    redrawn = tmp_path / "redrawn.png"
+    _run("plot_solver_scaling.py", "--replot", js, "--out", redrawn)
+    assert redrawn.stat().st_size > 0
+
+
+def test_wsj_solver_accuracy_with_both_preconditioners(shared_data):
+    # all of en-wsj with X's 300 most frequent columns: the dense factor of C_xx
+    # preconditions by the engine's rule, and the '-lowrank' variant switches it off
+    text = _run("wsj_solver_accuracy.py", "--features", 300, "--solvers", "randomized",
+                "randomized-lowrank")
+    assert "X 7,936 x 300" in text
+    rows = [line for line in text.splitlines() if line.startswith("randomized")]
+    assert len(rows) == 6
+    assert all("preconditioner dense" in r for r in rows[:3])
+    assert all("preconditioner low-rank" in r for r in rows[3:])
+    # the exact preconditioner's runs meet the solver's own tol and the estimate covers them
+    assert all("own tol 0.001: met" in r and " covers it" in r for r in rows[:3])
