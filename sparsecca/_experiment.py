@@ -53,8 +53,22 @@ def load_splits(data_dir, tags: str = "upos") -> dict:
         raise ValueError(f"tags must be 'upos' or 'xpos', got {tags!r}")
     paths = {s: _find_split(d, s) for s in _SPLITS}
     out = {s: read_conllu(paths[s], tags=tags) for s in _SPLITS}
+    for s in _SPLITS:
+        if out[s].n_tokens == 0:
+            # named here: downstream the empty corpus would be refused without its file
+            raise DatasetError(f"{paths[s]}: no sentences (the {s} split is empty or holds "
+                               f"only comments)")
     out["paths"] = {s: str(p) for s, p in paths.items()}
     return out
+
+
+def check_folds(data, folds):
+    """Refuse, naming the training file, a train split of fewer sentences than the jackknife
+    has folds (``data`` as returned by :func:`load_splits`)."""
+    n_train = data["train"].n_sentences
+    if isinstance(folds, (int, np.integer)) and 2 <= folds and n_train < folds:
+        raise DatasetError(f"{data['paths']['train']}: {n_train} sentences, fewer than the "
+                           f"{folds} jackknife folds (folds, --folds)")
 
 
 def _significance(base_choice_nb, nbest, choice):
@@ -91,6 +105,7 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     t0 = time.perf_counter()
     data = load_splits(data_dir, tags)
     t_read = time.perf_counter() - t0
+    check_folds(data, folds)
     out = experiment_on_corpora(data["train"], data["dev"], data["test"],
                                 name=name or Path(data_dir).name, tags=tags, k=k, folds=folds,
                                 rerankers=rerankers, random_state=random_state,
@@ -302,7 +317,8 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
     if not overwrite:
         for p in [*targets.values(), *pngs.values()]:
             if p.exists():
-                raise FileExistsError(f"{p} exists; pass --force to overwrite it")
+                raise FileExistsError(f"{p} exists; pass overwrite=True (--force) to "
+                                      f"overwrite it")
     md = ["# sparsecca experiment report", ""]
     for r in results:
         s = r["sizes"]

@@ -450,7 +450,7 @@ def _parse_dataset(spec: str, default_tags, default_view):
 
 
 def _cmd_experiment(args) -> int:
-    from ._experiment import _find_split, load_splits
+    from ._experiment import _find_split, check_folds, load_splits
 
     _check_run_args(args)
     specs = [_parse_dataset(s, args.tags, args.input_view) for s in args.data_dirs]
@@ -469,6 +469,7 @@ def _cmd_experiment(args) -> int:
     for (d, tags, view), name in zip(specs, names):
         t0 = time.perf_counter()
         data = load_splits(d, tags)  # all files are read (and validated) before any training
+        check_folds(data, args.folds)
         _info(args, f"read {d} ({tags}) in {time.perf_counter() - t0:.1f} s")
         sets.append((name, tags, view, data))
     results = _run_protocol(sets, args, args.models, args.seed)

@@ -21,6 +21,14 @@ def bad_files(dataset, tagger, tmp_path_factory):
     (d / "empty").mkdir()
     (d / "only-train").mkdir()
     (d / "only-train" / "train.conllu").write_text("\n".join(good), encoding="utf-8")
+    # a complete directory whose dev file is empty, and one whose train has 3 sentences
+    sentences = [b for b in "\n".join(good).split("\n\n") if b.strip()]
+    for name, train, dev in (("empty-dev", sentences, []), ("tiny-train", sentences[:3],
+                                                             sentences)):
+        (d / name).mkdir()
+        for split, sents in (("train", train), ("dev", dev), ("test", sentences)):
+            text = "\n\n".join(sents) + ("\n\n" if sents else "")
+            (d / name / f"{split}.conllu").write_text(text, encoding="utf-8")
     raw = tagger.read_bytes()
     (d / "truncated.npz").write_bytes(raw[: len(raw) // 2])
     (d / "evil.npz").write_bytes(pickle.dumps({"lambdas": np.ones(3)}))
@@ -51,6 +59,11 @@ CASES = {
                                  r"empty: no train.conllu or train.conllu.gz"),
     "directory without dev": (["experiment", "{bad}/only-train", "--tags", "upos"],
                               r"only-train: no dev.conllu"),
+    "empty dev split": (["experiment", "{bad}/empty-dev", "--tags", "upos"],
+                        r"empty-dev/dev.conllu: no sentences \(the dev split is empty"),
+    "fewer training sentences than folds": (
+        ["experiment", "{bad}/tiny-train", "--tags", "upos"],
+        r"tiny-train/train.conllu: 3 sentences, fewer than the 10 jackknife folds"),
     "not a directory": (["experiment", "{bad}/nope", "--tags", "upos"],
                         r"nope: no such directory"),
     "unknown tag column suffix": (["experiment", "{dir}:lemma"],
