@@ -293,6 +293,14 @@ class BaseView(PersistMixin, ParamsMixin):
         """``fit(corpus)`` then ``transform(corpus)``."""
         return self.fit(corpus).transform(corpus)
 
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """:meth:`feature_names_out` under scikit-learn's name.  A view's input is a corpus,
+        not columns, so ``input_features`` must be None."""
+        if input_features is not None:
+            raise ValueError(f"{type(self).__name__} reads a corpus, not input columns: "
+                             f"input_features must be None, got {input_features!r}")
+        return self.feature_names_out()
+
     def feature_names_out(self) -> np.ndarray:
         """Feature names in column order, an object array of str, shape (n_features_,)."""
         self._check_fitted()

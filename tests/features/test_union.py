@@ -183,3 +183,17 @@ def test_brown_dev_suffix_plus_word(shared_data):
     assert X.nnz == sum(r.nnz for r in ref)
     # compare with scipy's own hstack (exact: the same counts in the same places)
     assert (X != sp.hstack(ref, format="csr")).nnz == 0
+
+
+def test_get_feature_names_out_is_scikit_learns_name():
+    from sparsecca.data import synthetic_corpus
+    from sparsecca.features import HStackView, SuffixView, TagNgramView, WordView
+
+    corpus = synthetic_corpus(30, random_state=0)
+    for view in (SuffixView(), WordView(), TagNgramView(), HStackView([SuffixView(),
+                                                                        WordView()])):
+        with pytest.raises(ValueError, match="input_features must be None"):
+            view.fit(corpus).get_feature_names_out(["a"])
+        names = view.get_feature_names_out()
+        assert list(names) == list(view.feature_names_out())
+        assert len(names) == view.transform(corpus).shape[1]
