@@ -638,14 +638,26 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     if not converged:
         if raise_stalled:
             raise _Stalled(it)
-        warnings.warn(f"LOBPCG did not reach relative residual {thresh:.2g} in {maxiter} "
-                      f"iterations (got {rel[:k].max():.3g})", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"LOBPCG did not meet its stopping test in {maxiter} iterations: "
+                      f"{_unmet(float(rel[:k].max()), thresh, quad, tol)}", RuntimeWarning,
+                      stacklevel=3)
     A = X[:, :k]
     B = Wy.rmatmat(UX[:, :k])  # b = W_y^T Ct^T a (Eq. 15 up to the scale _finalize fixes)
     stats = dict(lobpcg_block=X, lobpcg_converged=converged,
                  lobpcg_residual=float(rel[:k].max()), lobpcg_error=quad,
                  lobpcg_images=images, lobpcg_dtype=np.dtype(wdt))
     return A, B, theta[:k], it, stats
+
+
+def _unmet(residual, thresh, error, tol):
+    """Both parts of the iterative solvers' stopping test, the failed one(s) marked: with
+    clustered correlations the residual can meet its target while the squared residual over
+    a tiny gap does not."""
+    def part(name, value, target):
+        return f"{name} {value:.3g} ({'above' if value > target else 'within'} {target:.2g})"
+
+    return (part("relative residual", residual, thresh) + ", "
+            + part("error estimate (squared residual over the gap)", error, tol))
 
 
 def _covariance_as(C, V, dtype):
@@ -931,8 +943,9 @@ def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansion
     else:
         if raise_stalled:
             raise _Stalled(n_cg)
-        warnings.warn(f"the Krylov iteration did not reach relative residual {thresh:.2g} "
-                      f"(got {rel.max():.3g})", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"the Krylov iteration did not meet its stopping test: "
+                      f"{_unmet(float(rel.max()), thresh, quad, tol)}", RuntimeWarning,
+                      stacklevel=3)
     theta, S = _top_eigh(rr_matrix(Ct, Z, R), k)
     B = Wy.rmatmat(V @ S)
     A = Z @ S

@@ -174,8 +174,9 @@ def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
     monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 0)
     dense, it = _engine_pair(X, Y, tol=1e-12)
     monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", 2)
-    with pytest.warns(RuntimeWarning, match=r"LOBPCG did not reach relative residual .* in 2 "
-                                            r"iterations"):
+    with pytest.warns(RuntimeWarning, match=r"LOBPCG did not meet its stopping test in 2 "
+                                            r"iterations: relative residual \S+ \(above "
+                                            r"\S+\), error estimate .* \(above"):
         bad = it.solve(Y, 0.4, 6, strategy="lobpcg")
     # unconverged, the reported error is the first-order residual bound, not LOBPCG's
     # quadratic estimate
@@ -563,3 +564,13 @@ def test_ceiling_certifies_saturated_correlations():
     # another cross-covariance factor than Y has no such cap: the engine gives none
     other = eng.solve(2.0 * Y, tau, k, strategy="lobpcg")
     assert "ceiling_error" not in other.__dict__
+
+
+def test_unmet_stopping_test_names_the_part_that_failed():
+    # a saturated cluster: the residual within its target, the squared residual over a tiny
+    # gap not (the warning once claimed the residual target was missed, quoting a residual
+    # below it)
+    msg = reduced_mod._unmet(1.36e-4, 3.2e-4, 2.2e-5, 1e-7)
+    assert msg == ("relative residual 0.000136 (within 0.00032), error estimate (squared "
+                   "residual over the gap) 2.2e-05 (above 1e-07)")
+    assert "(above 0.00032)" in reduced_mod._unmet(1e-3, 3.2e-4, 1e-9, 1e-7)
