@@ -440,7 +440,8 @@ class CCAEngine:
                           random_state=self._rng, start=self._warm,
                           callback=self._lobpcg_report(tau), omega_max=omega_max)
         self._keep_warm(res)
-        res.__dict__.update(solver=self.solver_, error_estimate=_error_estimate(res))
+        res.__dict__.update(solver=self.solver_, error_estimate=_error_estimate(res),
+                            preconditioner=_preconditioner_used(xinv, res))
         return res
 
     def column_sums(self, which):
@@ -554,8 +555,17 @@ class CCAEngine:
                 f"solver='iterative' for an exact solve or raise max_rank", RuntimeWarning,
                 stacklevel=3)
         res.__dict__.update(solver="randomized", error_estimate=err, rank_history=history,
+                            preconditioner=_preconditioner_used(xinv, res),
                             exact=exhausted, n_refine=n_refine)
         return res
+
+
+def _preconditioner_used(xinv, res):
+    """'dense' or 'low-rank': what preconditioned the solve's LOBPCG (or block CG), None
+    when nothing did (the dense solver, or the randomized model solved as it is)."""
+    if xinv.method == "dense" or (xinv.method == "randomized" and res.strategy != "lobpcg"):
+        return None
+    return "dense" if xinv.exact_preconditioner else "low-rank"
 
 
 def _nnz(X):
@@ -640,7 +650,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
     solver_ : str, the solver used;  solver_reason_ : str, why (and whether the views were
         swapped: the solve whitens Y's covariance by a dense factor, so a Y with more than
         10,000 features and rows is solved as (Y, X) when X has fewer features; CCA is
-        symmetric in its views and every attribute is in the caller's order)
+        symmetric in its views and every attribute is in the caller's order; and, for the
+        fast solvers, what preconditioned LOBPCG or block CG: the dense factor of Cxx, in
+        whose exact norm ``error_estimate_`` is measured, or the low-rank-plus-diagonal
+        model)
     rank_ : int, rank of the randomized factor of X (0 for 'dense')
     n_iter_ : int, LOBPCG steps (or block CG iterations when 'iterative' used them)
     x_mean_, y_mean_ : (d,) column means (``center=True``) or None
@@ -763,6 +776,11 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self.error_estimate_ = res.error_estimate
         self.solver_ = engine.solver_
         self.solver_reason_ = engine.solver_reason_ + (f"; {_swap_note()}" if swapped else "")
+        pre = res.__dict__.get("preconditioner")
+        if pre is not None:  # which norm the error estimate was measured in
+            self.solver_reason_ += ("; preconditioned by the dense factor of C_xx"
+                                    if pre == "dense" else "; preconditioned by the "
+                                    "low-rank-plus-diagonal model of C_xx^-1")
         self.rank_ = int(res.rank)
         self.n_iter_ = int(res.n_iter)
         self.tau_ = tau

@@ -495,6 +495,7 @@ def test_exact_preconditioner_rule(solver, n, d1, d2, small, fits, monkeypatch, 
     assert res.strategy == "lobpcg"
     said = "C_xx^-1 preconditioner (dense" in capsys.readouterr().out
     assert said is fits
+    assert res.preconditioner == ("dense" if fits else "low-rank")
     ref = CCAEngine(X, Y, solver="dense").solve(Y, 0.5, k)
     rtol = 1e-7 if solver == "iterative" else 1e-3
     np.testing.assert_allclose(res.correlations, ref.correlations, rtol=rtol)
@@ -521,3 +522,22 @@ def test_one_dense_preconditioner_at_a_time_across_tau():
     ref = CCAEngine(X, Y, solver="dense").solve(Y, 0.2, 3)
     np.testing.assert_allclose(again.correlations, ref.correlations, rtol=1e-7)
     assert [inv.exact_preconditioner for inv in engine._xinv.values()] == [True, False]
+
+
+def test_solver_reason_says_what_preconditioned(monkeypatch):
+    import sparsecca.linalg._cca as cca_module
+
+    X, Y = count_problem(400, 80, 100, seed=16)
+    dense = SparseCCA(3, tau=0.5, solver="dense").fit(X, Y)
+    assert "preconditioned" not in dense.solver_reason_
+    fast = SparseCCA(3, tau=0.5, solver="iterative", random_state=0).fit(X, Y)
+    assert fast.solver_reason_.endswith("; preconditioned by the dense factor of C_xx")
+    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 0)
+    model = SparseCCA(3, tau=0.5, solver="iterative", random_state=0).fit(X, Y)
+    assert model.solver_reason_.endswith("; preconditioned by the low-rank-plus-diagonal "
+                                         "model of C_xx^-1")
+    # the randomized model solved as it is (no LOBPCG): nothing preconditioned
+    engine = CCAEngine(X, Y, solver="randomized", random_state=0, max_rank=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert engine.solve(Y, 0.5, 3, strategy="full").preconditioner is None
