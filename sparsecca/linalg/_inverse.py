@@ -570,20 +570,27 @@ class RegularizedInverse(LinearOperator):
         dtype = np.dtype(dtype)
         if dtype == np.float64:
             return self._matmat(B)
-        primal = self.dense_space == "primal"
         if self._single_factor is None:
-            self._single_factor = (self._chol if primal else self._dual_chol).astype(dtype)
-        L = self._single_factor
-        B = np.asarray(B, dtype=dtype)
-        with _dense_threads(L.shape[0]):
-            if primal:
+            self._single_factor = self._dense_factor().astype(dtype)
+        return self._dense_solve(np.asarray(B, dtype=dtype), self._single_factor)
+
+    def _dense_factor(self):
+        """The Cholesky factor of a 'dense' inverse: of C ('primal') or of the dual n x n
+        matrix (1 - tau) Xc Xc^T + tau I."""
+        return self._chol if self.dense_space == "primal" else self._dual_chol
+
+    def _dense_solve(self, B, L):
+        """C^-1 B through ``L``, :meth:`_dense_factor` or a copy of it, in L's precision."""
+        if self.dense_space == "primal":
+            with _dense_threads(L.shape[0]):
                 return la.cho_solve((L, True), B, check_finite=False)
-            src = self.factor._src
-            T = la.cho_solve((L, True), np.asarray(src.matmat(B), dtype=dtype),
-                             check_finite=False)
+        # C^-1 = (I - (1 - tau) Xc^T ((1 - tau) Xc Xc^T + tau I)^-1 Xc) / tau
         tau = self.tau
-        return ((B - (1.0 - tau) * np.asarray(src.rmatmat(T), dtype=dtype)) / tau).astype(
-            dtype, copy=False)
+        src = self.factor._src
+        with _dense_threads(L.shape[0]):
+            T = la.cho_solve((L, True), np.asarray(src.matmat(B), dtype=L.dtype),
+                             check_finite=False)
+        return (B - (1.0 - tau) * np.asarray(src.rmatmat(T), dtype=L.dtype)) / tau
 
     def _lowrank_inverse(self, B):
         """Woodbury inverse of the low-rank-plus-diagonal model."""
@@ -621,15 +628,7 @@ class RegularizedInverse(LinearOperator):
     def _matmat(self, B):
         B, _ = _as_block(B)
         if self.method == "dense":
-            if self.dense_space == "primal":
-                with _dense_threads(self.shape[0]):
-                    return la.cho_solve((self._chol, True), B, check_finite=False)
-            # C^-1 = (I - (1 - tau) Xc^T ((1 - tau) Xc Xc^T + tau I)^-1 Xc) / tau
-            tau = self.tau
-            src = self.factor._src
-            with _dense_threads(self._dual_chol.shape[0]):
-                T = la.cho_solve((self._dual_chol, True), src.matmat(B), check_finite=False)
-            return (B - (1.0 - tau) * src.rmatmat(T)) / tau
+            return self._dense_solve(B, self._dense_factor())
         if self.method == "randomized":
             return self._lowrank_inverse(B)
         return self.solve_with_residual(B)[0]
