@@ -362,7 +362,7 @@ class RegularizedInverse(LinearOperator):
         self.n_iter_ = 0
         self.rank_ = 0
         self._exact = None  # a 'dense' inverse preconditioning a low-rank one (use_exact)
-        self._single_factor = None  # float32 copy of a 'dense' factor (solve_as)
+        self._single_factor = None  # float32 copy of a 'dense' factor (_dense_factor_single)
         if method == "dense":
             if dense_space == "auto":
                 dense_space = "dual" if (f.has_rows and f.n_samples < d) else "primal"
@@ -570,9 +570,13 @@ class RegularizedInverse(LinearOperator):
         dtype = np.dtype(dtype)
         if dtype == np.float64:
             return self._matmat(B)
+        return self._dense_solve(np.asarray(B, dtype=dtype), self._dense_factor_single())
+
+    def _dense_factor_single(self):
+        """:meth:`_dense_factor` in float32, copied once (float32 solves and whiteners)."""
         if self._single_factor is None:
-            self._single_factor = self._dense_factor().astype(dtype)
-        return self._dense_solve(np.asarray(B, dtype=dtype), self._single_factor)
+            self._single_factor = self._dense_factor().astype(np.float32)
+        return self._single_factor
 
     def _dense_factor(self):
         """The Cholesky factor of a 'dense' inverse: of C ('primal') or of the dual n x n
@@ -790,7 +794,8 @@ class _Whitener(LinearOperator):
 
     def single(self):
         """This whitener in float32, for iterations whose tolerance is far above float32's
-        rounding: the dense primal factor L is copied once to float32, so its triangular
+        rounding: the dense primal factor L is copied once to float32 (and kept by the
+        inverse for its next whitener and float32 solves), so its triangular
         solves run at twice the speed; the other forms compute in float64 and round."""
         return _SingleWhitener(self)
 
@@ -801,7 +806,7 @@ class _SingleWhitener(LinearOperator):
     def __init__(self, whitener):
         self.whitener = whitener
         inv = whitener.inv
-        self._L = (inv._chol.astype(np.float32) if inv.method == "dense"
+        self._L = (inv._dense_factor_single() if inv.method == "dense"
                    and inv.dense_space == "primal" else None)
         super().__init__(dtype=np.float32, shape=whitener.shape)
 
