@@ -6,6 +6,7 @@ import re
 import signal
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -190,6 +191,86 @@ def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
     assert res.strategy == "full"
     np.testing.assert_allclose(res.correlations, dense.solve(Y, 0.4, 6).correlations,
                                rtol=1e-9)
+
+
+def _stalling(monkeypatch, maxiter=5):
+    """LOBPCG preconditioned by the low-rank model (the dense factor is not given from the
+    start) that stalls -- stops unconverged -- after ``maxiter`` steps, with the stall
+    rescue on (min(n, d1) <= EXACT_PRECOND_MAX); the rescue lifts the step budget."""
+    monkeypatch.setattr(cca_module, "EXACT_PRECOND_SMALL", 0)
+    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 8192)
+    monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", maxiter)
+    exact_inverse = CCAEngine._exact_inverse
+
+    def lifting(self, tau):
+        monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", 300)
+        return exact_inverse(self, tau)
+
+    monkeypatch.setattr(CCAEngine, "_exact_inverse", lifting)
+
+
+@pytest.mark.parametrize("solver", ["iterative", "randomized"])
+def test_stalled_lobpcg_resumes_with_the_dense_factor(monkeypatch, capsys, solver):
+    X, Y = count_problem(900, 240, 40, seed=15)
+    tol = 1e-12 if solver == "iterative" else 1e-6
+    dense = CCAEngine(X, Y, solver="dense")
+    _stalling(monkeypatch)
+    eng = CCAEngine(X, Y, solver=solver, random_state=0, tol=tol, max_rank=32, verbose=1)
+    assert not eng.exact_preconditioner_fits() and eng.exact_rescue_fits()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # converged after the rescue: no warning
+        res = eng.solve(Y, 0.4, 6)
+    # five steps under the model, then on from its block with the exact factor
+    assert res.strategy == "lobpcg" and res.lobpcg_converged and res.n_iter > 5
+    assert res.preconditioner == "low-rank, then dense"
+    np.testing.assert_allclose(res.correlations, dense.solve(Y, 0.4, 6).correlations,
+                               rtol=10 * tol)
+    assert res.error_estimate <= tol
+    out = capsys.readouterr().out
+    assert ("tau=0.4 LOBPCG stalled after 5 steps under the low-rank-plus-diagonal "
+            "preconditioner; resuming with the dense factor of C_xx") in out
+    # the same tau again: the factor is kept, so it preconditions from the start
+    again = eng.solve(Y, 0.4, 6)
+    assert again.preconditioner == "dense"
+    np.testing.assert_allclose(again.correlations, res.correlations, rtol=10 * tol)
+    # the estimator says so
+    _stalling(monkeypatch)
+    model = SparseCCA(6, tau=0.4, solver=solver, random_state=0, tol=tol, max_rank=32)
+    model.fit(X, Y)
+    assert model.solver_reason_.endswith(
+        "preconditioned by the low-rank-plus-diagonal model of C_xx^-1 until LOBPCG "
+        "stalled, then by the dense factor of C_xx")
+
+
+def test_no_stall_rescue_beyond_its_size(monkeypatch):
+    X, Y = count_problem(900, 240, 40, seed=15)
+    _stalling(monkeypatch)
+    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 239)  # min(n, d1) = 240
+    it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
+    assert not it.exact_rescue_fits()
+    res = it.solve(Y, 0.4, 6)  # 'auto': block CG takes over, as without the rescue
+    assert res.strategy == "full" and res.preconditioner == "low-rank"
+    assert not it._xexact  # no dense factor was formed
+
+
+def test_on_stall_returning_none_resumes_under_the_model(monkeypatch):
+    X, Y = count_problem(900, 240, 40, seed=15)
+    monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", 2)
+    it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
+    xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
+    cross = CrossCovariance(it._xdata, it.Y)
+    calls = []
+
+    def on_stall(steps):
+        calls.append(steps)
+
+    # an explicit 'lobpcg' has no fallback: after the stall it goes on from its block
+    # (another LOBPCG_MAXITER steps), and then warns that it did not converge
+    with pytest.warns(RuntimeWarning, match="LOBPCG did not meet its stopping test"):
+        res = reduced_cca(xinv, yinv, cross, 6, strategy="lobpcg", tol=1e-12,
+                          on_stall=on_stall)
+    assert calls == [2] and res.n_iter == 4 and not xinv.exact_preconditioner
+    assert res.strategy == "lobpcg" and not res.lobpcg_converged
 
 
 def test_warm_start_from_the_previous_block():
