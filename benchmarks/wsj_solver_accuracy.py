@@ -18,11 +18,14 @@ low-rank-plus-diagonal model of C_xx^-1 whatever the size, where the engine woul
 dense factor of C_xx (``CCAEngine.exact_preconditioner_fits``), for a side-by-side run;
 they also switch off the dense factor a stalled LOBPCG is otherwise resumed with
 (``CCAEngine.exact_rescue_fits``: "low-rank, then dense" in the preconditioner column).
+``iterative-exact`` / ``randomized-exact`` give LOBPCG the dense factor from the start
+whenever min(n, d1) <= EXACT_PRECOND_MAX (8,192), past the engine's rule.
 
 Usage::
 
     python benchmarks/wsj_solver_accuracy.py [--solvers iterative randomized
-        randomized-lowrank iterative-lowrank] [--max-rank R] [--features N]
+        randomized-lowrank iterative-lowrank iterative-exact randomized-exact]
+        [--max-rank R] [--features N]
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ WSJ = Path(__file__).resolve().parents[2] / "shared" / "data" / "en-wsj" / "trai
 TAUS = (0.1, 0.5, 0.95)
 K = 50
 TARGET = {"randomized": 1e-3, "iterative": 1e-6}
-SOLVERS = ("iterative", "randomized", "iterative-lowrank", "randomized-lowrank")
+SOLVERS = ("iterative", "randomized", "iterative-lowrank", "randomized-lowrank",
+           "iterative-exact", "randomized-exact")
 
 
 def main(argv=None):
@@ -79,11 +83,13 @@ def main(argv=None):
               f"top-3 {np.round(ref[tau][:3], 6).tolist()}", flush=True)
     print(f"dense total {time.perf_counter() - t0:.1f} s (merged d1 = "
           f"{dense.n_merged_features_:,})")
-    exact_max = cca_module.EXACT_PRECOND_MAX
+    exact_max, exact_small = cca_module.EXACT_PRECOND_MAX, cca_module.EXACT_PRECOND_SMALL
     for label in args.solvers:
-        solver = label.removesuffix("-lowrank")
-        # the model's preconditioner whatever the size: the engine's rule switched off
+        solver = label.removesuffix("-lowrank").removesuffix("-exact")
+        # '-lowrank': the model's preconditioner whatever the size (the engine's rule off);
+        # '-exact': the dense factor from the start up to EXACT_PRECOND_MAX
         cca_module.EXACT_PRECOND_MAX = 0 if label.endswith("-lowrank") else exact_max
+        cca_module.EXACT_PRECOND_SMALL = exact_max if label.endswith("-exact") else exact_small
         try:
             engine = CCAEngine(X, Y, solver=solver, random_state=0, max_rank=args.max_rank)
             for tau in TAUS:
@@ -106,7 +112,7 @@ def main(argv=None):
                       f"solver's estimate {res.error_estimate:.2e} {covered} it)  "
                       f"{extra}{warn}", flush=True)
         finally:
-            cca_module.EXACT_PRECOND_MAX = exact_max
+            cca_module.EXACT_PRECOND_MAX, cca_module.EXACT_PRECOND_SMALL = exact_max, exact_small
     return 0
 
 

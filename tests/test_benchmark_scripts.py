@@ -124,11 +124,12 @@ def test_wsj_solver_accuracy_with_both_preconditioners(shared_data):
     # exact and solved as it is: nothing preconditions), the dense factor of C_xx
     # preconditions it by the engine's rule, and the '-lowrank' variant switches it off
     text = _run("wsj_solver_accuracy.py", "--features", 1000, "--solvers", "randomized",
-                "randomized-lowrank")
+                "randomized-lowrank", "randomized-exact")
     assert "X 7,936 x 1,000" in text
     rows = [line for line in text.splitlines() if line.startswith("randomized")]
-    assert len(rows) == 6
-    assert all("preconditioner dense" in r for r in rows[:3])
-    assert all("preconditioner low-rank" in r for r in rows[3:])
+    assert len(rows) == 9
+    assert all("preconditioner dense" in r for r in rows[:3] + rows[6:])
+    assert all("preconditioner low-rank" in r for r in rows[3:6])
+    assert all(r.startswith("randomized-exact ") for r in rows[6:])
     # the exact preconditioner's runs meet the solver's own tol and the estimate covers them
     assert all("own tol 0.001: met" in r and " covers it" in r for r in rows[:3])
