@@ -475,8 +475,17 @@ class CCAEngine:
                           callback=self._lobpcg_report(tau), omega_max=omega_max,
                           on_stall=self._on_stall(xinv, tau))
         self._keep_warm(res)
-        res.__dict__.update(solver=self.solver_, error_estimate=_error_estimate(res),
+        err = _error_estimate(res)
+        res.__dict__.update(solver=self.solver_, error_estimate=err,
                             preconditioner=_preconditioner_used(xinv, res, self._rescued))
+        if self.solver_ == "iterative" and err > self.tol and res.strategy != "lobpcg":
+            # (a LOBPCG that stopped short has warned already; converged, it met tol)
+            warnings.warn(
+                f"iterative solver: estimated relative error {err:.3g} > tol = {self.tol:g} "
+                f"at tau = {tau:g}: the tolerance is not certified. After block CG "
+                f"('{res.strategy}') the estimate is the first-order residual bound, which "
+                f"can overstate the error of an accurate solve many times over; compare "
+                f"with solver='dense' where it fits", RuntimeWarning, stacklevel=4)
         return res
 
     def column_sums(self, which):
@@ -665,7 +674,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
         Centre both views implicitly (never densifies sparse input).
     tol : float, optional
         Relative accuracy target of the correlations (default 1e-3 for 'randomized', 1e-7
-        for 'iterative').
+        for 'iterative').  Both fast solvers warn (RuntimeWarning) when their error estimate
+        does not certify it.
     max_rank : int, optional
         Largest rank of the randomized factor.
     random_state : None, int or numpy Generator

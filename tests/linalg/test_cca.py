@@ -142,8 +142,15 @@ def test_reduced_strategies_agree(solver, strategy, rtol):
     X, Y = count_problem(1500, 300, 120, seed=7)
     tau = 0.4
     ref = CCAEngine(X, Y, solver="dense").solve(Y, tau, 10)
-    res = CCAEngine(X, Y, solver=solver, random_state=0).solve(Y, tau, 10, strategy=strategy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        res = CCAEngine(X, Y, solver=solver, random_state=0).solve(Y, tau, 10,
+                                                                  strategy=strategy)
     assert res.strategy == strategy
+    # the iterative solver warns exactly when its estimate does not certify its tol (1e-7)
+    uncertified = solver == "iterative" and res.error_estimate > 1e-7
+    assert [str(w.message).startswith("iterative solver: estimated relative error")
+            for w in caught] == [True] * uncertified
     np.testing.assert_allclose(res.correlations, ref.correlations, rtol=rtol)
     assert np.all(res.correlations <= ref.correlations * (1 + 1e-12))
 
