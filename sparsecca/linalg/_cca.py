@@ -223,7 +223,6 @@ class CCAEngine:
         self.lowrank_y = bool(lowrank_y)
         self._xinv = {}
         self._xexact = {}
-        self._rescued = None  # the steps after which a stalled LOBPCG got the dense factor
         self._yinv = {}
         self._warm = None
         self._colsums = {}
@@ -344,9 +343,8 @@ class CCAEngine:
         989b171).
         """
         n = self.X.shape[0] - int(self.center)
-        size = min(n, self.n_merged_features_)
         paid = min(n, self.Y.shape[1])  # the size of C_yy's dense factor
-        return size <= min(EXACT_PRECOND_MAX, max(paid, EXACT_PRECOND_SMALL))
+        return self._exact_size() <= min(EXACT_PRECOND_MAX, max(paid, EXACT_PRECOND_SMALL))
 
     def exact_rescue_fits(self):
         """Whether a LOBPCG that stalls under the low-rank-plus-diagonal model is resumed
@@ -358,8 +356,12 @@ class CCAEngine:
         features took 785 LOBPCG steps and 86 s at tau = 0.1, against 6.3 s with the dense
         factor; with 4,000, 211 block CG iterations of the 'full' fallback and 16.9 s.
         """
-        n = self.X.shape[0] - int(self.center)
-        return min(n, self.n_merged_features_) <= EXACT_PRECOND_MAX
+        return self._exact_size() <= EXACT_PRECOND_MAX
+
+    def _exact_size(self):
+        """The order min(n, d1) of the dense factor of C_xx (d1 after merging duplicate
+        columns; n less one when centred)."""
+        return min(self.X.shape[0] - int(self.center), self.n_merged_features_)
 
     def _exact_inverse(self, tau):
         """The dense inverse of C_xx at ``tau`` that preconditions a fast solver's LOBPCG
@@ -394,7 +396,6 @@ class CCAEngine:
             self._say(f"tau={tau:g} LOBPCG stalled after {steps} steps under the "
                       f"low-rank-plus-diagonal preconditioner; resuming with the dense "
                       f"factor of C_xx")
-            self._rescued = steps
             return self._exact_inverse(tau)
 
         return rescue
@@ -469,7 +470,6 @@ class CCAEngine:
         # LOBPCG starts from the block the previous solve ended with (a tau grid, the
         # rerankers' sequence of M) instead of its own preconditioned guess; only LOBPCG
         # returns a block, so a dense engine never has one
-        self._rescued = None
         res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
                           random_state=self._rng, start=self._warm,
                           callback=self._lobpcg_report(tau), omega_max=omega_max,
@@ -477,7 +477,7 @@ class CCAEngine:
         self._keep_warm(res)
         err = _error_estimate(res)
         res.__dict__.update(solver=self.solver_, error_estimate=err,
-                            preconditioner=_preconditioner_used(xinv, res, self._rescued))
+                            preconditioner=_preconditioner_used(xinv, res))
         if self.solver_ == "iterative" and err > self.tol and res.strategy != "lobpcg":
             # (a LOBPCG that stopped short has warned already; converged, it met tol)
             warnings.warn(
@@ -537,7 +537,6 @@ class CCAEngine:
         than 'lobpcg', the model is solved as it is and its rank doubles up to
         ``max_rank`` until the a-posteriori bound meets ``tol``.
         """
-        self._rescued = None
         f = self.xfactor
         cap = min(self.max_rank, f.n_samples, f.n_features)
         d1, d2 = self.n_merged_features_, self.Y.shape[1]
@@ -601,19 +600,18 @@ class CCAEngine:
                 f"solver='iterative' for an exact solve or raise max_rank", RuntimeWarning,
                 stacklevel=3)
         res.__dict__.update(solver="randomized", error_estimate=err, rank_history=history,
-                            preconditioner=_preconditioner_used(xinv, res, self._rescued),
+                            preconditioner=_preconditioner_used(xinv, res),
                             exact=exhausted, n_refine=n_refine)
         return res
 
 
-def _preconditioner_used(xinv, res, rescued=None):
-    """'dense', 'low-rank' or 'low-rank, then dense': what preconditioned the solve's
-    LOBPCG (or block CG), None when nothing did (the dense solver, or the randomized model
-    solved as it is); ``rescued``, the steps after which a stalled LOBPCG was given the
-    dense factor (on_stall), makes it the last."""
+def _preconditioner_used(xinv, res):
+    """'dense', 'low-rank' or 'low-rank, then dense' (a stalled LOBPCG resumed with the
+    dense factor: ``rescued_after``): what preconditioned the solve's LOBPCG (or block CG),
+    None when nothing did (the dense solver, or the randomized model solved as it is)."""
     if xinv.method == "dense" or (xinv.method == "randomized" and res.strategy != "lobpcg"):
         return None
-    if rescued is not None and res.strategy == "lobpcg":
+    if "rescued_after" in res.__dict__:
         return "low-rank, then dense"
     return "dense" if xinv.exact_preconditioner else "low-rank"
 

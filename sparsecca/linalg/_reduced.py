@@ -233,7 +233,8 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         (the best start of a neighbouring solve), ``lobpcg_converged``, and the final
         ``lobpcg_residual`` (largest relative Ritz residual of the first k pairs) and
         ``lobpcg_error`` (its squared residual over the gap: the estimated relative error
-        of the correlations, half that of omega).
+        of the correlations, half that of omega), and ``rescued_after``, the steps after
+        which ``on_stall``'s dense factor took over, when it did.
     """
     d1, d2 = cross.shape
     k = int(n_components)
@@ -285,27 +286,29 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     rescue = (on_stall is not None and strategy == "lobpcg" and xinv.method != "dense"
               and not xinv.exact_preconditioner)
     stalled_steps = 0
+
+    def attempt(raise_stalled, start):
+        return _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state,
+                      approx_xinv, raise_stalled, start, info, callback, omega_max)
+
     with small_blas(width):
         try:
             try:
-                A, B, omega, n_cg = _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol,
-                                           random_state, approx_xinv, fallback or rescue,
-                                           start, info, callback, omega_max)
+                A, B, omega, n_cg = attempt(fallback or rescue, start)
             except _Stalled as exc:
                 exact = on_stall(exc.n_cg) if rescue else None
                 if exact is None and fallback:
                     raise
+                # resumed from the stalled block (without the dense factor only because
+                # on_stall had asked for the stall to be raised)
                 if exact is not None:
                     xinv.use_exact(exact)
-                # resumed from the stalled block (without the dense factor: only because
-                # on_stall had asked for the stall to be raised)
                 stalled_steps = exc.n_cg
                 _clear_lobpcg(info)
-                A, B, omega, n_cg = _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol,
-                                           random_state, approx_xinv,
-                                           fallback and exact is not None, exc.block, info,
-                                           callback, omega_max)
+                A, B, omega, n_cg = attempt(fallback and exact is not None, exc.block)
                 n_cg += stalled_steps
+                if exact is not None:
+                    info["rescued_after"] = stalled_steps
         except _Stalled as exc:
             strategy = "full"
             A, B, omega, n_cg = _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol,

@@ -222,7 +222,7 @@ def test_stalled_lobpcg_resumes_with_the_dense_factor(monkeypatch, capsys, solve
         res = eng.solve(Y, 0.4, 6)
     # five steps under the model, then on from its block with the exact factor
     assert res.strategy == "lobpcg" and res.lobpcg_converged and res.n_iter > 5
-    assert res.preconditioner == "low-rank, then dense"
+    assert res.preconditioner == "low-rank, then dense" and res.rescued_after == 5
     np.testing.assert_allclose(res.correlations, dense.solve(Y, 0.4, 6).correlations,
                                rtol=10 * tol)
     assert res.error_estimate <= tol
