@@ -14,12 +14,12 @@ and whether its error estimate covered the measured difference.
 ``--features N`` keeps X's N most frequent columns (en-wsj with 2,000 is where LOBPCG's
 estimate in the low-rank model's norm was 10x optimistic).  The solvers
 ``randomized-lowrank`` / ``iterative-lowrank`` precondition LOBPCG by the
-low-rank-plus-diagonal model of C_xx^-1 whatever the size, where the engine would use the
-dense factor of C_xx (``CCAEngine.exact_preconditioner_fits``), for a side-by-side run;
-they also switch off the dense factor a stalled LOBPCG is otherwise resumed with
-(``CCAEngine.exact_rescue_fits``: "low-rank, then dense" in the preconditioner column).
-``iterative-exact`` / ``randomized-exact`` give LOBPCG the dense factor from the start
-whenever min(n, d1) <= EXACT_PRECOND_MAX (8,192), past the engine's rule.
+low-rank-plus-diagonal model of C_xx^-1 whatever the size (``preconditioner='low-rank'``),
+where the engine would use the dense factor of C_xx (``CCAEngine.exact_preconditioner_fits``),
+for a side-by-side run; they also switch off the dense factor a stalled LOBPCG is otherwise
+resumed with (``CCAEngine.exact_rescue_fits``: "low-rank, then dense" in the preconditioner
+column).  ``iterative-exact`` / ``randomized-exact`` give LOBPCG the dense factor from the
+start (``preconditioner='dense'``), past the engine's rule.
 
 Usage::
 
@@ -38,7 +38,6 @@ from pathlib import Path
 
 import numpy as np
 
-import sparsecca.linalg._cca as cca_module
 from sparsecca.data import read_conllu
 from sparsecca.features import SuffixView, TagNgramView
 from sparsecca.linalg import CCAEngine
@@ -49,6 +48,8 @@ K = 50
 TARGET = {"randomized": 1e-3, "iterative": 1e-6}
 SOLVERS = ("iterative", "randomized", "iterative-lowrank", "randomized-lowrank",
            "iterative-exact", "randomized-exact")
+#: the preconditioner option of each solver label's suffix
+PRECONDITIONER = {"lowrank": "low-rank", "exact": "dense"}
 
 
 def main(argv=None):
@@ -83,36 +84,29 @@ def main(argv=None):
               f"top-3 {np.round(ref[tau][:3], 6).tolist()}", flush=True)
     print(f"dense total {time.perf_counter() - t0:.1f} s (merged d1 = "
           f"{dense.n_merged_features_:,})")
-    exact_max, exact_small = cca_module.EXACT_PRECOND_MAX, cca_module.EXACT_PRECOND_SMALL
     for label in args.solvers:
-        solver = label.removesuffix("-lowrank").removesuffix("-exact")
-        # '-lowrank': the model's preconditioner whatever the size (the engine's rule off);
-        # '-exact': the dense factor from the start up to EXACT_PRECOND_MAX
-        cca_module.EXACT_PRECOND_MAX = 0 if label.endswith("-lowrank") else exact_max
-        cca_module.EXACT_PRECOND_SMALL = exact_max if label.endswith("-exact") else exact_small
-        try:
-            engine = CCAEngine(X, Y, solver=solver, random_state=0, max_rank=args.max_rank)
-            for tau in TAUS:
-                t = time.perf_counter()
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", RuntimeWarning)
-                    res = engine.solve(Y, tau, K)
-                dt = time.perf_counter() - t
-                rel = float(np.max(np.abs(res.correlations - ref[tau]) / ref[tau]))
-                extra = (f"strategy {res.strategy}, {res.n_iter} iterations, preconditioner "
-                         f"{res.preconditioner}")
-                if solver == "randomized":
-                    extra = f"rank {res.rank}, " + extra
-                ok = "met" if rel <= TARGET[solver] else "MISSED"
-                own = "met" if rel <= engine.tol else "MISSED"
-                covered = "covers" if res.error_estimate >= rel else "UNDERSTATES"
-                warn = " (warned: error estimate above tol)" if caught else ""
-                print(f"{label:<18} tau={tau:<5} {dt:7.1f} s  max rel diff {rel:.2e} (target "
-                      f"{TARGET[solver]:g}: {ok}; own tol {engine.tol:g}: {own}; the "
-                      f"solver's estimate {res.error_estimate:.2e} {covered} it)  "
-                      f"{extra}{warn}", flush=True)
-        finally:
-            cca_module.EXACT_PRECOND_MAX, cca_module.EXACT_PRECOND_SMALL = exact_max, exact_small
+        solver, _, suffix = label.partition("-")
+        engine = CCAEngine(X, Y, solver=solver, random_state=0, max_rank=args.max_rank,
+                           preconditioner=PRECONDITIONER.get(suffix, "auto"))
+        for tau in TAUS:
+            t = time.perf_counter()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RuntimeWarning)
+                res = engine.solve(Y, tau, K)
+            dt = time.perf_counter() - t
+            rel = float(np.max(np.abs(res.correlations - ref[tau]) / ref[tau]))
+            extra = (f"strategy {res.strategy}, {res.n_iter} iterations, preconditioner "
+                     f"{res.preconditioner}")
+            if solver == "randomized":
+                extra = f"rank {res.rank}, " + extra
+            ok = "met" if rel <= TARGET[solver] else "MISSED"
+            own = "met" if rel <= engine.tol else "MISSED"
+            covered = "covers" if res.error_estimate >= rel else "UNDERSTATES"
+            warn = " (warned: error estimate above tol)" if caught else ""
+            print(f"{label:<18} tau={tau:<5} {dt:7.1f} s  max rel diff {rel:.2e} (target "
+                  f"{TARGET[solver]:g}: {ok}; own tol {engine.tol:g}: {own}; the "
+                  f"solver's estimate {res.error_estimate:.2e} {covered} it)  "
+                  f"{extra}{warn}", flush=True)
     return 0
 
 

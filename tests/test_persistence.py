@@ -225,6 +225,7 @@ SPARSE_CCA = {
     "dense-centred": {"solver": "dense", "center": True},
     "randomized": {"solver": "randomized"},
     "iterative-centred": {"solver": "iterative", "center": True},
+    "iterative-lowrank": {"solver": "iterative", "preconditioner": "low-rank"},
     "auto-generator": {"random_state": np.random.default_rng(0)},  # stored as None
 }
 

@@ -245,16 +245,9 @@ class CCAPreconditioner:
         return X[:, np.sort(top)].tocsr(), TagNgramView(orders=(1, 2)).fit_transform(corpus)
 
     def _fit(self, solver, tau):
-        import sparsecca.linalg._cca as cca_module
-
-        base = solver.removesuffix("-lowrank")
-        saved = cca_module.EXACT_PRECOND_MAX
-        if solver.endswith("-lowrank"):  # the engine's rule off: the model preconditions
-            cca_module.EXACT_PRECOND_MAX = 0
-        try:
-            return _fit(self.X, self.Y, base, tau=tau)
-        finally:
-            cca_module.EXACT_PRECOND_MAX = saved
+        base, _, lowrank = solver.partition("-")  # '-lowrank': the engine's rule off
+        return _fit(self.X, self.Y, base, tau=tau,
+                    preconditioner="low-rank" if lowrank else "auto")
 
     def setup(self, ref, solver, tau):
         _require(WSJ)

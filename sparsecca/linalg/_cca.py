@@ -45,6 +45,8 @@ from ._validation import (
 __all__ = ["CCAEngine", "SparseCCA", "cca_path"]
 
 SOLVERS = ("auto", "dense", "randomized", "iterative")
+#: what preconditions the fast solvers' LOBPCG and block CG (see CCAEngine)
+PRECONDITIONERS = ("auto", "dense", "low-rank")
 
 #: 'auto' solves densely while min(n, d1) is at most this (O(min(n, d1)^3) flops, d^2 memory).
 #: Measured on the shared 2-core machine: on en-wsj (n = 7,936, d1 = 8,099 after merging
@@ -164,6 +166,14 @@ class CCAEngine:
         C_yy): True whitens by a rank-2048 randomized factor of C_yy, a model of its own that
         no solver refines and no error estimate covers (the rerankers' randomized solver,
         whose model is approximate anyway); False refuses such a Y.
+    preconditioner : {'auto', 'dense', 'low-rank'}, default 'auto'
+        What preconditions the fast solvers' LOBPCG (and block CG), and so the norm their
+        error estimate is measured in.  'dense': the dense Cholesky factor of C_xx (of the
+        n x n dual form when n < d1), whatever its size; 'low-rank': the
+        low-rank-plus-diagonal model of C_xx^-1 from the randomized factor of X, also when
+        LOBPCG stalls; 'auto': the dense factor while :meth:`exact_preconditioner_fits`,
+        else the model, and the dense factor after all when LOBPCG stalls under the model
+        while :meth:`exact_rescue_fits`.  Ignored by the dense solver.
     random_state : None, int or numpy Generator
     merge_duplicates : bool, default True
         Solve on X with identical columns merged (an exact reduction; the weights are
@@ -183,8 +193,9 @@ class CCAEngine:
 
     def __init__(self, X, Y, *, solver="auto", center=False, tol=None, max_rank=None,
                  precond_rank=None, random_state=None, merge_duplicates=True,
-                 adaptive_rank=True, lowrank_y=False, verbose=0):
+                 adaptive_rank=True, lowrank_y=False, preconditioner="auto", verbose=0):
         solver = check_choice(solver, "solver", SOLVERS)
+        self.preconditioner = check_choice(preconditioner, "preconditioner", PRECONDITIONERS)
         self.verbose = check_verbose(verbose)
         # the caller's Y object, so that solve(M=that Y) is recognised as plain CCA
         # (check_matrix returns a new CSR object even when it copies nothing); weakly, so
@@ -323,7 +334,8 @@ class CCAEngine:
 
     def exact_preconditioner_fits(self):
         """Whether LOBPCG (and block CG) is preconditioned by the dense inverse of C_xx
-        rather than by the low-rank-plus-diagonal model.
+        rather than by the low-rank-plus-diagonal model (always with
+        ``preconditioner='dense'``, never with 'low-rank'; with 'auto' by the rule below).
 
         The model's norm understates ||r||_{C^-1} on text views, where nested suffix
         features are nearly collinear (the squared ratio 5-38 over the columns of the final
@@ -342,6 +354,8 @@ class CCAEngine:
         6.6 s with it at tau = 0.1 / 0.5 / 0.95, against 18.6 / 5.8 / 1.8 s without (at
         989b171).
         """
+        if self.preconditioner != "auto":
+            return self.preconditioner == "dense"
         n = self.X.shape[0] - int(self.center)
         paid = min(n, self.Y.shape[1])  # the size of C_yy's dense factor
         return self._exact_size() <= min(EXACT_PRECOND_MAX, max(paid, EXACT_PRECOND_SMALL))
@@ -349,13 +363,16 @@ class CCAEngine:
     def exact_rescue_fits(self):
         """Whether a LOBPCG that stalls under the low-rank-plus-diagonal model is resumed
         with the dense inverse of C_xx as its preconditioner (``on_stall`` of
-        :func:`reduced_cca`): while min(n, d1) <= EXACT_PRECOND_MAX, whether or not
-        :meth:`exact_preconditioner_fits` gave it the factor from the start.
+        :func:`reduced_cca`): with ``preconditioner='auto'``, while min(n, d1) <=
+        EXACT_PRECOND_MAX, whether or not :meth:`exact_preconditioner_fits` gave it the
+        factor from the start.
 
         A stall is where the model's norm fails: en-wsj with its 8,000 most frequent suffix
         features took 785 LOBPCG steps and 86 s at tau = 0.1, against 6.3 s with the dense
         factor; with 4,000, 211 block CG iterations of the 'full' fallback and 16.9 s.
         """
+        if self.preconditioner != "auto":
+            return False  # 'dense' has the factor from the start, 'low-rank' never
         return self._exact_size() <= EXACT_PRECOND_MAX
 
     def _exact_size(self):
@@ -667,7 +684,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
         and its error estimate is measured in the exact norm (see Notes and
         ``CCAEngine.exact_preconditioner_fits``); while min(n, d1) <= 8192 a LOBPCG that
         stalls under the low-rank model is resumed with that factor
-        (``CCAEngine.exact_rescue_fits``; ``solver_reason_`` says so).
+        (``CCAEngine.exact_rescue_fits``; ``solver_reason_`` says so).  ``preconditioner``
+        overrides the rule.
     center : bool, default False
         Centre both views implicitly (never densifies sparse input).
     tol : float, optional
@@ -676,6 +694,11 @@ class SparseCCA(PersistMixin, ParamsMixin):
         does not certify it.
     max_rank : int, optional
         Largest rank of the randomized factor.
+    preconditioner : {'auto', 'dense', 'low-rank'}, default 'auto'
+        What preconditions the fast solvers' LOBPCG, and so the norm ``error_estimate_`` is
+        measured in: 'dense' the Cholesky factor of Cxx whatever its size (min(n, d1)^2
+        floats), 'low-rank' the low-rank-plus-diagonal model of Cxx^-1 (also when LOBPCG
+        stalls), 'auto' the rule above (see ``CCAEngine``).
     random_state : None, int or numpy Generator
     verbose : int or bool, default 0
         Progress on stdout (a fit of all of en-brown takes ~35 s): 1 reports the problem
@@ -744,13 +767,14 @@ class SparseCCA(PersistMixin, ParamsMixin):
                      "n_components_", "n_features_in_", "n_merged_features_")
 
     def __init__(self, n_components=2, *, tau=0.1, solver="auto", center=False, tol=None,
-                 max_rank=None, random_state=None, verbose=0):
+                 max_rank=None, preconditioner="auto", random_state=None, verbose=0):
         self.n_components = n_components
         self.tau = tau
         self.solver = solver
         self.center = center
         self.tol = tol
         self.max_rank = max_rank
+        self.preconditioner = preconditioner
         self.random_state = random_state
         self.verbose = verbose
 
@@ -765,8 +789,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
         if swapped:
             X, Y = Y, X
         engine = CCAEngine(X, Y, solver=self.solver, center=bool(self.center), tol=self.tol,
-                           max_rank=self.max_rank, random_state=self.random_state,
-                           verbose=self.verbose)
+                           max_rank=self.max_rank, preconditioner=self.preconditioner,
+                           random_state=self.random_state, verbose=self.verbose)
         if swapped:
             engine._say(_swap_note())
         return engine, swapped
@@ -855,6 +879,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
     def _check_state(self):
         """Validate what load() restored: shapes, dtypes, finite values, consistent scalars."""
         check_choice(self.solver, "solver", SOLVERS)
+        check_choice(self.preconditioner, "preconditioner", PRECONDITIONERS)
         check_tau(self.tau)
         check_verbose(self.verbose)
         if not isinstance(self.center, (bool, np.bool_)):
@@ -1039,7 +1064,7 @@ def _check_taus(taus):
 
 
 def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
-             max_rank=None, random_state=None, M=None, verbose=0):
+             max_rank=None, preconditioner="auto", random_state=None, M=None, verbose=0):
     """Regularised CCA for a grid of tau values, reusing the tau-independent factorisations.
 
     Parameters
@@ -1047,7 +1072,8 @@ def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
     X : (n, d1), Y : (n, d2) arrays or sparse matrices
     taus : sequence of floats in [0, 1]
     n_components : int
-    solver, center, tol, max_rank, random_state, verbose : as in :class:`SparseCCA`
+    solver, center, tol, max_rank, preconditioner, random_state, verbose : as in
+        :class:`SparseCCA`
     M : (n, d2), optional
         Cross-covariance factor (default Y).
 
@@ -1057,7 +1083,8 @@ def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
     """
     taus = _check_taus(taus)
     engine = CCAEngine(X, Y, solver=solver, center=center, tol=tol, max_rank=max_rank,
-                       random_state=random_state, verbose=verbose)
+                       preconditioner=preconditioner, random_state=random_state,
+                       verbose=verbose)
     M = engine.Y if M is None else M
     return [engine.solve(M, tau, n_components) for tau in taus]
 

@@ -249,7 +249,8 @@ def test_estimator_api():
     X, Y = count_problem(200, 30, 12, seed=12)
     est = SparseCCA(4, tau=0.3, solver="auto", random_state=0)
     assert est.get_params() == dict(n_components=4, tau=0.3, solver="auto", center=False,
-                                    tol=None, max_rank=None, random_state=0, verbose=0)
+                                    tol=None, max_rank=None, preconditioner="auto",
+                                    random_state=0, verbose=0)
     assert not hasattr(est, "x_weights_")
     with pytest.raises(AttributeError, match="not fitted yet"):
         est.transform(X)
@@ -506,6 +507,39 @@ def test_exact_preconditioner_rule(solver, n, d1, d2, small, fits, monkeypatch, 
     ref = CCAEngine(X, Y, solver="dense").solve(Y, 0.5, k)
     rtol = 1e-7 if solver == "iterative" else 1e-3
     np.testing.assert_allclose(res.correlations, ref.correlations, rtol=rtol)
+
+
+@pytest.mark.parametrize("solver", ["randomized", "iterative"])
+@pytest.mark.parametrize("option,rule", [
+    ("low-rank", {"EXACT_PRECOND_MAX": 0}),  # the rule's model, with no stall rescue
+    ("dense", {"EXACT_PRECOND_SMALL": 8192})])  # the rule's dense factor from the start
+def test_preconditioner_option_overrides_the_rule(solver, option, rule, monkeypatch):
+    import sparsecca.linalg._cca as cca_module
+
+    # d1 = 120 > d2 = 100 (and not small): the rule gives the model, but would rescue a
+    # stall
+    monkeypatch.setattr(cca_module, "EXACT_PRECOND_SMALL", 0)
+    X, Y = count_problem(400, 120, 100, seed=12)
+    kw = dict(solver=solver, random_state=0, max_rank=40)
+    auto = CCAEngine(X, Y, **kw)
+    assert not auto.exact_preconditioner_fits() and auto.exact_rescue_fits()
+    chosen = CCAEngine(X, Y, preconditioner=option, **kw)
+    assert chosen.exact_preconditioner_fits() is (option == "dense")
+    assert not chosen.exact_rescue_fits()
+    res = chosen.solve(Y, 0.5, 3)
+    assert res.preconditioner == option
+    # the same solve as the rule's thresholds set to give that preconditioner
+    for name, value in rule.items():
+        monkeypatch.setattr(cca_module, name, value)
+    ref = CCAEngine(X, Y, **kw).solve(Y, 0.5, 3)
+    assert ref.preconditioner == option
+    np.testing.assert_array_equal(res.x_weights, ref.x_weights)
+    np.testing.assert_array_equal(res.correlations, ref.correlations)
+    # and SparseCCA / cca_path pass it on
+    model = SparseCCA(3, tau=0.5, preconditioner=option, **kw).fit(X, Y)
+    np.testing.assert_array_equal(model.correlations_, ref.correlations)
+    (path,) = cca_path(X, Y, [0.5], 3, preconditioner=option, **kw)
+    np.testing.assert_array_equal(path.correlations, ref.correlations)
 
 
 def test_duplicate_columns_count_once_in_the_exact_preconditioner_rule():

@@ -68,6 +68,8 @@ BAD_PARAMS = [
     (dict(n_components=True), TypeError, r"n_components must be an int .* got True"),
     (dict(solver="qr"), ValueError,
      r"solver must be one of \('auto', 'dense', 'randomized', 'iterative'\), got 'qr'"),
+    (dict(preconditioner="exact"), ValueError,
+     r"preconditioner must be one of \('auto', 'dense', 'low-rank'\), got 'exact'"),
     (dict(center="yes"), TypeError, r"center must be True or False, got 'yes'"),
     (dict(tol=0.0), ValueError, r"tol must be in \(0, 1\), got 0.0"),
     (dict(tol=1), ValueError, r"tol must be in \(0, 1\), got 1.0"),
