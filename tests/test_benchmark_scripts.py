@@ -1,5 +1,5 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
-bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py.
+bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py, truncated_rayleigh_ritz.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -133,3 +133,15 @@ def test_wsj_solver_accuracy_with_both_preconditioners(shared_data):
     assert all(r.startswith("randomized-exact ") for r in rows[6:])
     # the exact preconditioner's runs meet the solver's own tol and the estimate covers them
     assert all("own tol 0.001: met" in r and " covers it" in r for r in rows[:3])
+
+
+def test_truncated_rayleigh_ritz_is_exact_on_the_whole_space(shared_data):
+    # 2,000 en-brown sentences, 1,000 input features: the error falls with r, and r past
+    # min(d1, d2) spans both spaces, where the step must reproduce the dense solver
+    text = _run("truncated_rayleigh_ritz.py", "--case", "brown1k", "--rows", 2000,
+                "--ranks", 100, 400, 100000)
+    rows = {int(line.split()[0]): float(line.split()[1]) for line in text.splitlines()
+            if line.strip() and line.split()[0].isdigit()}
+    assert set(rows) == {100, 400, 100000}
+    assert rows[100] > rows[400] > 1e-3
+    assert rows[100000] < 1e-9

@@ -28,7 +28,7 @@ from ._gram import (
     column_mean,
 )
 from ._inverse import GramFactor, RegularizedInverse
-from ._reduced import CCAResult, lobpcg_fits, reduced_cca
+from ._reduced import CCAResult, dense_factor_cost, lobpcg_fits, reduced_cca
 from ._validation import (
     check_choice,
     check_matrix,
@@ -361,15 +361,16 @@ class CCAEngine:
         return self._exact_size() <= min(EXACT_PRECOND_MAX, max(paid, EXACT_PRECOND_SMALL))
 
     def exact_rescue_fits(self):
-        """Whether a LOBPCG that stalls under the low-rank-plus-diagonal model is resumed
+        """Whether a LOBPCG too slow under the low-rank-plus-diagonal model is resumed
         with the dense inverse of C_xx as its preconditioner (``on_stall`` of
         :func:`reduced_cca`): with ``preconditioner='auto'``, while min(n, d1) <=
         EXACT_PRECOND_MAX, whether or not :meth:`exact_preconditioner_fits` gave it the
-        factor from the start.
+        factor from the start.  Too slow means stalled, or a rate of progress that predicts
+        more steps than the factor costs (``rescue_cost``, from :meth:`_rescue_cost`).
 
-        A stall is where the model's norm fails: en-wsj with its 8,000 most frequent suffix
-        features took 785 LOBPCG steps and 86 s at tau = 0.1, against 6.3 s with the dense
-        factor; with 4,000, 211 block CG iterations of the 'full' fallback and 16.9 s.
+        Slow progress is where the model's norm fails: en-wsj with its 8,000 most frequent
+        suffix features took 785 LOBPCG steps and 86 s at tau = 0.1, against 6.3 s with the
+        dense factor; with 4,000, 211 block CG iterations of the 'full' fallback and 16.9 s.
         """
         if self.preconditioner != "auto":
             return False  # 'dense' has the factor from the start, 'low-rank' never
@@ -410,12 +411,18 @@ class CCAEngine:
             return None
 
         def rescue(steps):
-            self._say(f"tau={tau:g} LOBPCG stalled after {steps} steps under the "
-                      f"low-rank-plus-diagonal preconditioner; resuming with the dense "
-                      f"factor of C_xx")
+            self._say(f"tau={tau:g} LOBPCG too slow after {steps} steps under the "
+                      f"low-rank-plus-diagonal preconditioner (stalled, or its rate "
+                      f"predicted more steps than the dense factor costs); resuming with "
+                      f"the dense factor of C_xx")
             return self._exact_inverse(tau)
 
         return rescue
+
+    def _rescue_cost(self, tau):
+        """``rescue_cost`` for :func:`reduced_cca`: the modelled seconds of the dense factor
+        of C_xx at ``tau`` (0 when it is at hand)."""
+        return 0.0 if tau in self._xexact else dense_factor_cost(self._exact_size())
 
     # -- solving ----------------------------------------------------------------------------
     def solve(self, M, tau, n_components, *, strategy="auto"):
@@ -490,7 +497,8 @@ class CCAEngine:
         res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
                           random_state=self._rng, start=self._warm,
                           callback=self._lobpcg_report(tau), omega_max=omega_max,
-                          on_stall=self._on_stall(xinv, tau))
+                          on_stall=self._on_stall(xinv, tau),
+                          rescue_cost=self._rescue_cost(tau))
         self._keep_warm(res)
         err = _error_estimate(res)
         res.__dict__.update(solver=self.solver_, error_estimate=err,
@@ -603,7 +611,8 @@ class CCAEngine:
             res = reduced_cca(xinv, yinv, cross, k, strategy="lobpcg", tol=self.tol,
                               random_state=self._rng, start=self._warm,
                               callback=self._lobpcg_report(tau), omega_max=omega_max,
-                              on_stall=self._on_stall(xinv, tau))
+                              on_stall=self._on_stall(xinv, tau),
+                              rescue_cost=self._rescue_cost(tau))
             self._keep_warm(res)
             n_refine = res.n_iter
             err = _error_estimate(res)
@@ -858,8 +867,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
                 "low-rank": "; preconditioned by the low-rank-plus-diagonal model of "
                             "C_xx^-1",
                 "low-rank, then dense": "; preconditioned by the low-rank-plus-diagonal "
-                                        "model of C_xx^-1 until LOBPCG stalled, then by "
-                                        "the dense factor of C_xx"}[pre]
+                                        "model of C_xx^-1 until LOBPCG was too slow, then "
+                                        "by the dense factor of C_xx"}[pre]
         self.rank_ = int(res.rank)
         self.n_iter_ = int(res.n_iter)
         self.tau_ = tau

@@ -162,7 +162,7 @@ def _top_eigh(H, k):
 
 def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples=None,
                 n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None, start=None,
-                callback=None, omega_max=None, on_stall=None):
+                callback=None, omega_max=None, on_stall=None, rescue_cost=None):
     """Solve Eq. 14-15 given fitted inverse operators and a cross-covariance.
 
     This is the low-level entry point: the rerankers call it repeatedly with different
@@ -217,13 +217,23 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     on_stall : callable, optional
         'lobpcg' under the low-rank-plus-diagonal preconditioner of an iterative or
         randomized ``xinv``: called as ``on_stall(steps)`` when LOBPCG stalls (its largest
-        residual gained less than 2x in LOBPCG_STALL_WINDOW steps), it returns a 'dense'
+        residual gained less than 2x in LOBPCG_STALL_WINDOW steps; or, given
+        ``rescue_cost``, when it is too slow), it returns a 'dense'
         RegularizedInverse of the same C_xx (or None).  LOBPCG then resumes from its stalled
         block preconditioned by it (``xinv.use_exact``: the residuals are also measured in
         the exact norm from then on) before any fallback to 'full'.  The model's norm
         understates the exact one on text views, and a stalled LOBPCG is where that shows
         (en-wsj with its 8,000 most frequent suffix features: 785 steps and 86 s, against
         6.3 s with the dense factor).
+    rescue_cost : float, optional
+        With ``on_stall``: the modelled seconds of its dense factor (s^3 / 3 / FACTOR_FLOPS
+        for a factor of order s, as the engine passes; 0 when it is at hand).  LOBPCG then
+        also hands over before it stalls, once the rate of its last LOBPCG_SWITCH_WINDOW
+        steps predicts more steps than the factor and a resumed solve cost, all in the
+        flop model of LOBPCG_SWITCH_MARGIN's neighbours: en-wsj with its 4,000 most
+        frequent suffix features, tau = 0.1, took 176 steps and 9.9 s when the stall test
+        alone handed over.  The decision uses modelled costs, not clocks, so a fit is
+        reproducible.
 
     Returns
     -------
@@ -287,14 +297,16 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
               and not xinv.exact_preconditioner)
     stalled_steps = 0
 
-    def attempt(raise_stalled, start):
+    def attempt(raise_stalled, start, budget=None):
         return _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state,
-                      approx_xinv, raise_stalled, start, info, callback, omega_max)
+                      approx_xinv, raise_stalled, start, info, callback, omega_max, budget)
 
     with small_blas(width):
         try:
             try:
-                A, B, omega, n_cg = attempt(fallback or rescue, start)
+                budget = (_switch_budget(xinv, cross, min(k + p, d2), rescue_cost)
+                          if rescue and rescue_cost is not None else None)
+                A, B, omega, n_cg = attempt(fallback or rescue, start, budget)
             except _Stalled as exc:
                 exact = on_stall(exc.n_cg) if rescue else None
                 if exact is None and fallback:
@@ -338,7 +350,8 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
 
 
 class _Stalled(Exception):
-    """LOBPCG stalled after ``n_cg`` steps; ``block`` is its Ritz block then (float64)."""
+    """LOBPCG stalled (or, with ``rescue_cost``, was too slow) after ``n_cg`` steps;
+    ``block`` is its Ritz block then (float64)."""
 
     def __init__(self, n_cg, block=None):
         self.n_cg = n_cg
@@ -370,7 +383,8 @@ def _solve_input_side(xinv, Wy, cross, k):
 
 
 def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_xinv,
-           fallback=False, start=None, info=None, callback=None, omega_max=None):
+           fallback=False, start=None, info=None, callback=None, omega_max=None,
+           switch_budget=None):
     Wy = yinv.inv_sqrt()
     n_cg = 0
     d1, d2 = cross.shape
@@ -413,7 +427,7 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
     elif strategy == "lobpcg":
         A, B, omega, n_cg, stats = _lobpcg(xinv, Wy, cross, k, p, tol, start=start,
                                            raise_stalled=fallback, callback=callback,
-                                           omega_max=omega_max)
+                                           omega_max=omega_max, switch_budget=switch_budget)
         if info is not None:
             info.update(stats)
     else:
@@ -439,6 +453,21 @@ LOBPCG_MAXITER = 300
 #: LOBPCG counts as stalled (and 'auto' falls back to 'full') after less than 2x progress
 #: of its largest relative residual over this many steps
 LOBPCG_STALL_WINDOW = 40
+#: the hand-over to a dense factor (``rescue_cost`` of reduced_cca): the window of steps
+#: whose progress gives LOBPCG's rate, the steps a resumed solve is assumed to take (with
+#: the dense factor from the start: 14 / 8 / 6 on en-wsj with 4,000 suffix features, tau =
+#: 0.1 / 0.5 / 0.95) and the fraction of the modelled cost the predicted steps must exceed
+#: (see _switch_budget)
+LOBPCG_SWITCH_WINDOW = 15
+LOBPCG_SWITCH_STEPS = 10
+LOBPCG_SWITCH_MARGIN = 0.5
+#: the cost model of the hand-over: sparse products, dense BLAS-3 products and the dense
+#: Cholesky factor in flops per second (their ratios matter, not the machine: on the 2-core
+#: machine the model put en-wsj's dense factor at 13 / 58 LOBPCG steps with 4,000 / all
+#: suffix features, where the clock gave 15 / 67; zipf 20K x 5K at 25 against 10)
+SPARSE_FLOPS = 4e9
+DENSE_FLOPS = 6e10
+FACTOR_FLOPS = 3e10
 #: LOBPCG's dense C_xy W_y^T is kept up to this size and d2 <= FULL_MAX_D2 (an operator
 #: beyond).  Forming it costs d1 columns of triangular solves with the d2 x d2 factor of
 #: C_yy, an operator step about 2 (k + p): past a few thousand output features the build
@@ -488,8 +517,43 @@ class WarmBlock:
         return self.MX if self._cross() is cross else None
 
 
+def dense_factor_cost(size):
+    """Modelled seconds of a dense Cholesky factor of order ``size`` (``rescue_cost``)."""
+    return float(size) ** 3 / 3.0 / FACTOR_FLOPS
+
+
+def _switch_budget(xinv, cross, m, rescue_cost):
+    """The predicted LOBPCG steps beyond which handing over to a dense factor of modelled
+    cost ``rescue_cost`` (seconds) pays: the factor and LOBPCG_SWITCH_STEPS resumed steps,
+    in modelled steps under the model, times LOBPCG_SWITCH_MARGIN.  A step is modelled as
+    a product with C_xx (sparse: 4 nnz(X) m flops) and the two with C_xy W_y^T (4 d1 d2 m,
+    BLAS-3); a resumed step adds the two triangular solves with the factor, of order
+    s = min(n, d1) (4 s^2 m).  The rate of the last steps predicts too few steps rather
+    than too many, as LOBPCG slows down (en-wsj with 4,000 suffix features, tau = 0.1: 40
+    predicted after 21 steps, 137 followed), so the margin of 0.5 counts them double."""
+    d1, d2 = cross.shape
+    f = xinv.factor
+    nnz = getattr(f._src, "nnz", d1 * d1)
+    size = min(f.n_samples - int(f.center), d1)
+    step = 4.0 * nnz * m / SPARSE_FLOPS + 4.0 * d1 * d2 * m / DENSE_FLOPS
+    resumed = step + 4.0 * size * size * m / DENSE_FLOPS
+    return LOBPCG_SWITCH_MARGIN * (float(rescue_cost) + LOBPCG_SWITCH_STEPS * resumed) / step
+
+
+def _predicted_steps(history, thresh, window=None):
+    """Steps LOBPCG still needs to bring its largest relative residual (``history``, one
+    value per step so far) to ``thresh`` at the geometric rate of its best value over the
+    last ``window`` steps (inf without progress)."""
+    w = LOBPCG_SWITCH_WINDOW if window is None else window
+    best = np.minimum.accumulate(np.asarray(history, dtype=np.float64))
+    if best[-1] <= thresh:
+        return 0.0
+    rate = (best[-1] / best[-1 - w]) ** (1.0 / w)
+    return np.inf if rate >= 1.0 else float(np.log(best[-1] / thresh) / -np.log(rate))
+
+
 def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callback=None,
-            omega_max=None):
+            omega_max=None, switch_budget=None):
     """Top-k eigenpairs of the pencil (K, C), K = Ct Ct^T, Ct = C_xy W_y^T, C = C_xx, by LOBPCG.
 
     K a = omega C a is Eq. 11 with b eliminated (b = W_y^T Ct^T a / sqrt(omega)), so the
@@ -651,6 +715,11 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         w = LOBPCG_STALL_WINDOW
         if raise_stalled and len(history) >= w + 20 and min(history[-w:]) > 0.5 * min(
                 history[:-w]):
+            raise _Stalled(it, X)
+        # a dense factor at hand (on_stall): hand over as soon as the steps this rate still
+        # needs cost more than it (see reduced_cca's rescue_cost)
+        if (switch_budget is not None and len(history) > LOBPCG_SWITCH_WINDOW
+                and _predicted_steps(history, thresh) > switch_budget):
             raise _Stalled(it, X)
         # columns converged far beyond the target leave the search block, and so do the
         # null directions of K (theta ~ 0: a cross-covariance of rank < k + p), whose

@@ -227,8 +227,9 @@ def test_stalled_lobpcg_resumes_with_the_dense_factor(monkeypatch, capsys, solve
                                rtol=10 * tol)
     assert res.error_estimate <= tol
     out = capsys.readouterr().out
-    assert ("tau=0.4 LOBPCG stalled after 5 steps under the low-rank-plus-diagonal "
-            "preconditioner; resuming with the dense factor of C_xx") in out
+    assert ("tau=0.4 LOBPCG too slow after 5 steps under the low-rank-plus-diagonal "
+            "preconditioner (stalled, or its rate predicted more steps than the dense factor "
+            "costs); resuming with the dense factor of C_xx") in out
     # the same tau again: the factor is kept, so it preconditions from the start
     again = eng.solve(Y, 0.4, 6)
     assert again.preconditioner == "dense"
@@ -239,7 +240,7 @@ def test_stalled_lobpcg_resumes_with_the_dense_factor(monkeypatch, capsys, solve
     model.fit(X, Y)
     assert model.solver_reason_.endswith(
         "preconditioned by the low-rank-plus-diagonal model of C_xx^-1 until LOBPCG "
-        "stalled, then by the dense factor of C_xx")
+        "was too slow, then by the dense factor of C_xx")
 
 
 def test_no_stall_rescue_beyond_its_size(monkeypatch):
@@ -271,6 +272,75 @@ def test_on_stall_returning_none_resumes_under_the_model(monkeypatch):
                           on_stall=on_stall)
     assert calls == [2] and res.n_iter == 4 and not xinv.exact_preconditioner
     assert res.strategy == "lobpcg" and not res.lobpcg_converged
+
+
+def test_predicted_steps_against_counting_the_geometric_decay():
+    thresh = 1e-6
+    for rate in (0.3, 0.5, 0.9):
+        # a plateau, then steady progress at ``rate`` (the best value so far counts)
+        history = [0.5, 0.7, 0.6] + [0.5 * rate ** i for i in range(1, 16)]
+        predicted = reduced_mod._predicted_steps(history, thresh, window=10)
+        r, steps = history[-1], 0
+        while r > thresh:  # count the steps of the same decay
+            r *= rate
+            steps += 1
+        assert steps - 1 < predicted <= steps
+    assert reduced_mod._predicted_steps([0.1] * 12 + [0.2], thresh, window=10) == np.inf
+    assert reduced_mod._predicted_steps([0.1] * 12 + [1e-7], thresh, window=10) == 0.0
+
+
+def _handing_over(cost, monkeypatch):
+    """reduced_cca under the low-rank model with an on_stall that gives the dense factor;
+    the hand-over rule sees 3 steps and asks for no resumed steps, so the budget is
+    1.5 x the factor's cost in modelled steps (0 for cost 0)."""
+    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_WINDOW", 3)
+    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_STEPS", 0)
+    X, Y = count_problem(900, 240, 40, seed=15)
+    it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
+    xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
+    xinv.use_exact(None)
+    calls = []
+
+    def on_stall(steps):
+        calls.append(steps)
+        return it._exact_inverse(0.4)
+
+    res = reduced_cca(xinv, yinv, CrossCovariance(it._xdata, it.Y), 6, strategy="lobpcg",
+                      tol=1e-12, on_stall=on_stall, rescue_cost=cost)
+    dense = CCAEngine(X, Y, solver="dense").solve(Y, 0.4, 6)
+    np.testing.assert_allclose(res.correlations, dense.correlations, rtol=1e-10)
+    return res, calls
+
+
+def test_lobpcg_hands_over_when_its_rate_predicts_more_steps_than_the_factor_costs(
+        monkeypatch):
+    # a factor at hand (cost 0): handed over as soon as the rate is measured (3 steps)
+    res, calls = _handing_over(0.0, monkeypatch)
+    assert calls == [3] and res.rescued_after == 3 and res.lobpcg_converged
+    assert res.lobpcg_error <= 1e-12
+    # a costly one: LOBPCG converges under the model (19 steps, ~2x a step), never asking
+    res, calls = _handing_over(1e9, monkeypatch)
+    assert calls == [] and "rescued_after" not in res.__dict__ and res.lobpcg_converged
+
+
+def test_hand_over_is_reproducible_and_costed_by_the_model(monkeypatch):
+    """The engine's rescue_cost is the modelled dense factor of order min(n, d1) (0 once it
+    is at hand), and a fit that hands over gives bit-identical weights when repeated."""
+    _stalling(monkeypatch, maxiter=300)
+    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_WINDOW", 3)
+    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_STEPS", 0)
+    monkeypatch.setattr(reduced_mod, "FACTOR_FLOPS", 1e30)  # the factor costs nothing
+    X, Y = count_problem(900, 240, 40, seed=15)
+    runs = []
+    for _ in range(2):
+        eng = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12, max_rank=32)
+        assert eng._rescue_cost(0.4) == pytest.approx(240.0 ** 3 / 3 / 1e30)
+        runs.append(eng.solve(Y, 0.4, 6))
+        assert runs[-1].rescued_after == 3
+        assert eng._rescue_cost(0.4) == 0.0
+    assert runs[0].preconditioner == "low-rank, then dense"
+    np.testing.assert_array_equal(runs[0].x_weights, runs[1].x_weights)
+    np.testing.assert_array_equal(runs[0].y_weights, runs[1].y_weights)
 
 
 def test_warm_start_from_the_previous_block():
