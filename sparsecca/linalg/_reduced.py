@@ -309,15 +309,17 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
                 A, B, omega, n_cg = attempt(fallback or rescue, start, budget)
             except _Stalled as exc:
                 exact = on_stall(exc.n_cg) if rescue else None
-                if exact is None and fallback:
+                if exact is None and fallback and not exc.slow:
                     raise
                 # resumed from the stalled block (without the dense factor only because
-                # on_stall had asked for the stall to be raised)
+                # on_stall had asked for the stall to be raised, or LOBPCG was merely slow:
+                # it goes on under the model, and a real stall still falls back)
                 if exact is not None:
                     xinv.use_exact(exact)
                 stalled_steps = exc.n_cg
                 _clear_lobpcg(info)
-                A, B, omega, n_cg = attempt(fallback and exact is not None, exc.block)
+                A, B, omega, n_cg = attempt(fallback and (exact is not None or exc.slow),
+                                            exc.block)
                 n_cg += stalled_steps
                 if exact is not None:
                     info["rescued_after"] = stalled_steps
@@ -353,9 +355,10 @@ class _Stalled(Exception):
     """LOBPCG stalled (or, with ``rescue_cost``, was too slow) after ``n_cg`` steps;
     ``block`` is its Ritz block then (float64)."""
 
-    def __init__(self, n_cg, block=None):
+    def __init__(self, n_cg, block=None, slow=False):
         self.n_cg = n_cg
         self.block = None if block is None else np.asarray(block, dtype=np.float64)
+        self.slow = slow  # progressing, too slowly for the factor at hand
 
 
 def _clear_lobpcg(info):
@@ -720,7 +723,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         # needs cost more than it (see reduced_cca's rescue_cost)
         if (switch_budget is not None and len(history) > LOBPCG_SWITCH_WINDOW
                 and _predicted_steps(history, thresh) > switch_budget):
-            raise _Stalled(it, X)
+            raise _Stalled(it, X, slow=True)
         # columns converged far beyond the target leave the search block, and so do the
         # null directions of K (theta ~ 0: a cross-covariance of rank < k + p), whose
         # residual directions are noise; when none is left the basis cannot improve

@@ -323,6 +323,24 @@ def test_lobpcg_hands_over_when_its_rate_predicts_more_steps_than_the_factor_cos
     assert calls == [] and "rescued_after" not in res.__dict__ and res.lobpcg_converged
 
 
+def test_slow_lobpcg_without_a_factor_goes_on_under_the_model(monkeypatch):
+    """A hand-over that on_stall declines (None) is no stall: 'auto' goes on with LOBPCG
+    under the model instead of falling back to block CG."""
+    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_WINDOW", 3)
+    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_STEPS", 0)
+    X, Y = count_problem(900, 240, 40, seed=15)
+    it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
+    xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
+    xinv.use_exact(None)
+    calls = []
+    res = reduced_cca(xinv, yinv, CrossCovariance(it._xdata, it.Y), 6, tol=1e-12,
+                      on_stall=calls.append, rescue_cost=0.0)
+    assert calls == [3] and res.strategy == "lobpcg" and res.lobpcg_converged
+    assert "rescued_after" not in res.__dict__ and not xinv.exact_preconditioner
+    dense = CCAEngine(X, Y, solver="dense").solve(Y, 0.4, 6)
+    np.testing.assert_allclose(res.correlations, dense.correlations, rtol=1e-10)
+
+
 def test_hand_over_is_reproducible_and_costed_by_the_model(monkeypatch):
     """The engine's rescue_cost is the modelled dense factor of order min(n, d1) (0 once it
     is at hand), and a fit that hands over gives bit-identical weights when repeated."""
