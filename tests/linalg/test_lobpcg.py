@@ -289,10 +289,11 @@ def test_predicted_steps_against_counting_the_geometric_decay():
     assert reduced_mod._predicted_steps([0.1] * 12 + [1e-7], thresh, window=10) == 0.0
 
 
-def _handing_over(cost, monkeypatch):
-    """reduced_cca under the low-rank model with an on_stall that gives the dense factor;
-    the hand-over rule sees 3 steps and asks for no resumed steps, so the budget is
-    1.5 x the factor's cost in modelled steps (0 for cost 0)."""
+def _handing_over(cost, monkeypatch, give_factor=True, strategy="lobpcg"):
+    """reduced_cca under the low-rank model with an on_stall that gives the dense factor
+    (or declines, ``give_factor=False``); the hand-over rule sees 3 steps and asks for no
+    resumed steps, so the budget is LOBPCG_SWITCH_MARGIN x the factor's cost in modelled
+    steps (0 for cost 0).  Returns the result, on_stall's calls and ``xinv``."""
     monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_WINDOW", 3)
     monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_STEPS", 0)
     X, Y = count_problem(900, 240, 40, seed=15)
@@ -303,42 +304,32 @@ def _handing_over(cost, monkeypatch):
 
     def on_stall(steps):
         calls.append(steps)
-        return it._exact_inverse(0.4)
+        return it._exact_inverse(0.4) if give_factor else None
 
-    res = reduced_cca(xinv, yinv, CrossCovariance(it._xdata, it.Y), 6, strategy="lobpcg",
+    res = reduced_cca(xinv, yinv, CrossCovariance(it._xdata, it.Y), 6, strategy=strategy,
                       tol=1e-12, on_stall=on_stall, rescue_cost=cost)
     dense = CCAEngine(X, Y, solver="dense").solve(Y, 0.4, 6)
     np.testing.assert_allclose(res.correlations, dense.correlations, rtol=1e-10)
-    return res, calls
+    return res, calls, xinv
 
 
 def test_lobpcg_hands_over_when_its_rate_predicts_more_steps_than_the_factor_costs(
         monkeypatch):
     # a factor at hand (cost 0): handed over as soon as the rate is measured (3 steps)
-    res, calls = _handing_over(0.0, monkeypatch)
+    res, calls, _ = _handing_over(0.0, monkeypatch)
     assert calls == [3] and res.rescued_after == 3 and res.lobpcg_converged
     assert res.lobpcg_error <= 1e-12
-    # a costly one: LOBPCG converges under the model (19 steps, ~2x a step), never asking
-    res, calls = _handing_over(1e9, monkeypatch)
+    # a costly one: LOBPCG converges under the model (19 steps), never asking
+    res, calls, _ = _handing_over(1e9, monkeypatch)
     assert calls == [] and "rescued_after" not in res.__dict__ and res.lobpcg_converged
 
 
 def test_slow_lobpcg_without_a_factor_goes_on_under_the_model(monkeypatch):
     """A hand-over that on_stall declines (None) is no stall: 'auto' goes on with LOBPCG
     under the model instead of falling back to block CG."""
-    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_WINDOW", 3)
-    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_STEPS", 0)
-    X, Y = count_problem(900, 240, 40, seed=15)
-    it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
-    xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
-    xinv.use_exact(None)
-    calls = []
-    res = reduced_cca(xinv, yinv, CrossCovariance(it._xdata, it.Y), 6, tol=1e-12,
-                      on_stall=calls.append, rescue_cost=0.0)
+    res, calls, xinv = _handing_over(0.0, monkeypatch, give_factor=False, strategy="auto")
     assert calls == [3] and res.strategy == "lobpcg" and res.lobpcg_converged
     assert "rescued_after" not in res.__dict__ and not xinv.exact_preconditioner
-    dense = CCAEngine(X, Y, solver="dense").solve(Y, 0.4, 6)
-    np.testing.assert_allclose(res.correlations, dense.correlations, rtol=1e-10)
 
 
 def test_hand_over_is_reproducible_and_costed_by_the_model(monkeypatch):
