@@ -71,12 +71,12 @@ class JointView(BaseView):
         Suffix lengths (``kind="suffix"`` only).
     min_count : int >= 1, default 1
         Keep joint features occurring at least this often in the fitting corpus.
-    max_features : int >= 1 or None, default None
-        Keep the ``max_features`` joint features occurring most often in the fitting corpus
-        (after ``min_count``); ties go to the earlier column.  None keeps them all.
     lowercase : bool, default False
         Lowercase words before taking suffixes / words.
     dtype : numpy.float32 or numpy.float64, default numpy.float64
+    max_features : int >= 1 or None, default None
+        Keep the ``max_features`` joint features occurring most often in the fitting corpus
+        (after ``min_count``); ties go to the earlier column.  None keeps them all.
 
     Attributes
     ----------
@@ -98,8 +98,8 @@ class JointView(BaseView):
         ``fit``, the occurrences removed by ``min_count`` and ``max_features``.
     """
 
-    def __init__(self, kind="suffix", lengths=(2, 3, 4), min_count=1, max_features=None,
-                 lowercase=False, dtype=np.float64):
+    def __init__(self, kind="suffix", lengths=(2, 3, 4), min_count=1, lowercase=False,
+                 dtype=np.float64, max_features=None):
         self.kind = kind
         self.lengths = lengths
         self.min_count = min_count

@@ -190,12 +190,12 @@ class SuffixView(_LexicalView):
     lengths : int or sequence of int >= 1, default (2, 3, 4)
     min_count : int >= 1, default 1
         Keep features occurring at least this often in the fitting corpus.
-    max_features : int >= 1 or None, default None
-        Keep the ``max_features`` features occurring most often in the fitting corpus (after
-        ``min_count``); ties go to the earlier column.  None keeps them all.
     lowercase : bool, default False
         Lowercase words before taking suffixes.
     dtype : numpy.float32 or numpy.float64, default numpy.float64
+    max_features : int >= 1 or None, default None
+        Keep the ``max_features`` features occurring most often in the fitting corpus (after
+        ``min_count``); ties go to the earlier column.  None keeps them all.
 
     Attributes
     ----------
@@ -207,8 +207,8 @@ class SuffixView(_LexicalView):
         the occurrences in the fitting corpus removed by ``min_count`` and ``max_features``).
     """
 
-    def __init__(self, lengths=(2, 3, 4), min_count=1, max_features=None, lowercase=False,
-                 dtype=np.float64):
+    def __init__(self, lengths=(2, 3, 4), min_count=1, lowercase=False, dtype=np.float64,
+                 max_features=None):
         self.lengths = lengths
         self.min_count = min_count
         self.max_features = max_features
@@ -236,11 +236,11 @@ class CharNgramView(_LexicalView):
     ----------
     n : int or sequence of int >= 1, default (1, 2)
     min_count : int >= 1, default 1
+    lowercase : bool, default False
+    dtype : numpy.float32 or numpy.float64, default numpy.float64
     max_features : int >= 1 or None, default None
         Keep the ``max_features`` features occurring most often in the fitting corpus (after
         ``min_count``); ties go to the earlier column.
-    lowercase : bool, default False
-    dtype : numpy.float32 or numpy.float64, default numpy.float64
 
     Attributes
     ----------
@@ -248,8 +248,8 @@ class CharNgramView(_LexicalView):
         As in :class:`SuffixView`.
     """
 
-    def __init__(self, n=(1, 2), min_count=1, max_features=None, lowercase=False,
-                 dtype=np.float64):
+    def __init__(self, n=(1, 2), min_count=1, lowercase=False, dtype=np.float64,
+                 max_features=None):
         self.n = n
         self.min_count = min_count
         self.max_features = max_features
@@ -272,11 +272,11 @@ class WordView(_LexicalView):
     Parameters
     ----------
     min_count : int >= 1, default 1
+    lowercase : bool, default False
+    dtype : numpy.float32 or numpy.float64, default numpy.float64
     max_features : int >= 1 or None, default None
         Keep the ``max_features`` features occurring most often in the fitting corpus (after
         ``min_count``); ties go to the earlier column.
-    lowercase : bool, default False
-    dtype : numpy.float32 or numpy.float64, default numpy.float64
 
     Attributes
     ----------
@@ -284,7 +284,7 @@ class WordView(_LexicalView):
         As in :class:`SuffixView`.
     """
 
-    def __init__(self, min_count=1, max_features=None, lowercase=False, dtype=np.float64):
+    def __init__(self, min_count=1, lowercase=False, dtype=np.float64, max_features=None):
         self.min_count = min_count
         self.max_features = max_features
         self.lowercase = lowercase

@@ -109,10 +109,10 @@ class TagNgramView(BaseView):
         orders n >= 2, so "DT NN" yields the bigrams ``<s> DT``, ``DT NN``, ``NN </s>``.
         Unigrams never include boundary symbols.
     min_count : int >= 1, default 1
+    dtype : numpy.float32 or numpy.float64, default numpy.float64
     max_features : int >= 1 or None, default None
         Keep the ``max_features`` n-grams occurring most often in the fitting corpus (after
         ``min_count``); ties go to the earlier column.  None keeps them all.
-    dtype : numpy.float32 or numpy.float64, default numpy.float64
 
     Attributes
     ----------
@@ -129,8 +129,8 @@ class TagNgramView(BaseView):
         by ``min_count`` and ``max_features``.
     """
 
-    def __init__(self, orders=(1, 2), boundaries=True, min_count=1, max_features=None,
-                 dtype=np.float64):
+    def __init__(self, orders=(1, 2), boundaries=True, min_count=1, dtype=np.float64,
+                 max_features=None):
         self.orders = orders
         self.boundaries = boundaries
         self.min_count = min_count
