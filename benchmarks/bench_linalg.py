@@ -78,7 +78,7 @@ def load(case, n_rows=None):
         Y = sp.load_npz(d / f"Y_{n}_300.npz").tocsr()
         return X, Y, 50, 0.5
     from sparsecca.data import read_conllu
-    from sparsecca.features import SuffixView, TagNgramView, WordView
+    from sparsecca.features import HStackView, SuffixView, TagNgramView, WordView
 
     kept = re.fullmatch(r"brown(?:(\d+)k)?", case)  # thousands of input features kept
     if kept is None:
@@ -86,13 +86,10 @@ def load(case, n_rows=None):
     corpus = read_conllu(SHARED_DATA / "en-brown" / "train.conllu.gz", tags="xpos")
     if n_rows:
         corpus = corpus[:n_rows]
-    X = sp.hstack([SuffixView(lengths=(1, 2, 3, 4)).fit_transform(corpus),
-                   WordView().fit_transform(corpus)]).tocsr()
+    d = 1000 * int(kept.group(1)) if kept.group(1) else None
+    X = HStackView([SuffixView(lengths=(1, 2, 3, 4)), WordView()],
+                   max_features=d).fit_transform(corpus)
     Y = TagNgramView(orders=(1, 2)).fit_transform(corpus)
-    if kept.group(1):
-        d = min(1000 * int(kept.group(1)), X.shape[1])
-        top = np.argsort(-np.asarray(X.sum(axis=0)).ravel(), kind="stable")[:d]
-        X = X[:, np.sort(top)].tocsr()
     return X, Y, 75, 0.5
 
 

@@ -67,11 +67,8 @@ def main(argv=None):
         print(f"error: {WSJ} not found", file=sys.stderr)
         return 2
     corpus = read_conllu(WSJ, tags="xpos")
-    X = SuffixView(lengths=(2, 3, 4)).fit_transform(corpus)
+    X = SuffixView(lengths=(2, 3, 4), max_features=args.features).fit_transform(corpus)
     Y = TagNgramView(orders=(1, 2)).fit_transform(corpus)
-    if args.features is not None and args.features < X.shape[1]:
-        top = np.argsort(-np.asarray(X.sum(axis=0)).ravel(), kind="stable")[:args.features]
-        X = X[:, np.sort(top)].tocsr()
     print(f"en-wsj train: X {X.shape[0]:,} x {X.shape[1]:,} (nnz {X.nnz:,}), "
           f"d2 = {Y.shape[1]:,}, k = {K}")
     t0 = time.perf_counter()

@@ -123,6 +123,12 @@ VIEWS = {
                                                     dtype=np.float32),
     "joint-suffix": lambda: JointView(),
     "joint-ngram": lambda: JointView(kind="ngram", min_count=2, lowercase=True),
+    "suffix-max": lambda: SuffixView(lengths=(1, 3), min_count=2, max_features=60),
+    "charngram-max": lambda: CharNgramView(n=(1, 2), max_features=25),
+    "word-max": lambda: WordView(max_features=40, dtype=np.float32),
+    "tagngram-max": lambda: TagNgramView(orders=(1, 2, 3), max_features=30),
+    "joint-suffix-max": lambda: JointView(max_features=200),
+    "joint-ngram-max": lambda: JointView(kind="ngram", min_count=2, max_features=150),
 }
 
 
@@ -133,6 +139,8 @@ def test_view_round_trip(tmp_path, name):
     back = type(view).load(view.save(tmp_path / name))
     assert back.get_params() == view.get_params()
     assert back.n_features_ == view.n_features_
+    if view.max_features is not None:
+        assert view.n_features_ == view.max_features  # the cap was reached
     assert back.vocabulary_ == view.vocabulary_
     assert_same_csr(back.transform(test), view.transform(test))
     assert back.n_dropped_ == view.n_dropped_
@@ -584,6 +592,10 @@ def test_duplicate_strings_refused(tmp_path):
         TrigramHMM.load(_edit(tmp_path, fitted_hmm(), dup))
 
 
+def _hstack30():
+    return HStackView([SuffixView(lengths=2), WordView()], max_features=30).fit(corpora()[0])
+
+
 VIEW_EDITS = {
     "tag keys unsorted": (lambda: TagNgramView().fit(corpora()[0]),
                           _set("keys", lambda a: a[::-1].copy()), "strictly increasing"),
@@ -601,6 +613,38 @@ VIEW_EDITS = {
                             _param("dtype", {"__dtype__": "<i4"}), "dtype"),
     "negative n_dropped": (lambda: CharNgramView().fit(corpora()[0]),
                            _extra("n_dropped", -1), "n_dropped"),
+    # a vocabulary larger than max_features: fit could not have built it
+    "suffix vocabulary over max_features": (
+        lambda: SuffixView(max_features=50).fit(corpora()[0]), _param("max_features", 49),
+        r"stored vocabulary has 50 features, more than max_features=49"),
+    "word vocabulary over max_features": (
+        lambda: WordView().fit(corpora()[0]), _param("max_features", 3),
+        r"more than max_features=3"),
+    "tag keys over max_features": (
+        lambda: TagNgramView(max_features=20).fit(corpora()[0]), _param("max_features", 19),
+        r"stored vocabulary has 20 features, more than max_features=19"),
+    "joint keys over max_features": (
+        lambda: JointView(kind="ngram", max_features=100).fit(corpora()[0]),
+        _param("max_features", 10), r"stored vocabulary has 100 features, more than "
+                                    r"max_features=10"),
+    "bad max_features parameter": (lambda: CharNgramView(max_features=5).fit(corpora()[0]),
+                                   _param("max_features", 0), r"max_features must be None or "
+                                                              r"an int >= 1, got 0"),
+    "hstack columns unsorted": (_hstack30, _set("columns", lambda a: a[::-1].copy()),
+                                r"'columns' must be strictly increasing"),
+    "hstack columns repeated": (_hstack30, _set("columns", lambda a: np.sort(np.r_[a[:-1], a[0]])),
+                                r"'columns' must be strictly increasing"),
+    "hstack column out of range": (_hstack30, _set("columns", lambda a: a + 10**6),
+                                   r"columns.*must lie in"),
+    "hstack negative column": (_hstack30, _set("columns", lambda a: a - a[1]),
+                               r"columns.*must lie in"),
+    "hstack columns float": (_hstack30, _set("columns", lambda a: a.astype(np.float64)),
+                             r"columns.*int"),
+    "hstack columns over max_features": (_hstack30, _param("max_features", 29),
+                                         r"'columns' has 30 entries, more than max_features=29"),
+    "hstack columns missing": (_hstack30, _drop("columns"), r"'columns' is missing"),
+    "hstack columns without max_features": (_hstack30, _param("max_features", None),
+                                            r"'columns' is stored but max_features is None"),
 }
 
 

@@ -240,9 +240,8 @@ class CCAPreconditioner:
         from sparsecca.features import SuffixView, TagNgramView
 
         corpus = read_conllu(WSJ, tags="xpos")
-        X = SuffixView(lengths=(2, 3, 4)).fit_transform(corpus)
-        top = np.argsort(-np.asarray(X.sum(axis=0)).ravel(), kind="stable")[:2000]
-        return X[:, np.sort(top)].tocsr(), TagNgramView(orders=(1, 2)).fit_transform(corpus)
+        return (SuffixView(lengths=(2, 3, 4), max_features=2000).fit_transform(corpus),
+                TagNgramView(orders=(1, 2)).fit_transform(corpus))
 
     def _fit(self, solver, tau):
         base, _, lowrank = solver.partition("-")  # '-lowrank': the engine's rule off

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._params import ParamsMixin
-from .._persist import PersistMixin
+from .._persist import ModelFormatError, PersistMixin
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
 
@@ -53,6 +53,25 @@ def check_min_count(value) -> int:
     if value < 1:
         raise ValueError(f"min_count must be an int >= 1, got {value}")
     return int(value)
+
+
+def check_max_features(value) -> int | None:
+    """None (no limit) or an int >= 1."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"max_features must be None or an int >= 1, got {value!r}")
+    if value < 1:
+        raise ValueError(f"max_features must be None or an int >= 1, got {value!r}")
+    return int(value)
+
+
+def check_state_size(n_features: int, max_features) -> None:
+    """Refuse a loaded vocabulary that ``fit`` with ``max_features`` could not have built."""
+    max_features = check_max_features(max_features)
+    if max_features is not None and n_features > max_features:
+        raise ModelFormatError(f"the stored vocabulary has {n_features} features, more than "
+                               f"max_features={max_features}")
 
 
 def check_bool(name: str, value) -> bool:
@@ -243,6 +262,34 @@ def stack_rows(blocks: list, n_cols: int, dtype: np.dtype) -> sp.csr_matrix:
         r, p = r + m, p + k
         del b
     return sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_cols))
+
+
+def keep_most_frequent(keep: np.ndarray, occ: np.ndarray,
+                       max_features: int | None) -> np.ndarray:
+    """``keep`` narrowed to its ``max_features`` entries with the largest ``occ``.
+
+    Parameters
+    ----------
+    keep : bool array, shape (n,)
+        Candidate entries (columns), in column order.
+    occ : array, shape (n,)
+        Occurrence count of each entry in the fitting corpus.
+    max_features : int or None
+        None keeps ``keep`` as it is.
+
+    Returns
+    -------
+    bool array, shape (n,)
+        A subset of ``keep``; among equal counts the earlier entry wins (a stable sort), as
+        with scikit-learn's ``CountVectorizer(max_features=...)`` on sorted columns.
+    """
+    idx = np.flatnonzero(keep)
+    if max_features is None or idx.size <= max_features:
+        return keep
+    top = idx[np.argsort(-occ[idx], kind="stable")[:max_features]]
+    out = np.zeros(keep.shape, dtype=bool)
+    out[top] = True
+    return out
 
 
 def present_types(word_ids: np.ndarray, n_types: int):

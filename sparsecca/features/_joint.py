@@ -23,11 +23,14 @@ from ._base import (
     check_dtype,
     check_id_array,
     check_int_tuple,
+    check_max_features,
     check_min_count,
     check_offsets,
+    check_state_size,
     check_vocabulary,
     count_block,
     expand_ranges,
+    keep_most_frequent,
     present_types,
     sequence_chunks,
     stack_rows,
@@ -71,6 +74,9 @@ class JointView(BaseView):
     lowercase : bool, default False
         Lowercase words before taking suffixes / words.
     dtype : numpy.float32 or numpy.float64, default numpy.float64
+    max_features : int >= 1 or None, default None
+        Keep the ``max_features`` joint features occurring most often in the fitting corpus
+        (after ``min_count``); ties go to the earlier column.  None keeps them all.
 
     Attributes
     ----------
@@ -89,14 +95,15 @@ class JointView(BaseView):
     n_features_ : int
     n_dropped_ : int
         Joint feature occurrences absent from the vocabulary at the last transform; after
-        ``fit``, the occurrences removed by ``min_count``.
+        ``fit``, the occurrences removed by ``min_count`` and ``max_features``.
     """
 
     def __init__(self, kind="suffix", lengths=(2, 3, 4), min_count=1, lowercase=False,
-                 dtype=np.float64):
+                 dtype=np.float64, max_features=None):
         self.kind = kind
         self.lengths = lengths
         self.min_count = min_count
+        self.max_features = max_features
         self.lowercase = lowercase
         self.dtype = dtype
 
@@ -184,6 +191,7 @@ class JointView(BaseView):
         """
         params = self._validated()
         min_count = check_min_count(self.min_count)
+        max_features = check_max_features(self.max_features)
         corpus = check_corpus(corpus, tagged=True)
         self._params = params
         T = len(corpus.tags)
@@ -216,7 +224,7 @@ class JointView(BaseView):
         uniq, inv = np.unique(np.concatenate(uniq_parts), return_inverse=True)
         occ = np.bincount(inv, weights=np.concatenate(occ_parts),
                           minlength=uniq.size).astype(np.int64)
-        keep = occ >= min_count
+        keep = keep_most_frequent(occ >= min_count, occ, max_features)  # uniq: column order
         self.tags_ = corpus.tags
         self.lexical_vocabulary_ = Vocabulary([names[i] for i in order])
         self.keys_ = uniq[keep]
@@ -251,6 +259,7 @@ class JointView(BaseView):
         keys = check_index("keys", state_array(arrays, "keys", "int"), n_units * nt)
         if keys.size > 1 and np.any(np.diff(keys) <= 0):
             raise ModelFormatError("array 'keys' must be strictly increasing")
+        check_state_size(keys.size, self.max_features)
         self._params = params
         self._n_tags, self._nt = T, nt
         self.tags_ = tags

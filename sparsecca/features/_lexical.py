@@ -14,10 +14,13 @@ from ._base import (
     check_dtype,
     check_id_array,
     check_int_tuple,
+    check_max_features,
     check_min_count,
     check_offsets,
+    check_state_size,
     check_vocabulary,
     csr_from_sorted_rows,
+    keep_most_frequent,
     present_types,
     type_features,
 )
@@ -63,7 +66,8 @@ class _LexicalView(BaseView):
         return [items[i] for i in present]
 
     def fit(self, corpus: TaggedCorpus) -> "_LexicalView":
-        """Build the feature vocabulary from ``corpus`` (features with count >= min_count).
+        """Build the feature vocabulary from ``corpus``: features with count >= min_count,
+        then the ``max_features`` most frequent of them.
 
         Parameters
         ----------
@@ -76,6 +80,7 @@ class _LexicalView(BaseView):
         """
         params = self._validated()
         min_count = check_min_count(self.min_count)
+        max_features = check_max_features(self.max_features)
         corpus = check_corpus(corpus)
         present, tcounts, _ = present_types(corpus.word_ids, len(corpus.words))
         strings = self._word_strings(corpus.words, present, params["lowercase"])
@@ -83,8 +88,11 @@ class _LexicalView(BaseView):
         # occurrences of each feature = sum over types of (token count x multiplicity)
         occ = np.bincount(local, weights=np.repeat(tcounts, np.diff(indptr)),
                           minlength=len(names)).astype(np.int64)
-        keep = occ >= min_count
-        kept = sorted(names[i] for i in np.flatnonzero(keep))
+        # to column order (sorted names) first, so that max_features breaks ties by column
+        order = sorted(range(len(names)), key=names.__getitem__)
+        occ = occ[np.asarray(order, dtype=np.int64)]
+        keep = keep_most_frequent(occ >= min_count, occ, max_features)
+        kept = [names[order[i]] for i in np.flatnonzero(keep)]
         self._params = params
         self.vocabulary_ = Vocabulary(kept)
         self.n_features_ = len(kept)
@@ -139,6 +147,7 @@ class _LexicalView(BaseView):
         params = self._validated()
         check_min_count(self.min_count)
         vocab = Vocabulary(unpack_strings(arrays, "vocabulary"))  # refuses repeated names
+        check_state_size(len(vocab), self.max_features)
         self._params = params
         self.vocabulary_ = vocab
         self.n_features_ = len(vocab)
@@ -184,6 +193,9 @@ class SuffixView(_LexicalView):
     lowercase : bool, default False
         Lowercase words before taking suffixes.
     dtype : numpy.float32 or numpy.float64, default numpy.float64
+    max_features : int >= 1 or None, default None
+        Keep the ``max_features`` features occurring most often in the fitting corpus (after
+        ``min_count``); ties go to the earlier column.  None keeps them all.
 
     Attributes
     ----------
@@ -192,12 +204,14 @@ class SuffixView(_LexicalView):
     n_features_ : int
     n_dropped_ : int
         Feature occurrences absent from the vocabulary at the last ``transform`` (after ``fit``:
-        the occurrences in the fitting corpus removed by ``min_count``).
+        the occurrences in the fitting corpus removed by ``min_count`` and ``max_features``).
     """
 
-    def __init__(self, lengths=(2, 3, 4), min_count=1, lowercase=False, dtype=np.float64):
+    def __init__(self, lengths=(2, 3, 4), min_count=1, lowercase=False, dtype=np.float64,
+                 max_features=None):
         self.lengths = lengths
         self.min_count = min_count
+        self.max_features = max_features
         self.lowercase = lowercase
         self.dtype = dtype
 
@@ -224,6 +238,9 @@ class CharNgramView(_LexicalView):
     min_count : int >= 1, default 1
     lowercase : bool, default False
     dtype : numpy.float32 or numpy.float64, default numpy.float64
+    max_features : int >= 1 or None, default None
+        Keep the ``max_features`` features occurring most often in the fitting corpus (after
+        ``min_count``); ties go to the earlier column.
 
     Attributes
     ----------
@@ -231,9 +248,11 @@ class CharNgramView(_LexicalView):
         As in :class:`SuffixView`.
     """
 
-    def __init__(self, n=(1, 2), min_count=1, lowercase=False, dtype=np.float64):
+    def __init__(self, n=(1, 2), min_count=1, lowercase=False, dtype=np.float64,
+                 max_features=None):
         self.n = n
         self.min_count = min_count
+        self.max_features = max_features
         self.lowercase = lowercase
         self.dtype = dtype
 
@@ -255,6 +274,9 @@ class WordView(_LexicalView):
     min_count : int >= 1, default 1
     lowercase : bool, default False
     dtype : numpy.float32 or numpy.float64, default numpy.float64
+    max_features : int >= 1 or None, default None
+        Keep the ``max_features`` features occurring most often in the fitting corpus (after
+        ``min_count``); ties go to the earlier column.
 
     Attributes
     ----------
@@ -262,8 +284,9 @@ class WordView(_LexicalView):
         As in :class:`SuffixView`.
     """
 
-    def __init__(self, min_count=1, lowercase=False, dtype=np.float64):
+    def __init__(self, min_count=1, lowercase=False, dtype=np.float64, max_features=None):
         self.min_count = min_count
+        self.max_features = max_features
         self.lowercase = lowercase
         self.dtype = dtype
 

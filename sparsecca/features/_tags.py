@@ -21,11 +21,14 @@ from ._base import (
     check_dtype,
     check_id_array,
     check_int_tuple,
+    check_max_features,
     check_min_count,
     check_offsets,
+    check_state_size,
     check_vocabulary,
     count_block,
     expand_ranges,
+    keep_most_frequent,
     searchsorted_lookup,
     sequence_chunks,
     stack_rows,
@@ -107,6 +110,9 @@ class TagNgramView(BaseView):
         Unigrams never include boundary symbols.
     min_count : int >= 1, default 1
     dtype : numpy.float32 or numpy.float64, default numpy.float64
+    max_features : int >= 1 or None, default None
+        Keep the ``max_features`` n-grams occurring most often in the fitting corpus (after
+        ``min_count``); ties go to the earlier column.  None keeps them all.
 
     Attributes
     ----------
@@ -120,13 +126,15 @@ class TagNgramView(BaseView):
     n_dropped_ : int
         N-gram occurrences absent from the vocabulary at the last transform (unseen n-grams,
         including those with a tag outside ``tags_``); after ``fit``, the occurrences removed
-        by ``min_count``.
+        by ``min_count`` and ``max_features``.
     """
 
-    def __init__(self, orders=(1, 2), boundaries=True, min_count=1, dtype=np.float64):
+    def __init__(self, orders=(1, 2), boundaries=True, min_count=1, dtype=np.float64,
+                 max_features=None):
         self.orders = orders
         self.boundaries = boundaries
         self.min_count = min_count
+        self.max_features = max_features
         self.dtype = dtype
 
     # symbol ids: tags 0..T-1, BOS = T, EOS = T + 1, UNK = T + 2 (a tag unseen at fit)
@@ -149,6 +157,7 @@ class TagNgramView(BaseView):
         params = dict(orders=orders, boundaries=check_bool("boundaries", self.boundaries),
                       dtype=check_dtype(self.dtype))
         min_count = check_min_count(self.min_count)
+        max_features = check_max_features(self.max_features)
         corpus = check_corpus(corpus, tagged=True)
         T = len(corpus.tags)
         order_base, _ = self._layout(orders, T)
@@ -164,7 +173,7 @@ class TagNgramView(BaseView):
         uniq, inv = np.unique(np.concatenate(uniq_parts), return_inverse=True)
         occ = np.bincount(inv, weights=np.concatenate(occ_parts),
                           minlength=uniq.size).astype(np.int64)
-        keep = occ >= min_count
+        keep = keep_most_frequent(occ >= min_count, occ, max_features)  # uniq: column order
         self.tags_ = corpus.tags
         self.keys_ = uniq[keep]
         self.vocabulary_ = Vocabulary(self._names(self.keys_))
@@ -203,6 +212,7 @@ class TagNgramView(BaseView):
         keys = check_index("keys", state_array(arrays, "keys", "int"), n_codes)
         if keys.size > 1 and np.any(np.diff(keys) <= 0):
             raise ModelFormatError("array 'keys' must be strictly increasing")
+        check_state_size(keys.size, self.max_features)
         self._params, self._n_tags, self._order_base = params, T, order_base
         self.tags_ = tags
         self.keys_ = keys

@@ -5,9 +5,16 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._persist import ModelFormatError, get_child, put_child
+from .._persist import (
+    ModelFormatError,
+    check_index,
+    get_child,
+    put_child,
+    state_array,
+    state_value,
+)
 from ..data import TaggedCorpus
-from ._base import BaseView, check_corpus
+from ._base import BaseView, check_corpus, check_max_features, keep_most_frequent
 
 __all__ = ["HStackView", "hstack_csr"]
 
@@ -84,24 +91,37 @@ class HStackView(BaseView):
     views : sequence of unfitted views
         Any views with ``fit``/``transform``/``get_params`` (input views, or tag views when
         every part featurises tags).
+    max_features : int >= 1 or None, default None
+        Keep the ``max_features`` columns of the whole stack occurring most often in the
+        fitting corpus (largest column sums); ties go to the earlier column.  The parts keep
+        their own vocabularies; the selection is applied to their stacked output.  None keeps
+        every column.
 
     Attributes
     ----------
     views_ : list of fitted views (clones of ``views``)
+    columns_ : int64 array, shape (n_features_,), or None
+        Sorted indices of the columns kept in the parts' full stack (None without
+        ``max_features``); column ``j`` of the output is column ``columns_[j]`` of the stack.
     n_features_ : int
-        Sum of the parts' ``n_features_``.
+        Number of output columns: the sum of the parts' ``n_features_``, or
+        ``columns_.size``.
     feature_offsets_ : int64 array, shape (n_views + 1,)
-        Columns ``feature_offsets_[j]:feature_offsets_[j + 1]`` belong to ``views_[j]``.
+        Output columns ``feature_offsets_[j]:feature_offsets_[j + 1]`` come from
+        ``views_[j]``.
     n_dropped_ : int
-        Sum of the parts' ``n_dropped_`` (feature occurrences absent from the vocabularies at
-        the last ``fit``/``transform``).
+        Feature occurrences absent from the output at the last ``fit``/``transform``: the sum
+        of the parts' ``n_dropped_``, plus the occurrences of the columns ``max_features``
+        left out.
     """
 
-    def __init__(self, views=()):
+    def __init__(self, views=(), max_features=None):
         self.views = views
+        self.max_features = max_features
 
     def fit(self, corpus: TaggedCorpus) -> "HStackView":
-        """Fit a clone of every part on ``corpus``.
+        """Fit a clone of every part on ``corpus`` (and, with ``max_features``, choose the
+        columns by their sums on ``corpus``).
 
         Parameters
         ----------
@@ -111,28 +131,74 @@ class HStackView(BaseView):
         -------
         self
         """
-        views = _check_views(self.views)
-        corpus = check_corpus(corpus)
-        self._set_parts([type(v)(**v.get_params()).fit(corpus) for v in views])
+        self._fit(corpus, transform=False)
         return self
 
-    def _set_parts(self, fitted: list) -> None:
+    def fit_transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
+        """``fit(corpus)`` then ``transform(corpus)`` (each part fitted and used once)."""
+        return self._fit(corpus, transform=True)
+
+    def _fit(self, corpus, transform: bool):
+        views = _check_views(self.views)
+        max_features = check_max_features(self.max_features)
+        corpus = check_corpus(corpus)
+        parts = [type(v)(**v.get_params()) for v in views]
+        if max_features is None and not transform:
+            self._set_parts([p.fit(corpus) for p in parts], None)
+            return None
+        blocks = [sp.csr_matrix(p.fit_transform(corpus)) for p in parts]
+        columns, unselected = None, 0
+        if max_features is not None:
+            # column sums of the stack, exact in float64 for counts below 2**53
+            occ = np.concatenate([np.bincount(b.indices, weights=b.data, minlength=b.shape[1])
+                                  for b in blocks])
+            keep = keep_most_frequent(np.ones(occ.size, dtype=bool), occ, max_features)
+            columns = np.flatnonzero(keep).astype(np.int64)
+            unselected = int(occ[~keep].sum())
+        self._set_parts(parts, columns)
+        if transform:
+            return self._stack(blocks)
+        self._update_dropped(unselected)
+        return None
+
+    def _set_parts(self, fitted: list, columns) -> None:
         self.views_ = fitted
         widths = [int(v.n_features_) for v in fitted]
-        self.feature_offsets_ = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+        self.columns_ = columns
+        if columns is None:
+            self._new_col = None
+            self.feature_offsets_ = offsets
+        else:
+            # full stack column -> output column (-1: left out)
+            self._new_col = np.full(int(offsets[-1]), -1, dtype=np.int64)
+            self._new_col[columns] = np.arange(columns.size, dtype=np.int64)
+            self.feature_offsets_ = np.searchsorted(columns, offsets).astype(np.int64)
         self.n_features_ = int(self.feature_offsets_[-1])
-        self._update_dropped()
+        self._update_dropped(0)
 
-    def _update_dropped(self) -> None:
-        self.n_dropped_ = int(sum(getattr(v, "n_dropped_", 0) for v in self.views_))
+    def _update_dropped(self, unselected: int) -> None:
+        self.n_dropped_ = int(sum(getattr(v, "n_dropped_", 0) for v in self.views_)) + unselected
 
     def _stack(self, blocks: list) -> sp.csr_matrix:
         X = hstack_csr([sp.csr_matrix(b) for b in blocks])
-        self._update_dropped()
+        unselected = 0
+        if self._new_col is not None:
+            # keep the selected columns: an O(nnz) relabelling; columns_ is sorted, so sorted
+            # indices stay sorted
+            new = self._new_col[X.indices]
+            kept = new >= 0
+            unselected = int(round(float(X.data[~kept].sum(dtype=np.float64))))
+            pos = np.zeros(kept.size + 1, dtype=np.int64)
+            np.cumsum(kept, out=pos[1:])
+            idx = X.indices.dtype
+            X = sp.csr_matrix((X.data[kept], new[kept].astype(idx), pos[X.indptr].astype(idx)),
+                              shape=(X.shape[0], self.n_features_))
+        self._update_dropped(unselected)
         return X
 
     def transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
-        """The parts' matrices side by side.
+        """The parts' matrices side by side (the columns ``columns_`` of them).
 
         Parameters
         ----------
@@ -147,15 +213,6 @@ class HStackView(BaseView):
         self._check_fitted()
         corpus = check_corpus(corpus)
         return self._stack([v.transform(corpus) for v in self.views_])
-
-    def fit_transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
-        """``fit(corpus)`` then ``transform(corpus)`` (each part fitted and used once)."""
-        views = _check_views(self.views)
-        corpus = check_corpus(corpus)
-        parts = [type(v)(**v.get_params()) for v in views]
-        blocks = [p.fit_transform(corpus) for p in parts]
-        self._set_parts(parts)
-        return self._stack(blocks)
 
     def transform_sequences(self, *args, **kwargs) -> sp.csr_matrix:
         """The parts' ``transform_sequences`` (same arguments to each) side by side.
@@ -181,19 +238,23 @@ class HStackView(BaseView):
         """
         self._check_fitted()
         names = [f"{j}:{s}" for j, v in enumerate(self.views_) for s in v.feature_names_out()]
-        return np.array(names, dtype=object)
+        names = np.array(names, dtype=object)
+        return names if self.columns_ is None else names[self.columns_]
 
     # -- persistence -------------------------------------------------------------------------
     def _get_state(self):
         self._check_fitted()
         arrays: dict = {}
-        extra: dict = {"n_parts": len(self.views_)}
+        extra: dict = {"n_parts": len(self.views_), "n_dropped": self.n_dropped_}
         for j, v in enumerate(self.views_):
             put_child(arrays, extra, f"part{j}", v)
+        if self.columns_ is not None:
+            arrays["columns"] = self.columns_
         return self._persist_params(), arrays, extra
 
     def _set_state(self, arrays, extra):
         views = _check_views(self.views)
+        max_features = check_max_features(self.max_features)
         n = extra.get("n_parts")
         if isinstance(n, bool) or not isinstance(n, int) or n != len(views):
             raise ModelFormatError(f"n_parts must equal the number of views ({len(views)}), "
@@ -202,4 +263,18 @@ class HStackView(BaseView):
         for j, v in enumerate(views):
             part = get_child(arrays, extra, f"part{j}", allowed=[type(v)])
             parts.append(part)
-        self._set_parts(parts)
+        columns = None
+        if max_features is None:
+            if "columns" in arrays:
+                raise ModelFormatError("array 'columns' is stored but max_features is None")
+        else:
+            width = sum(int(v.n_features_) for v in parts)
+            columns = check_index("columns", state_array(arrays, "columns", "int"), width)
+            if columns.size > 1 and np.any(np.diff(columns) <= 0):
+                raise ModelFormatError("array 'columns' must be strictly increasing")
+            if columns.size > max_features:
+                raise ModelFormatError(f"array 'columns' has {columns.size} entries, more than "
+                                       f"max_features={max_features}")
+        self._set_parts(parts, columns)
+        if "n_dropped" in extra:  # files written before max_features have no n_dropped
+            self.n_dropped_ = state_value(extra, "n_dropped", int, low=0)

@@ -87,3 +87,9 @@ def vocabulary(rows, min_count):
     for r in rows:
         total.update(r)
     return {f for f, n in total.items() if n >= min_count}, total
+
+
+def top_columns(sums, n):
+    """The ``n`` columns with the largest sums (ties: the earlier column), in column order."""
+    ranked = sorted(range(len(sums)), key=lambda j: (-sums[j], j))
+    return sorted(ranked[:n])

@@ -6,6 +6,7 @@ import pytest
 from sparsecca.data import TaggedCorpus, Vocabulary
 from sparsecca.features import (
     CharNgramView,
+    HStackView,
     JointView,
     NotFittedError,
     SuffixView,
@@ -53,6 +54,17 @@ BAD_PARAMS = [
                                            r"got 'bigram'"),
     (JointView(lengths=()), ValueError, r"lengths must be a non-empty sequence"),
     (JointView(min_count=0), ValueError, r"min_count must be an int >= 1, got 0"),
+]
+
+#: max_features: None or an int >= 1, for every view (numpy ints are ints)
+BAD_PARAMS += [
+    (make(max_features=bad), exc, r"max_features must be None or an int >= 1, got " + got)
+    for make in (SuffixView, CharNgramView, WordView, TagNgramView, JointView,
+                 lambda **kw: HStackView([WordView()], **kw))
+    for bad, exc, got in [(0, ValueError, "0"), (-1, ValueError, "-1"),
+                          (np.int64(0), ValueError, r"np\.int64\(0\)"),
+                          (1.5, TypeError, r"1\.5"), (True, TypeError, "True"),
+                          (np.True_, TypeError, r"np\.True_"), ("10", TypeError, "'10'")]
 ]
 
 

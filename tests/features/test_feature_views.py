@@ -10,6 +10,7 @@ from features_reference import (
     joint_rows,
     suffix_feats,
     tag_rows,
+    top_columns,
     vocabulary,
     word_rows,
 )
@@ -288,14 +289,97 @@ def test_untagged_corpus_fine_for_word_views():
 
 def test_params_protocol():
     view = SuffixView(lengths=(1, 2), min_count=3)
-    assert view.get_params() == dict(lengths=(1, 2), min_count=3, lowercase=False,
-                                     dtype=np.float64)
-    assert repr(view).startswith("SuffixView(lengths=(1, 2), min_count=3")
+    assert view.get_params() == dict(lengths=(1, 2), min_count=3, max_features=None,
+                                     lowercase=False, dtype=np.float64)
+    assert repr(view).startswith("SuffixView(lengths=(1, 2), min_count=3, lowercase=False")
+    # max_features came last: positional arguments written before it keep their meaning
+    for positional in [SuffixView((1, 2), 3, True, np.float32),
+                       CharNgramView((1,), 2, True, np.float32),
+                       WordView(2, True, np.float32),
+                       TagNgramView((1,), False, 2, np.float32),
+                       JointView("suffix", (2,), 2, True, np.float32)]:
+        assert positional.dtype is np.float32 and positional.max_features is None
     assert view.set_params(min_count=1) is view and view.min_count == 1
     with pytest.raises(ValueError, match="invalid parameter 'foo' for SuffixView"):
         view.set_params(foo=1)
     assert not hasattr(view, "vocabulary_")
     assert not hasattr(JointView(), "vocabulary_")
+
+
+# -- max_features -------------------------------------------------------------------------
+
+MAX_FEATURES = {  # the number kept, from the size of the vocabulary without max_features
+    "one": lambda d: 1,
+    "third": lambda d: max(1, d // 3),
+    "all_but_one": lambda d: max(1, d - 1),
+    "equal": lambda d: d,
+    "larger": lambda d: d + 7,
+}
+
+
+@pytest.mark.parametrize("size", list(MAX_FEATURES))
+@pytest.mark.parametrize("corpus_name", list(CORPORA))
+@pytest.mark.parametrize("view_name", list(VIEWS))
+@pytest.mark.parametrize("min_count", [1, 2])
+def test_max_features_keeps_the_most_frequent_columns(view_name, corpus_name, size, min_count):
+    corpus = CORPORA[corpus_name]()
+    full = VIEWS[view_name]().set_params(min_count=min_count)
+    X_full = full.fit_transform(corpus)
+    names_full = full.feature_names_out()
+    n = MAX_FEATURES[size](full.n_features_)
+    view = VIEWS[view_name]().set_params(min_count=min_count, max_features=n)
+    X = view.fit_transform(corpus)
+    # the reference: the full matrix's columns chosen by the sums of the reference counts
+    rows = reference(view, corpus)
+    _, total = vocabulary(rows, 1)
+    cols = top_columns([total[f] for f in names_full], n)
+    assert list(view.feature_names_out()) == [names_full[j] for j in cols]
+    assert view.n_features_ == len(cols) == min(n, full.n_features_)
+    assert_same(X, X_full[:, cols].tocsr(), np.float64)
+    E, dropped = expected_matrix(view, rows)
+    assert_same(X, E, np.float64)
+    kept = set(view.feature_names_out())
+    assert view.n_dropped_ == dropped == sum(c for f, c in total.items() if f not in kept)
+    assert view.fit(corpus).n_dropped_ == dropped  # fit alone counts the same losses
+    if view_name.startswith(("suffix", "char", "word")):
+        assert view.vocabulary_.items == sorted(view.vocabulary_.items)  # column order kept
+
+
+def test_max_features_ties_go_to_the_earlier_column():
+    # every word occurs once: the sorted first two win, not the first two met in the corpus
+    corpus = TaggedCorpus.from_words([["zeta", "beta", "alpha", "gamma"], ["delta"]])
+    assert WordView(max_features=2).fit(corpus).vocabulary_.items == ["alpha", "beta"]
+    corpus = TaggedCorpus.from_words([["zeta", "beta", "zeta"], ["alpha", "gamma", "gamma"]])
+    view = WordView(max_features=2).fit(corpus)
+    assert view.vocabulary_.items == ["gamma", "zeta"] and view.n_dropped_ == 2
+
+
+@pytest.mark.parametrize("view_name", list(VIEWS))
+def test_max_features_transform_uses_the_fitted_columns(view_name):
+    train, other = synth(120, 0), synth(60, 1)
+    full = VIEWS[view_name]().fit(train)
+    sums = np.asarray(full.transform(train).sum(axis=0)).ravel().tolist()
+    cols = top_columns(sums, max(1, full.n_features_ // 4))
+    view = VIEWS[view_name]().set_params(max_features=len(cols)).fit(train)
+    X = view.transform(other)
+    assert_same(X, full.transform(other)[:, cols].tocsr(), np.float64)
+    E, dropped = expected_matrix(view, reference(view, other))
+    assert_same(X, E, np.float64)
+    assert view.n_dropped_ == dropped
+
+
+@pytest.mark.parametrize("view_name", list(VIEWS))
+def test_max_features_in_params_clone_and_repr(view_name):
+    clone = pytest.importorskip("sklearn.base").clone
+    view = VIEWS[view_name]().set_params(min_count=2, max_features=10)
+    assert view.get_params()["max_features"] == 10
+    assert "max_features=10)" in repr(view)
+    twin = clone(view)
+    assert twin is not view and twin.get_params() == view.get_params()
+    assert VIEWS[view_name]().max_features is None  # the default keeps every feature
+    corpus = synth(40, 2)
+    np.testing.assert_array_equal(twin.fit_transform(corpus).toarray(),
+                                  view.fit_transform(corpus).toarray())
 
 
 # -- property test on random small corpora --------------------------------------------------

@@ -5,6 +5,7 @@ from functools import cache
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from features_reference import top_columns
 
 from sparsecca.data import read_conllu, synthetic_corpus
 from sparsecca.features import (
@@ -65,7 +66,7 @@ def test_parts_are_cloned_not_fitted():
     view = HStackView(parts).fit(train)
     assert all(not hasattr(p, "n_features_") for p in parts)
     assert all(a is not b for a, b in zip(parts, view.views_))
-    assert view.get_params() == {"views": parts}
+    assert view.get_params() == {"views": parts, "max_features": None}
 
 
 def test_transform_sequences_input_and_tag_views():
@@ -93,14 +94,108 @@ def test_feature_names_are_prefixed_and_unique():
     assert list(names[s.n_features_:]) == [f"1:{x}" for x in w.feature_names_out()]
 
 
-def test_save_load_round_trip(tmp_path):
+@pytest.mark.parametrize("max_features", [None, 1, 150, 10**6])
+def test_save_load_round_trip(tmp_path, max_features):
     train, test = corpora()
-    view = HStackView([SuffixView(lengths=(1, 2, 3, 4), dtype=np.float32), WordView()])
+    view = HStackView([SuffixView(lengths=(1, 2, 3, 4), dtype=np.float32), WordView()],
+                      max_features=max_features)
     view.fit(train)
     path = view.save(tmp_path / "view")
     back = HStackView.load(path)
     assert [type(v) for v in back.views_] == [SuffixView, WordView]
-    np.testing.assert_array_equal(back.transform(test).toarray(), view.transform(test).toarray())
+    assert back.get_params()["max_features"] == max_features
+    assert back.n_features_ == view.n_features_ and back.n_dropped_ == view.n_dropped_
+    np.testing.assert_array_equal(back.feature_offsets_, view.feature_offsets_)
+    assert list(back.feature_names_out()) == list(view.feature_names_out())
+    if max_features is None:
+        assert back.columns_ is None
+    else:
+        np.testing.assert_array_equal(back.columns_, view.columns_)
+    for a, b in ((back.transform(test), view.transform(test)),
+                 (back.transform_sequences(test.word_ids, test.offsets, test.words),
+                  view.transform_sequences(test.word_ids, test.offsets, test.words))):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_array_equal(a.indptr, b.indptr)
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_array_equal(a.data, b.data)
+    assert back.n_dropped_ == view.n_dropped_
+
+
+# -- max_features: the most frequent columns of the whole stack -----------------------------
+
+def fitted_parts(parts, corpus):
+    """Each part fitted on its own: (the parts, their summed n_dropped_ at fit)."""
+    fitted = [p.fit(corpus) for p in parts]
+    return fitted, sum(p.n_dropped_ for p in fitted)
+
+
+@pytest.mark.parametrize("size", ["one", "small", "equal", "larger"])
+@pytest.mark.parametrize("name", sorted(INPUT_PARTS))
+def test_max_features_selects_the_most_frequent_columns(name, size):
+    train, test = corpora()
+    parts, fit_dropped = fitted_parts(INPUT_PARTS[name](np.float64), train)
+    full = np.hstack([p.transform(train).toarray() for p in parts])
+    d = full.shape[1]
+    n = {"one": 1, "small": max(1, d // 5), "equal": d, "larger": d + 3}[size]
+    sums = full.sum(axis=0).tolist()
+    cols = top_columns(sums, n)
+    left_out = [j for j in range(d) if j not in set(cols)]
+    view = HStackView(INPUT_PARTS[name](np.float64), max_features=n)
+    X = view.fit_transform(train)
+    assert sp.isspmatrix_csr(X) and X.has_canonical_format and X.dtype == np.float64
+    np.testing.assert_array_equal(X.toarray(), full[:, cols])
+    assert view.n_features_ == len(cols) == min(n, d)
+    np.testing.assert_array_equal(view.columns_, cols)
+    assert view.columns_.dtype == np.int64
+    names = [f"{j}:{s}" for j, p in enumerate(parts) for s in p.feature_names_out()]
+    assert list(view.feature_names_out()) == [names[j] for j in cols]
+    # feature_offsets_: the part each output column comes from
+    widths = [p.n_features_ for p in parts]
+    part_of = np.repeat(np.arange(len(parts)), widths)[cols]
+    np.testing.assert_array_equal(view.feature_offsets_,
+                                  np.searchsorted(part_of, np.arange(len(parts) + 1)))
+    assert view.n_dropped_ == fit_dropped + sum(sums[j] for j in left_out)
+    # fit alone: the same columns and losses; transform gives fit_transform's matrix
+    other = HStackView(INPUT_PARTS[name](np.float64), max_features=n).fit(train)
+    np.testing.assert_array_equal(other.columns_, cols)
+    assert other.n_dropped_ == view.n_dropped_
+    assert (other.transform(train) != X).nnz == 0
+    # held-out corpus: the same columns, and the left-out columns' occurrences are dropped
+    held = np.hstack([p.transform(test).toarray() for p in parts])
+    test_dropped = sum(p.n_dropped_ for p in parts)
+    Xt = view.transform(test)
+    assert Xt.has_canonical_format
+    np.testing.assert_array_equal(Xt.toarray(), held[:, cols])
+    assert view.n_dropped_ == test_dropped + held[:, left_out].sum()
+    Xs = view.transform_sequences(test.word_ids, test.offsets, test.words)
+    assert (Xs != Xt).nnz == 0 and Xs.shape == Xt.shape
+    assert view.n_dropped_ == test_dropped + held[:, left_out].sum()
+
+
+def test_max_features_is_the_benchmarks_selection():
+    """What benchmarks/bench_linalg.py computed by hand before HStackView had max_features."""
+    c = synthetic_corpus(n_sentences=500, random_state=8)
+    for d in (1, 100, 800, 10**5):
+        X = sp.hstack([SuffixView(lengths=(1, 2, 3, 4)).fit_transform(c),
+                       WordView().fit_transform(c)]).tocsr()
+        top = np.argsort(-np.asarray(X.sum(axis=0)).ravel(), kind="stable")[:d]
+        X = X[:, np.sort(top)].tocsr()
+        got = HStackView([SuffixView(lengths=(1, 2, 3, 4)), WordView()],
+                         max_features=d).fit_transform(c)
+        assert sp.isspmatrix_csr(got) and got.shape == X.shape and got.dtype == X.dtype
+        assert (got != X).nnz == 0 and got.nnz == X.nnz
+
+
+def test_max_features_in_params_clone_and_repr():
+    clone = pytest.importorskip("sklearn.base").clone
+    view = HStackView([SuffixView(lengths=2), WordView()], max_features=40)
+    assert view.get_params()["max_features"] == 40
+    assert repr(view).endswith("max_features=40)")
+    twin = clone(view)
+    assert twin.max_features == 40 and twin.views[0] is not view.views[0]
+    train, _ = corpora()
+    assert (twin.fit_transform(train) != view.fit_transform(train)).nnz == 0
+    assert HStackView([WordView()]).fit(train).columns_ is None
 
 
 @pytest.mark.parametrize("views, exc, match", [

@@ -23,7 +23,7 @@ K = 50
 pytestmark = pytest.mark.shared_data
 
 
-def _views(shared_data, n_sentences):
+def _views(shared_data, n_sentences, max_features=None):
     data = pytest.importorskip("sparsecca.data")
     features = pytest.importorskip("sparsecca.features")
     path = shared_data / "en-wsj" / "train.conllu"
@@ -31,7 +31,7 @@ def _views(shared_data, n_sentences):
         pytest.skip(f"{path} not found")
     corpus = data.read_conllu(path, tags="xpos")
     corpus = corpus[:n_sentences]
-    X = features.SuffixView(lengths=(2, 3, 4)).fit_transform(corpus)
+    X = features.SuffixView(lengths=(2, 3, 4), max_features=max_features).fit_transform(corpus)
     Y = features.TagNgramView(orders=(1, 2)).fit_transform(corpus)
     return X, Y
 
@@ -49,9 +49,7 @@ def wsj1000(shared_data):
 @pytest.fixture(scope="module")
 def wsj_top2000(shared_data):
     """All 7,936 sentences, X restricted to its 2,000 most frequent suffix features."""
-    X, Y = _views(shared_data, None)
-    top = np.argsort(-np.asarray(X.sum(axis=0)).ravel(), kind="stable")[:2000]
-    return X[:, np.sort(top)].tocsr(), Y
+    return _views(shared_data, None, max_features=2000)
 
 
 def _dense_reference(X, Y):
