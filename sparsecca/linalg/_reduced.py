@@ -229,8 +229,8 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         With ``on_stall``: the modelled seconds of its dense factor (s^3 / 3 / FACTOR_FLOPS
         for a factor of order s, as the engine passes; 0 when it is at hand).  LOBPCG then
         also hands over before it stalls, once the rate of its last LOBPCG_SWITCH_WINDOW
-        steps predicts more steps than the factor and a resumed solve cost, all in the
-        flop model of LOBPCG_SWITCH_MARGIN's neighbours: en-wsj with its 4,000 most
+        steps predicts more steps than the factor and a resumed solve cost, both in the
+        flop model of this module (SPARSE_FLOPS, DENSE_FLOPS): en-wsj with its 4,000 most
         frequent suffix features, tau = 0.1, took 176 steps and 9.9 s when the stall test
         alone handed over.  The decision uses modelled costs, not clocks, so a fit is
         reproducible.
