@@ -1,5 +1,6 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
-bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py, truncated_rayleigh_ritz.py.
+bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py, truncated_rayleigh_ritz.py,
+profile_dense_gram.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -145,3 +146,11 @@ def test_truncated_rayleigh_ritz_is_exact_on_the_whole_space(shared_data):
     assert set(rows) == {100, 400, 100000}
     assert rows[100] > rows[400] > 1e-3
     assert rows[100000] < 1e-9
+
+
+def test_profile_dense_gram_small(shared_data):
+    # both ways of forming the dense Gram matrices, equal (the script checks), one row each
+    text = _run("profile_dense_gram.py", "--case", "brown1k", "--rows", 2000, "--repeat", 1)
+    rows = [line for line in text.splitlines() if line.startswith("| X^T") or
+            line.startswith("| Y^T")]
+    assert len(rows) == 6

@@ -27,6 +27,11 @@ __all__ = ["GramStats", "RegularizedGram", "CrossCovariance", "column_mean",
 #: sparse_pair_tmatmat splits its rows over two threads only up to this much dense output
 #: (each half is densified before the sum)
 PAIR_SPLIT_MAX_BYTES = 64 * 2**20
+#: beyond that size it splits the rows of its output instead (no second dense copy), once
+#: the product takes this many multiply-adds (``benchmarks/profile_dense_gram.py``, en-brown
+#: 8K, best of 3: X^T X, 3.0e8, 0.80 s against 2.84 s as one product; X^T Y, 1.4e8, 0.32
+#: against 0.57 s; Y^T Y, 6.2e7, stays one product, 0.26 s)
+PAIR_OUTPUT_SPLIT_MIN_FLOPS = 1e8
 
 #: centred products accumulate in float32 (single-precision LOBPCG steps) only while
 #: subtracting the mean can amplify their rounding at most this much: an upper bound of
@@ -181,7 +186,9 @@ def sparse_pair_tmatmat(X, M):
     Up to ``PAIR_SPLIT_MAX_BYTES`` of output, each row half's sparse product is densified
     and the two are summed, on two threads: zipf 20K x 5K x 300, 29 ms against 45 ms for
     one sparse product and its ``toarray``.  Larger ones are one product (a second dense
-    copy would cost more than the thread saves: en-brown's 8,469^2 Y^T Y is 574 MB).
+    copy would cost more than the thread saves: en-brown's 8,469^2 Y^T Y is 574 MB), or,
+    from PAIR_OUTPUT_SPLIT_MIN_FLOPS multiply-adds, two blocks of output rows on two
+    threads (no second copy).
     """
     same = M is X  # a Gram matrix X^T X: one float64 copy of a float32 X, not two
     X = X.astype(np.float64, copy=False)
@@ -189,9 +196,34 @@ def sparse_pair_tmatmat(X, M):
     def product(P, Mi):
         return (_transposed(P) @ Mi).toarray()
 
-    if 8 * X.shape[1] * M.shape[1] > PAIR_SPLIT_MAX_BYTES:
+    if 8 * X.shape[1] * M.shape[1] <= PAIR_SPLIT_MAX_BYTES:
+        return _row_halves_sum(product, X, M)
+    flops = float(np.dot(np.diff(X.indptr).astype(np.float64),
+                         np.diff(M.indptr).astype(np.float64)))
+    if flops < PAIR_OUTPUT_SPLIT_MIN_FLOPS or X.shape[1] < 2:
         return _f64(product(X, M))
-    return _row_halves_sum(product, X, M)
+    return _output_halves(X, M)
+
+
+def _output_halves(X, M):
+    """X^T M (float64 CSR, same rows) as a dense array, formed as two blocks of output rows
+    on two threads, split where the multiply-adds are halved.  Each output row is one
+    sparse row product, the same sum in the same order either way."""
+    m_row = np.diff(M.indptr).astype(np.float64)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    work = np.bincount(X.indices, weights=m_row[rows], minlength=X.shape[1])  # per output row
+    del rows
+    XT = X.T.tocsr()  # rows of X^T: cheap to slice
+    d1, d2 = X.shape[1], M.shape[1]
+    mid = int(np.clip(np.searchsorted(np.cumsum(work), 0.5 * work.sum()), 1, d1 - 1))
+    G = np.empty((d1, d2), dtype=np.float64)
+
+    def block(lo, hi):
+        (XT[lo:hi] @ M).toarray(out=G[lo:hi])
+
+    with small_blas(0):  # no BLAS inside: pinned, so that run_pair may use both cores
+        run_pair(lambda: block(0, mid), lambda: block(mid, d1))
+    return G
 
 
 def sparse_tmatmat(X, U, dtype=np.float64):

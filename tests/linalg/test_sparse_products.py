@@ -48,14 +48,16 @@ def _unsorted(X):
 
 
 @pytest.mark.parametrize("order", ["sorted", "unsorted"])
-@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("split", ["none", "rows", "output"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_products_match_dense_numpy(dtype, split, order, monkeypatch):
     """X V, X^T U, X^T X V and X^T M equal float64 NumPy products of the dense matrices,
     in one piece or as two row ranges (float32 storage accumulates in float64), whether
-    or not the column indices are sorted within rows."""
-    monkeypatch.setattr(_gram, "SPLIT_MIN_FLOPS", 1 if split else 10**12)
-    monkeypatch.setattr(_gram, "PAIR_SPLIT_MAX_BYTES", 2**30 if split else 0)
+    or not the column indices are sorted within rows; X^T M and X^T X also as two blocks of
+    output rows (sparse_pair_tmatmat beyond PAIR_SPLIT_MAX_BYTES)."""
+    monkeypatch.setattr(_gram, "SPLIT_MIN_FLOPS", 10**12 if split == "none" else 1)
+    monkeypatch.setattr(_gram, "PAIR_SPLIT_MAX_BYTES", 2**30 if split == "rows" else 0)
+    monkeypatch.setattr(_gram, "PAIR_OUTPUT_SPLIT_MIN_FLOPS", 0 if split == "output" else 1e30)
     X = _csr(dtype)
     if order == "unsorted":
         X = _unsorted(X)
@@ -78,6 +80,7 @@ def test_products_match_dense_numpy(dtype, split, order, monkeypatch):
     got = _gram.sparse_pair_tmatmat(X, M)
     assert got.dtype == np.float64 and got.shape == (23, 9)
     np.testing.assert_allclose(got, Xd.T @ Md, **tol)
+    np.testing.assert_allclose(_gram.sparse_pair_tmatmat(X, X), Xd.T @ Xd, **tol)
     # the float32 products do not round to float32: exact small integers times normals
     if dtype == np.float32:
         assert not np.array_equal(_gram.sparse_matmat(X, V),
@@ -99,11 +102,16 @@ def test_split_products_do_not_depend_on_threads(threads, monkeypatch):
     monkeypatch.setenv("SPARSECCA_SPLIT", "1")
 
     def products():
+        with monkeypatch.context() as m:  # X^T X as two blocks of output rows
+            m.setattr(_gram, "PAIR_SPLIT_MAX_BYTES", 0)
+            m.setattr(_gram, "PAIR_OUTPUT_SPLIT_MIN_FLOPS", 0)
+            gram = _gram.sparse_pair_tmatmat(X, X)
         return (_gram.sparse_matmat(X, V), _gram.sparse_tmatmat(X, U), dm.gram_matmat(V),
-                _gram.sparse_pair_tmatmat(X, M))
+                _gram.sparse_pair_tmatmat(X, M), gram)
 
     refs = products()
-    for got, ref in zip(refs, (X @ V, X.T @ U, X.T @ (X @ V), (X.T @ M).toarray())):
+    for got, ref in zip(refs, (X @ V, X.T @ U, X.T @ (X @ V), (X.T @ M).toarray(),
+                               (X.T @ X).toarray())):
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
     monkeypatch.setenv("SPARSECCA_SPLIT", threads)
     for got, ref in zip(products(), refs):
