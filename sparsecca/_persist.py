@@ -344,11 +344,15 @@ def state_array(arrays: dict, name: str, kind: str, *, ndim: int = 1, shape=None
     return a
 
 
-def check_index(name: str, a: np.ndarray, high: int, low: int = 0) -> np.ndarray:
-    """Check that every value of the integer array ``a`` lies in ``[low, high)``."""
+def check_index(name: str, a: np.ndarray, high: int, low: int = 0, *,
+                increasing: bool = False) -> np.ndarray:
+    """Check that every value of the integer array ``a`` lies in ``[low, high)`` (and, with
+    ``increasing``, that the values are strictly increasing: sorted column codes)."""
     if a.size and (int(a.min()) < low or int(a.max()) >= high):
         raise ModelFormatError(f"array {name!r} must lie in [{low}, {high}), got values in "
                                f"[{int(a.min())}, {int(a.max())}]")
+    if increasing and a.size > 1 and np.any(np.diff(a) <= 0):
+        raise ModelFormatError(f"array {name!r} must be strictly increasing")
     return a
 
 

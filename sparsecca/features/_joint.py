@@ -256,9 +256,8 @@ class JointView(BaseView):
         if n_units * nt >= _KEY_LIMIT:
             raise ModelFormatError(f"{n_units} lexical units x {nt} tag features exceed 2**62 "
                                    f"codes")
-        keys = check_index("keys", state_array(arrays, "keys", "int"), n_units * nt)
-        if keys.size > 1 and np.any(np.diff(keys) <= 0):
-            raise ModelFormatError("array 'keys' must be strictly increasing")
+        keys = check_index("keys", state_array(arrays, "keys", "int"), n_units * nt,
+                           increasing=True)
         check_state_size(keys.size, self.max_features)
         self._params = params
         self._n_tags, self._nt = T, nt

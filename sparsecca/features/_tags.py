@@ -6,7 +6,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._persist import (
-    ModelFormatError,
     check_index,
     pack_strings,
     state_array,
@@ -209,9 +208,8 @@ class TagNgramView(BaseView):
         tags = Vocabulary(unpack_strings(arrays, "tags"))
         T = len(tags)
         order_base, n_codes = self._layout(orders, T)
-        keys = check_index("keys", state_array(arrays, "keys", "int"), n_codes)
-        if keys.size > 1 and np.any(np.diff(keys) <= 0):
-            raise ModelFormatError("array 'keys' must be strictly increasing")
+        keys = check_index("keys", state_array(arrays, "keys", "int"), n_codes,
+                           increasing=True)
         check_state_size(keys.size, self.max_features)
         self._params, self._n_tags, self._order_base = params, T, order_base
         self.tags_ = tags

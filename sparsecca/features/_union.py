@@ -269,9 +269,8 @@ class HStackView(BaseView):
                 raise ModelFormatError("array 'columns' is stored but max_features is None")
         else:
             width = sum(int(v.n_features_) for v in parts)
-            columns = check_index("columns", state_array(arrays, "columns", "int"), width)
-            if columns.size > 1 and np.any(np.diff(columns) <= 0):
-                raise ModelFormatError("array 'columns' must be strictly increasing")
+            columns = check_index("columns", state_array(arrays, "columns", "int"), width,
+                                  increasing=True)
             if columns.size > max_features:
                 raise ModelFormatError(f"array 'columns' has {columns.size} entries, more than "
                                        f"max_features={max_features}")

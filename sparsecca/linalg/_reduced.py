@@ -536,9 +536,8 @@ def _switch_budget(xinv, cross, m, rescue_cost):
     predicted after 21 steps, 137 followed), so the margin of 0.5 counts them double."""
     d1, d2 = cross.shape
     f = xinv.factor
-    nnz = getattr(f._src, "nnz", d1 * d1)
     size = min(f.n_samples - int(f.center), d1)
-    step = 4.0 * nnz * m / SPARSE_FLOPS + 4.0 * d1 * d2 * m / DENSE_FLOPS
+    step = 4.0 * f._src.nnz * m / SPARSE_FLOPS + 4.0 * d1 * d2 * m / DENSE_FLOPS
     resumed = step + 4.0 * size * size * m / DENSE_FLOPS
     return LOBPCG_SWITCH_MARGIN * (float(rescue_cost) + LOBPCG_SWITCH_STEPS * resumed) / step
 

@@ -310,9 +310,8 @@ class JointFeatures(BasePersistMixin, ParamsMixin):
     def _set_state(self, arrays, extra):
         self._validate()
         view = get_child(arrays, extra, "view_", allowed=(JointView,))
-        cols = check_index("columns", state_array(arrays, "columns", "int"), view.n_features_)
-        if cols.size > 1 and np.any(np.diff(cols) <= 0):
-            raise ModelFormatError("array 'columns' must be strictly increasing")
+        cols = check_index("columns", state_array(arrays, "columns", "int"), view.n_features_,
+                           increasing=True)
         self.view_ = view
         self.columns_ = cols
         self._remap = np.full(view.n_features_, -1, dtype=np.int64)
