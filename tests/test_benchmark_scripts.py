@@ -154,3 +154,21 @@ def test_profile_dense_gram_small(shared_data):
     rows = [line for line in text.splitlines() if line.startswith("| X^T") or
             line.startswith("| Y^T")]
     assert len(rows) == 6
+
+
+def test_bench_linalg_path_pairs(shared_data, tmp_path):
+    # the tau grid against one fit in alternating pairs, and their median
+    env = {**os.environ, "PYTHONUNBUFFERED": "1",
+           "BENCH_LINALG_JSON": str(tmp_path / "linalg.json")}
+    cmd = [sys.executable, str(BENCH / "bench_linalg.py"), "--cases", "path", "--skip-dense"]
+    bad = subprocess.run(cmd + ["--pairs", "0"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "--pairs must be an int >= 1, got 0" in bad.stderr
+    proc = subprocess.run(cmd + ["--pairs", "2"], capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ratios = [float(line.split("=")[1].split("x")[0]) for line in proc.stdout.splitlines()
+              if line.startswith("path     5-value tau grid / one fit")]
+    assert len(ratios) == 2 and all(r > 0 for r in ratios)
+    (median,) = [line for line in proc.stdout.splitlines() if "median of 2" in line]
+    value = float(median.split(": ")[1].split("x")[0])
+    assert min(ratios) - 0.01 <= value <= max(ratios) + 0.01
