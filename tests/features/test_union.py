@@ -121,6 +121,25 @@ def test_save_load_round_trip(tmp_path, max_features):
     assert back.n_dropped_ == view.n_dropped_
 
 
+def test_load_file_written_before_max_features(tmp_path):
+    # such a file has neither the max_features parameter nor n_dropped: it loads as the
+    # whole stack, and n_dropped_ is the parts' (nothing was selected)
+    from sparsecca._persist import load_model_file, save_model_file
+
+    train, test = corpora()
+    view = HStackView([SuffixView(lengths=(1, 2)), WordView(min_count=2)]).fit(train)
+    assert view.n_dropped_ > 0  # WordView's min_count leaves words out
+    meta, arrays = load_model_file(view.save(tmp_path / "new"), "HStackView")
+    del meta["params"]["max_features"], meta["extra"]["n_dropped"]
+    old = save_model_file(tmp_path / "old", meta["class"], meta["params"], arrays,
+                          extra=meta["extra"])
+    back = HStackView.load(old)
+    assert back.max_features is None and back.columns_ is None
+    assert back.n_dropped_ == view.n_dropped_ == sum(v.n_dropped_ for v in back.views_)
+    a, b = back.transform(test), view.transform(test)
+    assert a.shape == b.shape and (a != b).nnz == 0
+
+
 # -- max_features: the most frequent columns of the whole stack -----------------------------
 
 def fitted_parts(parts, corpus):
