@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._atomic import atomic_write, atomic_write_bytes
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
 
@@ -300,15 +301,20 @@ def _plot_grid(result: dict, path: Path) -> bool:
     ax.set_title(f"{result['name']}: softened model, dev accuracy")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        with atomic_write(path) as fh:
+            fig.savefig(fh, format="png", dpi=120)
+    finally:
+        plt.close(fig)
     return True
 
 
 def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> dict:
     """Write ``report.md``, ``report.json`` and one ``<set>_grid.png`` per set to ``out_dir``.
 
-    Existing files are refused (FileExistsError) unless ``overwrite``.
+    Existing files are refused (FileExistsError) unless ``overwrite``.  Each file is
+    written to a unique temporary file in ``out_dir`` and renamed into place, so a replaced
+    report is never left half-written.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -331,12 +337,13 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
         if _plot_grid(r, pngs[r["name"]]):
             md.append(f"![{r['name']} grid]({pngs[r['name']].name})")
             written[f"png:{r['name']}"] = str(pngs[r["name"]])
-    targets["md"].write_text("\n".join(md) + "\n", encoding="utf-8")
+    atomic_write_bytes(targets["md"], ("\n".join(md) + "\n").encode("utf-8"))
     by_model: dict[str, dict] = {}
     for r in results:
         for m, row in r["rows"].items():
             by_model.setdefault(m, {})[r["name"]] = {"dev": row["dev"], "test": row["test"]}
     payload = {"table2": by_model, "sets": results}
-    targets["json"].write_text(json.dumps(payload, indent=1, default=float), encoding="utf-8")
+    atomic_write_bytes(targets["json"],
+                       json.dumps(payload, indent=1, default=float).encode("utf-8"))
     written.update({k: str(v) for k, v in targets.items()})
     return written

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._atomic import atomic_write_bytes
 from ._corpus import TaggedCorpus, Vocabulary
 
 __all__ = ["CorpusFormatError", "read_conllu", "write_conllu", "read_tokenized", "read_text"]
@@ -199,6 +200,15 @@ def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: b
         An existing file is refused (FileExistsError) unless this is True.
     comments : sequence of str or None
         Optional per-sentence comment text (without the leading ``# ``).
+
+    Raises
+    ------
+    ValueError
+        A word or tag that CoNLL-U cannot hold (empty, or with a tab or newline).
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    FileNotFoundError, IsADirectoryError
+        The directory of ``path`` does not exist, or ``path`` is a directory.
     """
     _check_tags_arg(tags)
     if tags is None:
@@ -229,10 +239,8 @@ def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: b
         path.write(data.decode("utf-8"))
         return
     p = Path(path)
-    if p.exists() and not overwrite:
+    if p.exists() and not overwrite and not p.is_dir():
         raise FileExistsError(f"{p} exists; pass overwrite=True to replace it")
     if p.name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, p)
+    atomic_write_bytes(p, data)
