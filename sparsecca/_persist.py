@@ -146,19 +146,22 @@ def _read(path, names: str | None):
     try:
         # np.load takes anything that is neither a zip archive nor a .npy array for a
         # pickle, and refuses it with advice to unpickle it: say what the file is not
+        # np.load is given our file object, not the path: when it opens the path itself
+        # and the archive turns out truncated, it leaves that file open (ResourceWarning)
         with open(p, "rb") as fh:
             head = fh.read(6)
-        if head == b"\x93NUMPY":
-            raise ModelFormatError(f"{p}: not a sparsecca model file (a bare .npy array, not "
-                                   f"an .npz archive)")
-        if head[:4] != b"PK\x03\x04":
-            raise ModelFormatError(f"{p}: not a sparsecca model file (not an .npz archive)")
-        with np.load(p, allow_pickle=False) as z:  # a zip archive: an NpzFile
-            files = list(z.files)
-            if _META not in files:
-                raise ModelFormatError(f"{p}: not a sparsecca model file (no metadata)")
-            wanted = [_META] if names == "meta" else files
-            arrays = {k: z[k] for k in wanted}
+            if head == b"\x93NUMPY":
+                raise ModelFormatError(f"{p}: not a sparsecca model file (a bare .npy array, "
+                                       f"not an .npz archive)")
+            if head[:4] != b"PK\x03\x04":
+                raise ModelFormatError(f"{p}: not a sparsecca model file (not an .npz archive)")
+            fh.seek(0)
+            with np.load(fh, allow_pickle=False) as z:  # a zip archive: an NpzFile
+                files = list(z.files)
+                if _META not in files:
+                    raise ModelFormatError(f"{p}: not a sparsecca model file (no metadata)")
+                wanted = [_META] if names == "meta" else files
+                arrays = {k: z[k] for k in wanted}
         blob = arrays.pop(_META)
         if blob.dtype != np.uint8 or blob.ndim != 1:
             raise ModelFormatError(f"{p}: not a sparsecca model file (bad metadata array)")
