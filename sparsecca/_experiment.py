@@ -26,14 +26,20 @@ _SPLITS = ("train", "dev", "test")
 
 
 class DatasetError(ValueError):
-    """A data-set directory is missing or lacks one of train/dev/test."""
+    """A data-set directory is missing, lacks one of train/dev/test, holds two files for one
+    (e.g. dev.conllu and dev.conllu.gz), or holds an empty one."""
 
 
 def _find_split(data_dir: Path, split: str) -> Path:
-    for suffix in (".conllu", ".conllu.gz", ".conll", ".conll.gz"):
-        p = data_dir / (split + suffix)
-        if p.is_file():
-            return p
+    found = [data_dir / (split + suffix)
+             for suffix in (".conllu", ".conllu.gz", ".conll", ".conll.gz")
+             if (data_dir / (split + suffix)).is_file()]
+    if len(found) > 1:
+        # taking the first would silently ignore the others, which may differ
+        raise DatasetError(f"{data_dir}: {split} is ambiguous, found "
+                           f"{' and '.join(p.name for p in found)}; keep one of them")
+    if found:
+        return found[0]
     raise DatasetError(
         f"{data_dir}: no {split}.conllu or {split}.conllu.gz (a data set directory holds "
         f"train, dev and test CoNLL-U files)"
@@ -42,6 +48,12 @@ def _find_split(data_dir: Path, split: str) -> Path:
 
 def load_splits(data_dir, tags: str = "upos") -> dict:
     """Read train/dev/test (.conllu or .conllu.gz) from ``data_dir``.
+
+    Raises
+    ------
+    DatasetError
+        No such directory, a split missing, two files for one split (e.g. ``dev.conllu``
+        and ``dev.conllu.gz``), or a split with no sentences (naming the file).
 
     Returns
     -------
