@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._atomic import atomic_write, atomic_write_bytes
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
 
@@ -25,14 +26,20 @@ _SPLITS = ("train", "dev", "test")
 
 
 class DatasetError(ValueError):
-    """A data-set directory is missing or lacks one of train/dev/test."""
+    """A data-set directory is missing, lacks one of train/dev/test, holds two files for one
+    (e.g. dev.conllu and dev.conllu.gz), or holds an empty one."""
 
 
 def _find_split(data_dir: Path, split: str) -> Path:
-    for suffix in (".conllu", ".conllu.gz", ".conll", ".conll.gz"):
-        p = data_dir / (split + suffix)
-        if p.is_file():
-            return p
+    found = [data_dir / (split + suffix)
+             for suffix in (".conllu", ".conllu.gz", ".conll", ".conll.gz")
+             if (data_dir / (split + suffix)).is_file()]
+    if len(found) > 1:
+        # taking the first would silently ignore the others, which may differ
+        raise DatasetError(f"{data_dir}: {split} is ambiguous, found "
+                           f"{' and '.join(p.name for p in found)}; keep one of them")
+    if found:
+        return found[0]
     raise DatasetError(
         f"{data_dir}: no {split}.conllu or {split}.conllu.gz (a data set directory holds "
         f"train, dev and test CoNLL-U files)"
@@ -41,6 +48,12 @@ def _find_split(data_dir: Path, split: str) -> Path:
 
 def load_splits(data_dir, tags: str = "upos") -> dict:
     """Read train/dev/test (.conllu or .conllu.gz) from ``data_dir``.
+
+    Raises
+    ------
+    DatasetError
+        No such directory, a split missing, two files for one split (e.g. ``dev.conllu``
+        and ``dev.conllu.gz``), or a split with no sentences (naming the file).
 
     Returns
     -------
@@ -300,15 +313,20 @@ def _plot_grid(result: dict, path: Path) -> bool:
     ax.set_title(f"{result['name']}: softened model, dev accuracy")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        with atomic_write(path) as fh:
+            fig.savefig(fh, format="png", dpi=120)
+    finally:
+        plt.close(fig)
     return True
 
 
 def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> dict:
     """Write ``report.md``, ``report.json`` and one ``<set>_grid.png`` per set to ``out_dir``.
 
-    Existing files are refused (FileExistsError) unless ``overwrite``.
+    Existing files are refused (FileExistsError) unless ``overwrite``.  Each file is
+    written to a unique temporary file in ``out_dir`` and renamed into place, so a replaced
+    report is never left half-written.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -331,12 +349,13 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
         if _plot_grid(r, pngs[r["name"]]):
             md.append(f"![{r['name']} grid]({pngs[r['name']].name})")
             written[f"png:{r['name']}"] = str(pngs[r["name"]])
-    targets["md"].write_text("\n".join(md) + "\n", encoding="utf-8")
+    atomic_write_bytes(targets["md"], ("\n".join(md) + "\n").encode("utf-8"))
     by_model: dict[str, dict] = {}
     for r in results:
         for m, row in r["rows"].items():
             by_model.setdefault(m, {})[r["name"]] = {"dev": row["dev"], "test": row["test"]}
     payload = {"table2": by_model, "sets": results}
-    targets["json"].write_text(json.dumps(payload, indent=1, default=float), encoding="utf-8")
+    atomic_write_bytes(targets["json"],
+                       json.dumps(payload, indent=1, default=float).encode("utf-8"))
     written.update({k: str(v) for k, v in targets.items()})
     return written

@@ -28,7 +28,6 @@ ranges, offsets) before the object can reach a numba kernel, so a hand-edited fi
 from __future__ import annotations
 
 import json
-import os
 import struct
 import zipfile
 import zlib
@@ -37,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from ._atomic import atomic_write
 from .exceptions import ModelFormatError, NotFittedError
 
 __all__ = [
@@ -97,10 +97,24 @@ def save_model_file(path, cls_name: str, params: dict, arrays: dict, *, extra: d
     Returns
     -------
     pathlib.Path
-        The file written.  It is written to a temporary name first and renamed, so an
-        interrupted save never leaves a half-written model under the final name.
+        The file written.  It is written to a new, uniquely named file in the same
+        directory first and renamed, so an interrupted save never leaves a half-written
+        model under the final name (nor touches any other file).
+
+    Raises
+    ------
+    FileExistsError
+        The file exists and ``overwrite`` is False.
+    IsADirectoryError
+        ``path`` (or ``path`` with ``.npz`` appended) is a directory.
+    FileNotFoundError
+        The directory of ``path`` does not exist.
     """
     p = _npz_path(path)
+    for q in (Path(path), p):
+        # checked before appending .npz, which would write a sibling file never named
+        if q.is_dir():
+            raise IsADirectoryError(f"{q}: is a directory, expected a model file name")
     if p.exists() and not overwrite:
         raise FileExistsError(f"{p} exists; pass overwrite=True (or --force) to replace it")
     meta = {"format": "sparsecca", "format_version": FORMAT_VERSION, "class": cls_name,
@@ -115,13 +129,8 @@ def save_model_file(path, cls_name: str, params: dict, arrays: dict, *, extra: d
     if _META in payload:
         raise ValueError(f"array name {_META!r} is reserved")
     payload[_META] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    tmp = p.with_name(p.name + ".tmp.npz")
-    try:
-        np.savez_compressed(tmp, **payload)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_write(p) as fh:
+        np.savez_compressed(fh, **payload)
     return p
 
 
@@ -137,19 +146,22 @@ def _read(path, names: str | None):
     try:
         # np.load takes anything that is neither a zip archive nor a .npy array for a
         # pickle, and refuses it with advice to unpickle it: say what the file is not
+        # np.load is given our file object, not the path: when it opens the path itself
+        # and the archive turns out truncated, it leaves that file open (ResourceWarning)
         with open(p, "rb") as fh:
             head = fh.read(6)
-        if head == b"\x93NUMPY":
-            raise ModelFormatError(f"{p}: not a sparsecca model file (a bare .npy array, not "
-                                   f"an .npz archive)")
-        if head[:4] != b"PK\x03\x04":
-            raise ModelFormatError(f"{p}: not a sparsecca model file (not an .npz archive)")
-        with np.load(p, allow_pickle=False) as z:  # a zip archive: an NpzFile
-            files = list(z.files)
-            if _META not in files:
-                raise ModelFormatError(f"{p}: not a sparsecca model file (no metadata)")
-            wanted = [_META] if names == "meta" else files
-            arrays = {k: z[k] for k in wanted}
+            if head == b"\x93NUMPY":
+                raise ModelFormatError(f"{p}: not a sparsecca model file (a bare .npy array, "
+                                       f"not an .npz archive)")
+            if head[:4] != b"PK\x03\x04":
+                raise ModelFormatError(f"{p}: not a sparsecca model file (not an .npz archive)")
+            fh.seek(0)
+            with np.load(fh, allow_pickle=False) as z:  # a zip archive: an NpzFile
+                files = list(z.files)
+                if _META not in files:
+                    raise ModelFormatError(f"{p}: not a sparsecca model file (no metadata)")
+                wanted = [_META] if names == "meta" else files
+                arrays = {k: z[k] for k in wanted}
         blob = arrays.pop(_META)
         if blob.dtype != np.uint8 or blob.ndim != 1:
             raise ModelFormatError(f"{p}: not a sparsecca model file (bad metadata array)")
@@ -588,6 +600,15 @@ class PersistMixin:
         -------
         pathlib.Path
             The file written.
+
+        Raises
+        ------
+        FileExistsError
+            The file exists and ``overwrite`` is False.
+        IsADirectoryError
+            ``path`` is a directory.
+        FileNotFoundError
+            The directory of ``path`` does not exist.
         """
         params, arrays, extra = self._get_state()
         return save_model_file(path, type(self).__name__, params, arrays, extra=extra,

@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 from . import __version__
+from ._atomic import atomic_write_bytes
 
 __all__ = ["main", "UsageError"]
 
@@ -123,13 +124,7 @@ def _write_text(text: str, output) -> None:
     data = text.encode("utf-8")
     if p.name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
-    tmp = p.with_name(p.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    atomic_write_bytes(p, data)
 
 
 def _slug(row: str) -> str:

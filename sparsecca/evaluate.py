@@ -19,6 +19,25 @@ def _flat(name, a, dtype=None):
     return a
 
 
+def _bool(name, a):
+    """``a`` as a 1-d bool array; other values than True/False or 0/1 are refused.
+
+    Casting would take any nonzero value for True: counts, tag ids or an index array passed
+    by mistake would give a wrong answer without a word.
+    """
+    a = _flat(name, a)
+    if a.dtype == bool:
+        return a
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a boolean array (True/False or 0/1), got dtype "
+                        f"{a.dtype}")
+    bad = (a != 0) & (a != 1)
+    if bad.any():
+        raise ValueError(f"{name} must be boolean (True/False or 0/1), got {a[bad][0].item()!r} at "
+                         f"position {int(np.argmax(bad))}")
+    return a.astype(bool)
+
+
 def token_accuracy(pred, gold, mask=None) -> float:
     """Fraction of tokens with ``pred == gold`` (restricted to ``mask`` when given).
 
@@ -31,15 +50,23 @@ def token_accuracy(pred, gold, mask=None) -> float:
     Returns
     -------
     float
-        NaN when no token is selected (e.g. no unknown words).
+        NaN when ``mask`` selects no token (e.g. no unknown words).
+
+    Raises
+    ------
+    ValueError
+        No tokens at all, arrays of different lengths, or a mask that is not boolean.
     """
     pred = _flat("pred", pred)
     gold = _flat("gold", gold)
     if pred.shape != gold.shape:
         raise ValueError(f"pred has {pred.size} tokens, gold has {gold.size}")
+    if not pred.size:
+        # an accuracy of nothing is undefined: NaN would pass silently into a table
+        raise ValueError("pred and gold are empty: no tokens to evaluate")
     ok = pred == gold
     if mask is not None:
-        mask = _flat("mask", mask, bool)
+        mask = _bool("mask", mask)
         if mask.shape != ok.shape:
             raise ValueError(f"mask has {mask.size} entries, expected {ok.size}")
         ok = ok[mask]
@@ -56,11 +83,19 @@ def accuracy_report(pred, gold, unknown=None) -> dict:
     """
     out = {"accuracy": token_accuracy(pred, gold), "n_tokens": int(np.size(gold))}
     if unknown is not None:
-        unknown = _flat("unknown", unknown, bool)
+        unknown = _bool("unknown", unknown)
         out["known_accuracy"] = token_accuracy(pred, gold, ~unknown)
         out["unknown_accuracy"] = token_accuracy(pred, gold, unknown)
         out["n_unknown"] = int(unknown.sum())
     return out
+
+
+def _pair(correct_a, correct_b):
+    ca = _bool("correct_a", correct_a)
+    cb = _bool("correct_b", correct_b)
+    if ca.shape != cb.shape:
+        raise ValueError(f"correct_a has {ca.size} tokens, correct_b has {cb.size}")
+    return ca, cb
 
 
 def _per_sentence(correct, offsets):
@@ -93,18 +128,25 @@ def paired_bootstrap(correct_a, correct_b, offsets, n_resamples: int = 10_000,
     Returns
     -------
     dict with ``gain`` (B minus A accuracy, in points of 1), ``p_value``, ``n_resamples``.
+
+    Raises
+    ------
+    ValueError
+        Correctness arrays that are not boolean (True/False or 0/1) or differ in length, bad
+        offsets, fewer than 2 non-empty sentences, or ``n_resamples`` < 100.
     """
-    ca = _flat("correct_a", correct_a, bool)
-    cb = _flat("correct_b", correct_b, bool)
-    if ca.shape != cb.shape:
-        raise ValueError(f"correct_a has {ca.size} tokens, correct_b has {cb.size}")
+    ca, cb = _pair(correct_a, correct_b)
     if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 100:
         raise ValueError(f"n_resamples must be an int >= 100, got {n_resamples!r}")
     diff = (_per_sentence(cb, offsets) - _per_sentence(ca, offsets)).astype(np.float64)
     lengths = np.diff(np.asarray(offsets, dtype=np.int64)).astype(np.float64)
     n = diff.size
-    if n == 0 or lengths.sum() == 0:
-        raise ValueError("paired_bootstrap needs at least one non-empty sentence")
+    n_filled = int(np.count_nonzero(lengths))
+    if n_filled < 2:
+        # every resample of one sentence is that sentence again: the p-value would only
+        # say whether B beat A on it
+        raise ValueError(f"paired_bootstrap needs at least 2 non-empty sentences to "
+                         f"resample, got {n_filled}")
     rng = np.random.default_rng(random_state)
     worse = 0
     # resample in chunks to bound memory at ~ chunk * n indices
@@ -129,11 +171,13 @@ def mcnemar(correct_a, correct_b) -> dict:
     Returns
     -------
     dict with ``n01``, ``n10``, ``p_value``.
+
+    Raises
+    ------
+    ValueError
+        Correctness arrays that are not boolean (True/False or 0/1) or differ in length.
     """
-    ca = _flat("correct_a", correct_a, bool)
-    cb = _flat("correct_b", correct_b, bool)
-    if ca.shape != cb.shape:
-        raise ValueError(f"correct_a has {ca.size} tokens, correct_b has {cb.size}")
+    ca, cb = _pair(correct_a, correct_b)
     n01 = int(np.count_nonzero(~ca & cb))
     n10 = int(np.count_nonzero(ca & ~cb))
     p = 1.0 if n01 + n10 == 0 else float(stats.binomtest(n01, n01 + n10, 0.5).pvalue)

@@ -68,7 +68,46 @@ def test_bootstrap_identical_systems_not_significant():
     (lambda: paired_bootstrap([True, False], [True, True], [0, 1]),
      "end at n_tokens=2"),
     (lambda: mcnemar([True], [True, False]), "correct_a has 1 tokens, correct_b has 2"),
+    # an accuracy of no tokens was NaN
+    (lambda: token_accuracy([], []), "^pred and gold are empty: no tokens to evaluate$"),
+    (lambda: accuracy_report([], [], []), "^pred and gold are empty"),
+    # non-boolean correctness was cast (2 -> True) and the test ran on it
+    (lambda: paired_bootstrap([2, 0, 1], [1, 1, 1], [0, 1, 3]),
+     r"^correct_a must be boolean \(True/False or 0/1\), got 2 at position 0$"),
+    (lambda: paired_bootstrap([1, 0, 1], [1.0, 0.5, 1.0], [0, 1, 3]),
+     r"^correct_b must be boolean \(True/False or 0/1\), got 0.5 at position 1$"),
+    (lambda: mcnemar([1, 0, -1], [1, 1, 1]), r"^correct_a must be boolean .* got -1 at position 2"),
+    (lambda: mcnemar([1, 0], [1, np.nan]), r"^correct_b must be boolean .* got nan at position 1"),
+    (lambda: token_accuracy([1, 2, 3], [1, 2, 0], [0, 2, 1]),
+     r"^mask must be boolean \(True/False or 0/1\), got 2 at position 1$"),
+    (lambda: accuracy_report([1, 2], [1, 2], [3, 0]), r"^unknown must be boolean .* got 3"),
+    # one sentence resampled is always itself: the "p-value" only said who won on it
+    (lambda: paired_bootstrap([True, False, True], [True, True, True], [0, 3]),
+     "^paired_bootstrap needs at least 2 non-empty sentences to resample, got 1$"),
+    (lambda: paired_bootstrap([True, False], [True, True], [0, 0, 2, 2]),
+     "needs at least 2 non-empty sentences to resample, got 1$"),
+    (lambda: paired_bootstrap([], [], [0]), "needs at least 2 non-empty sentences"),
 ])
 def test_bad_input(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: mcnemar(["a", "b"], [True, True]),
+    lambda: paired_bootstrap([True, True], np.array([None, None]), [0, 1, 2]),
+])
+def test_non_numeric_correctness_refused(call):
+    with pytest.raises(TypeError, match=r"must be a boolean array \(True/False or 0/1\), got "
+                                        r"dtype"):
+        call()
+
+
+def test_zero_one_correctness_is_accepted_as_boolean():
+    a = np.array([1, 0, 1, 1, 0, 1])
+    b = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 1.0])
+    off = [0, 2, 4, 6]
+    assert mcnemar(a, b) == mcnemar(a.astype(bool), b.astype(bool))
+    assert paired_bootstrap(a, b, off, n_resamples=200) == \
+        paired_bootstrap(a.astype(bool), b.astype(bool), off, n_resamples=200)
+    assert token_accuracy([1, 2, 3], [1, 2, 0], [1, 1, 0]) == 1.0

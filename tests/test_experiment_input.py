@@ -30,6 +30,24 @@ def test_an_empty_split_is_named(tmp_path, empty):
         sparsecca.experiment(d)
 
 
+@pytest.mark.parametrize(("split", "names"), [
+    ("dev", ["dev.conllu", "dev.conllu.gz"]),
+    ("test", ["test.conllu", "test.conll"]),
+    ("train", ["train.conllu", "train.conll.gz"]),
+    ("dev", ["dev.conllu", "dev.conllu.gz", "dev.conll"]),
+])
+def test_two_files_for_one_split_are_refused(tmp_path, split, names):
+    # the first suffix used to win in silence, whatever the other file held
+    d = _write(tmp_path / "set", {"train": 12, "dev": 4, "test": 4})
+    for name in names:
+        (d / name).write_bytes((d / f"{split}.conllu").read_bytes())
+    pattern = rf"set: {split} is ambiguous, found {' and '.join(names)}; keep one of them$"
+    with pytest.raises(DatasetError, match=pattern.replace(".", r"\.")):
+        load_splits(d)
+    with pytest.raises(DatasetError, match=f"{split} is ambiguous"):
+        sparsecca.experiment(d)
+
+
 def test_fewer_training_sentences_than_folds_is_named(tmp_path):
     d = _write(tmp_path / "small", {"train": 3, "dev": 2, "test": 2})
     with pytest.raises(DatasetError, match=r"small/train.conllu: 3 sentences, fewer than the "

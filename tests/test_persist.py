@@ -1,5 +1,7 @@
+import gc
 import json
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -80,3 +82,16 @@ def test_corrupted_bytes(tmp_path):
 def test_object_arrays_not_saved(tmp_path):
     with pytest.raises(TypeError, match="dtype object"):
         save_model_file(tmp_path / "x.npz", "T", {}, {"a": np.array([{}], dtype=object)})
+
+
+@pytest.mark.parametrize("cut", [10, 100, -20])
+def test_truncated_file_is_closed(tmp_path, cut):
+    # np.load(path) left the file open when the archive turned out truncated
+    p = _save(tmp_path)
+    p.write_bytes(p.read_bytes()[:cut])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ModelFormatError, match="m.npz: corrupted or truncated"):
+            load_model_file(p, "Thing")
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []

@@ -6,17 +6,21 @@ import codecs
 import gzip
 import io
 import os
+import re
 import zlib
 from pathlib import Path
 
 import numpy as np
 
+from .._atomic import atomic_write_bytes
 from ._corpus import TaggedCorpus, Vocabulary
 
 __all__ = ["CorpusFormatError", "read_conllu", "write_conllu", "read_tokenized", "read_text"]
 
 # column holding each tag kind (0-based); CoNLL-X names them CPOSTAG / POSTAG
 _TAG_COLUMNS = {"upos": 3, "xpos": 4}
+# the ids of lines read_conllu skips: multi-word token ranges (2-3) and empty nodes (2.1)
+_SKIPPED_ID = re.compile(r"[0-9]+-[0-9]+|[0-9]+\.[0-9]+")
 
 
 class CorpusFormatError(ValueError):
@@ -102,7 +106,8 @@ def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
     CorpusFormatError
         With file and line, for: a token line without exactly 10 tab-separated columns, an
         empty form, bytes that are not UTF-8, a sentence with no tokens, a bad or out-of-order
-        token id, or a ``_`` in the requested tag column.
+        token id, a ``_`` in the requested tag column, or a tag with leading or trailing
+        whitespace (a stray CR included).
     """
     _check_tags_arg(tags)
     name = os.fspath(path)
@@ -117,7 +122,7 @@ def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
     in_sentence = False   # a comment or token line has been seen since the last blank line
     start_line = 0
     wset = wdict.setdefault
-    tset = tdict.setdefault
+    tget = tdict.get
     for lineno, line in enumerate(text.split("\n"), 1):
         if not line:
             if in_sentence:
@@ -139,10 +144,12 @@ def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
                 name, lineno, f"expected 10 tab-separated columns, found {len(cols)}"
             )
         tid = cols[0]
-        if not tid.isdigit():
-            if "-" in tid or "." in tid:
+        # ASCII digits only: str.isdigit also accepts e.g. '²', which int() then refuses
+        if not (tid.isdigit() and tid.isascii()):
+            if _SKIPPED_ID.fullmatch(tid):
                 continue  # multi-word token range or empty node
-            raise CorpusFormatError(name, lineno, f"token id {tid!r} is not an integer")
+            raise CorpusFormatError(name, lineno, f"token id {tid!r} is not an integer, a "
+                                                  f"range (2-3) or an empty node (2.1)")
         if int(tid) != expect:
             raise CorpusFormatError(
                 name, lineno,
@@ -156,13 +163,21 @@ def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
         wids.append(wset(form, len(wdict)))
         if tcol is not None:
             tag = cols[tcol]
-            if tag == "_" or not tag:
-                raise CorpusFormatError(
-                    name, lineno,
-                    f"tag column {tcol + 1} ({tags}) is {tag!r}; this file has no {tags} tags "
-                    f"(try tags={'xpos' if tags == 'upos' else 'upos'!r})",
-                )
-            tids.append(tset(tag, len(tdict)))
+            t = tget(tag)
+            if t is None:  # a new tag string: checked once
+                if tag == "_" or not tag:
+                    raise CorpusFormatError(
+                        name, lineno,
+                        f"tag column {tcol + 1} ({tags}) is {tag!r}; this file has no {tags} "
+                        f"tags (try tags={'xpos' if tags == 'upos' else 'upos'!r})",
+                    )
+                if tag != tag.strip():
+                    # e.g. 'NN ' or a stray CR ('NN\r'): it would become a tag besides 'NN'
+                    raise CorpusFormatError(name, lineno, f"tag {tag!r} in column {tcol + 1} "
+                                                          f"({tags}) has leading or trailing "
+                                                          f"whitespace")
+                t = tdict[tag] = len(tdict)
+            tids.append(t)
     if in_sentence:  # no trailing blank line
         if expect == 1:
             raise CorpusFormatError(name, start_line,
@@ -184,6 +199,22 @@ def read_tokenized(path) -> TaggedCorpus:
                                    if line.strip())
 
 
+def _check_writable(what: str, items) -> None:
+    """Refuse a word or tag that would make a line read_conllu refuses (or misreads)."""
+    for s in items:
+        if not s or s.isspace():
+            reason = "is empty or only whitespace"
+        elif "\t" in s or "\n" in s:
+            reason = "contains a tab or a newline"
+        elif what == "tag" and s == "_":
+            reason = "is '_', which CoNLL-U reads as no tag"
+        elif what == "tag" and s != s.strip():
+            reason = "has leading or trailing whitespace"
+        else:
+            continue
+        raise ValueError(f"{what} {s!r} cannot be written to CoNLL-U: it {reason}")
+
+
 def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: bool = False,
                  comments=None) -> None:
     """Write a TaggedCorpus as 10-column CoNLL-U.
@@ -199,21 +230,31 @@ def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: b
         An existing file is refused (FileExistsError) unless this is True.
     comments : sequence of str or None
         Optional per-sentence comment text (without the leading ``# ``).
+
+    Raises
+    ------
+    ValueError
+        A word or tag that would not read back: empty or only whitespace, with a tab or a
+        newline, or (tags) ``_`` or with leading or trailing whitespace.
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    FileNotFoundError, IsADirectoryError
+        The directory of ``path`` does not exist, or ``path`` is a directory.
     """
     _check_tags_arg(tags)
     if tags is None:
         raise ValueError("write_conllu needs tags='upos' or 'xpos'")
     if not isinstance(corpus, TaggedCorpus):
         raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
-    for w in corpus.words:
-        if "\t" in w or "\n" in w or not w:
-            raise ValueError(f"word {w!r} cannot be written to CoNLL-U (empty, tab or newline)")
+    wl = corpus.words.items
+    tl = corpus.tags.items if corpus.has_tags else None
+    _check_writable("word", wl)
+    if tl is not None:  # only the tags used: a tag vocabulary may hold more
+        _check_writable("tag", (tl[t] for t in np.unique(corpus.tag_ids).tolist()))
     if comments is not None and len(comments) != corpus.n_sentences:
         raise ValueError(
             f"comments has {len(comments)} entries, corpus has {corpus.n_sentences} sentences"
         )
-    wl = corpus.words.items
-    tl = corpus.tags.items if corpus.has_tags else None
     out = []
     for i in range(corpus.n_sentences):
         if comments is not None and comments[i]:
@@ -229,10 +270,8 @@ def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: b
         path.write(data.decode("utf-8"))
         return
     p = Path(path)
-    if p.exists() and not overwrite:
+    if p.exists() and not overwrite and not p.is_dir():
         raise FileExistsError(f"{p} exists; pass overwrite=True to replace it")
     if p.name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, p)
+    atomic_write_bytes(p, data)

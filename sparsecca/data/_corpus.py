@@ -22,6 +22,10 @@ class Vocabulary:
 
     def __init__(self, items: Iterable[str] = ()):
         self._items = list(items)
+        for i, s in enumerate(self._items):
+            if not isinstance(s, str):
+                raise TypeError(f"Vocabulary items must be str, got {type(s).__name__} {s!r} "
+                                f"at position {i}")
         self._index = {s: i for i, s in enumerate(self._items)}
         if len(self._index) != len(self._items):
             raise ValueError("Vocabulary items must be distinct")
@@ -72,6 +76,35 @@ class Vocabulary:
         return other.ids(self._items, default=default)
 
 
+def _as_ids(name: str, a, dtype) -> np.ndarray:
+    """``a`` as a contiguous ``dtype`` array, refusing what the cast would silently alter."""
+    a = np.asarray(a)
+    # an empty list is float64 to NumPy; no value of it is truncated
+    if a.size and a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an array of integers, got dtype {a.dtype}")
+    if a.size and not np.can_cast(a.dtype, dtype):
+        info = np.iinfo(dtype)
+        lo, hi = int(a.min()), int(a.max())
+        if lo < info.min or hi > info.max:
+            raise ValueError(f"{name} must lie in the {np.dtype(dtype)} range, got values in "
+                             f"[{lo}, {hi}]")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _check_sentence(k: int, sent) -> None:
+    # a str is a sequence too: iterating it would make each character a token
+    if isinstance(sent, (str, bytes)):
+        raise TypeError(f"sentence {k} must be a sequence of tokens, got "
+                        f"{type(sent).__name__} {sent!r}")
+
+
+def _check_form(k: int, what: str, s: str) -> None:
+    """Refuse a word or tag that read_conllu would refuse: empty or only whitespace."""
+    if not s or s.isspace():
+        raise ValueError(f"sentence {k}: {what} {s!r} is empty or only whitespace (CoNLL-U "
+                         f"cannot hold it)")
+
+
 def _as_index_array(n: int, index) -> np.ndarray:
     if isinstance(index, slice):
         return np.arange(n, dtype=np.int64)[index]
@@ -108,8 +141,8 @@ class TaggedCorpus:
     """
 
     def __init__(self, word_ids, tag_ids, offsets, words, tags):
-        word_ids = np.ascontiguousarray(word_ids, dtype=np.int32)
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        word_ids = _as_ids("word_ids", word_ids, np.int32)
+        offsets = _as_ids("offsets", offsets, np.int64)
         words = words if isinstance(words, Vocabulary) else Vocabulary(words)
         if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0:
             raise ValueError("offsets must be a 1-d array starting at 0")
@@ -121,7 +154,7 @@ class TaggedCorpus:
         if word_ids.size and (word_ids.min() < 0 or word_ids.max() >= len(words)):
             raise ValueError(f"word_ids must lie in [0, {len(words)}), the word vocabulary size")
         if tag_ids is not None:
-            tag_ids = np.ascontiguousarray(tag_ids, dtype=np.int32)
+            tag_ids = _as_ids("tag_ids", tag_ids, np.int32)
             tags = tags if isinstance(tags, Vocabulary) else Vocabulary(tags)
             if tag_ids.shape != word_ids.shape:
                 raise ValueError(
@@ -143,6 +176,14 @@ class TaggedCorpus:
         """Build from NLTK-style input: a list of sentences, each a list of (word, tag).
 
         Words and tags get ids in order of first appearance.
+
+        Raises
+        ------
+        TypeError
+            A sentence that is a str, or a word or tag that is not a str.
+        ValueError
+            A token that is not a (word, tag) pair, or an empty (or whitespace-only) word or
+            tag, which CoNLL-U cannot hold.
         """
         wdict: dict[str, int] = {}
         tdict: dict[str, int] = {}
@@ -150,6 +191,7 @@ class TaggedCorpus:
         tids: list[int] = []
         offsets = [0]
         for k, sent in enumerate(sentences):
+            _check_sentence(k, sent)
             for tok in sent:
                 if not isinstance(tok, (tuple, list)) or len(tok) != 2:
                     raise ValueError(
@@ -161,23 +203,43 @@ class TaggedCorpus:
                         f"sentence {k}: word and tag must be str, got {type(w).__name__}, "
                         f"{type(t).__name__}"
                     )
-                wids.append(wdict.setdefault(w, len(wdict)))
-                tids.append(tdict.setdefault(t, len(tdict)))
+                # each string is checked once, when it first appears
+                if w not in wdict:
+                    _check_form(k, "word", w)
+                    wdict[w] = len(wdict)
+                if t not in tdict:
+                    _check_form(k, "tag", t)
+                    tdict[t] = len(tdict)
+                wids.append(wdict[w])
+                tids.append(tdict[t])
             offsets.append(len(wids))
         return cls(np.array(wids, dtype=np.int32), np.array(tids, dtype=np.int32),
                    np.array(offsets, dtype=np.int64), Vocabulary(wdict), Vocabulary(tdict))
 
     @classmethod
     def from_words(cls, sentences: Iterable[Sequence[str]]) -> "TaggedCorpus":
-        """Build an untagged corpus from a list of tokenised sentences."""
+        """Build an untagged corpus from a list of tokenised sentences.
+
+        Raises
+        ------
+        TypeError
+            A sentence that is a str (``["hello world"]``: split it first), or a word that is
+            not a str.
+        ValueError
+            An empty (or whitespace-only) word.
+        """
         wdict: dict[str, int] = {}
         wids: list[int] = []
         offsets = [0]
         for k, sent in enumerate(sentences):
+            _check_sentence(k, sent)
             for w in sent:
                 if not isinstance(w, str):
                     raise TypeError(f"sentence {k}: words must be str, got {type(w).__name__}")
-                wids.append(wdict.setdefault(w, len(wdict)))
+                if w not in wdict:
+                    _check_form(k, "word", w)
+                    wdict[w] = len(wdict)
+                wids.append(wdict[w])
             offsets.append(len(wids))
         return cls(np.array(wids, dtype=np.int32), None, np.array(offsets, dtype=np.int64),
                    Vocabulary(wdict), None)

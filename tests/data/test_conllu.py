@@ -169,6 +169,23 @@ BAD = [
     (TOK + "x\tw\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n\n", 2, "token id 'x' is not an integer"),
     (TOK + "3\tw\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n\n", 2, "out of sequence"),
     (TOK + TOK + "\n", 2, "out of sequence"),
+    # str.isdigit accepts '²', which int() refuses: a bare ValueError without file:line
+    ("\u00b2\tw\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n\n", 1,
+     r"token id '\u00b2' is not an integer, a range \(2-3\) or an empty node \(2\.1\)$"),
+    ("\u0661\tw\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n\n", 1, "token id '\u0661' is not an integer"),
+    # an id with '-' or '.' that is not a range or an empty node was skipped, and the error
+    # fell on the next token line ("3 out of sequence")
+    (TOK + "a-b\tw\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n" + TOK.replace("1", "2", 1) + "\n", 2,
+     "token id 'a-b' is not an integer, a range"),
+    (TOK + "2.\tw\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n\n", 2, "token id '2.' is not an integer"),
+    (TOK + "1-2-3\tw\t_\t_\t_\t_\t_\t_\t_\t_\n\n", 2, "token id '1-2-3' is not an integer"),
+    # whitespace or a stray CR in the tag column made a second tag beside 'NOUN'
+    (TOK + "2\tw\t_\tNOUN \tNN\t_\t_\t_\t_\t_\n\n", 2,
+     r"tag 'NOUN ' in column 4 \(upos\) has leading or trailing whitespace$"),
+    (TOK + "2\tw\t_\tNOUN\r\tNN\t_\t_\t_\t_\t_\n\n", 2,
+     r"tag 'NOUN\\r' in column 4 \(upos\) has leading or trailing whitespace$"),
+    ("1\tw\t_\t\u00a0NOUN\tNN\t_\t_\t_\t_\t_\n\n", 1, "has leading or trailing whitespace"),
+    ("1\tw\t_\t \tNN\t_\t_\t_\t_\t_\n\n", 1, "tag ' ' in column 4"),
 ]
 
 
@@ -296,3 +313,43 @@ def test_from_sentences_roundtrip():
     c = TaggedCorpus.from_sentences(sents)
     assert c.to_sentences() == sents
     np.testing.assert_array_equal(c.offsets, [0, 2, 3])
+
+
+def test_multiword_ranges_and_empty_nodes_are_still_skipped(tmp_path):
+    p = tmp_path / "mwt.conllu"
+    p.write_text("1-2\tab\t_\t_\t_\t_\t_\t_\t_\t_\n" + TOK + TOK.replace("1", "2", 1)
+                 + "2.1\te\t_\tX\tX\t_\t_\t_\t_\t_\n10-11\tcd\t_\t_\t_\t_\t_\t_\t_\t_\n\n")
+    assert read_conllu(p).to_sentences() == [[("w", "NOUN"), ("w", "NOUN")]]
+
+
+def _corpus_with(word="w", tag="NN"):
+    return TaggedCorpus([0, 1], [0, 1], [0, 2], ["a", word], ["X", tag])
+
+
+@pytest.mark.parametrize(("corpus", "pattern"), [
+    (_corpus_with(tag="N\tN"), r"^tag 'N\\tN' cannot be written to CoNLL-U: it contains a tab"),
+    (_corpus_with(tag="N\nN"), r"^tag 'N\\nN' cannot be written to CoNLL-U: it contains a tab"),
+    (_corpus_with(tag=""), r"^tag '' cannot be written to CoNLL-U: it is empty or only "),
+    (_corpus_with(tag=" "), r"^tag ' ' cannot be written to CoNLL-U: it is empty or only "),
+    (_corpus_with(tag="_"), r"^tag '_' cannot be written to CoNLL-U: it is '_', which CoNLL-U "
+                            r"reads as no tag$"),
+    (_corpus_with(tag="NN\r"), r"^tag 'NN\\r' cannot be written to CoNLL-U: it has leading or "
+                               r"trailing whitespace$"),
+    (_corpus_with(word="a\tb"), r"^word 'a\\tb' cannot be written to CoNLL-U: it contains a tab"),
+    (_corpus_with(word=""), r"^word '' cannot be written to CoNLL-U: it is empty"),
+    (_corpus_with(word=" "), r"^word ' ' cannot be written to CoNLL-U: it is empty or only "),
+])
+def test_write_refuses_what_would_not_read_back(tmp_path, corpus, pattern):
+    p = tmp_path / "w.conllu"
+    with pytest.raises(ValueError, match=pattern):
+        write_conllu(corpus, p)
+    with pytest.raises(ValueError, match=pattern):
+        write_conllu(corpus, io.StringIO())
+    assert not p.exists()
+
+
+def test_write_checks_only_the_tags_used(tmp_path):
+    # a tag vocabulary may hold tags no token carries (e.g. a tagger's whole tagset)
+    c = TaggedCorpus([0, 1], [0, 0], [0, 2], ["a", "b"], ["X", ""])
+    write_conllu(c, tmp_path / "w.conllu")
+    assert read_conllu(tmp_path / "w.conllu").to_sentences() == [[("a", "X"), ("b", "X")]]

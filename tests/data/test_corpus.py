@@ -124,3 +124,53 @@ def test_synthetic_is_deterministic_and_realistic():
 def test_synthetic_bad_args(kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
         synthetic_corpus(**kwargs)
+
+
+@pytest.mark.parametrize(("call", "exc", "pattern"), [
+    # a str sentence would be split into characters
+    (lambda: TaggedCorpus.from_words(["hello world"]), TypeError,
+     r"^sentence 0 must be a sequence of tokens, got str 'hello world'$"),
+    (lambda: TaggedCorpus.from_words([["a"], b"ab"]), TypeError,
+     r"^sentence 1 must be a sequence of tokens, got bytes b'ab'$"),
+    (lambda: TaggedCorpus.from_sentences([[("a", "X")], "ab"]), TypeError,
+     r"^sentence 1 must be a sequence of tokens, got str 'ab'$"),
+    # word forms and tags that read_conllu refuses (and write_conllu cannot write)
+    (lambda: TaggedCorpus.from_sentences([[("a", "X")], [("", "X")]]), ValueError,
+     r"^sentence 1: word '' is empty or only whitespace"),
+    (lambda: TaggedCorpus.from_sentences([[(" ", "X")]]), ValueError,
+     r"^sentence 0: word ' ' is empty or only whitespace"),
+    (lambda: TaggedCorpus.from_sentences([[("a", "")]]), ValueError,
+     r"^sentence 0: tag '' is empty or only whitespace"),
+    (lambda: TaggedCorpus.from_words([["a", ""]]), ValueError,
+     r"^sentence 0: word '' is empty or only whitespace"),
+    (lambda: TaggedCorpus.from_words([["a", 3]]), TypeError,
+     r"^sentence 0: words must be str, got int$"),
+    # float ids were truncated to int without a word
+    (lambda: TaggedCorpus(np.array([0.0, 1.9]), None, [0, 2], ["a", "b"], None), TypeError,
+     r"^word_ids must be an array of integers, got dtype float64$"),
+    (lambda: TaggedCorpus([0, 1], [0.0, 0.7], [0, 2], ["a", "b"], ["T"]), TypeError,
+     r"^tag_ids must be an array of integers, got dtype float64$"),
+    (lambda: TaggedCorpus([0, 1], None, [0.0, 2.0], ["a", "b"], None), TypeError,
+     r"^offsets must be an array of integers, got dtype float64$"),
+    (lambda: TaggedCorpus([True, False], None, [0, 2], ["a", "b"], None), TypeError,
+     r"^word_ids must be an array of integers, got dtype bool$"),
+    # int64 ids past int32 wrapped around into the vocabulary range
+    (lambda: TaggedCorpus(np.array([0, 2**32]), None, [0, 2], ["a", "b"], None), ValueError,
+     r"^word_ids must lie in the int32 range, got values in \[0, 4294967296\]$"),
+    (lambda: Vocabulary([1, 2]), TypeError,
+     r"^Vocabulary items must be str, got int 1 at position 0$"),
+    (lambda: Vocabulary(["a", None]), TypeError,
+     r"^Vocabulary items must be str, got NoneType None at position 1$"),
+])
+def test_construction_refuses_what_it_would_alter(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+def test_construction_accepts_empty_and_other_int_dtypes():
+    empty = TaggedCorpus([], None, [0], [], None)  # np.asarray([]) is float64
+    assert empty.n_sentences == 0 and empty.word_ids.dtype == np.int32
+    c = TaggedCorpus(np.array([1, 0], np.uint64), np.array([0, 0], np.int8),
+                     np.array([0, 2], np.int32), ["a", "b"], ["T"])
+    assert c.to_sentences() == [[("b", "T"), ("a", "T")]]
+    assert TaggedCorpus.from_words([["a b", "c"]]).sentence(0) == (["a b", "c"], None)
