@@ -254,10 +254,31 @@ class _Document:
         return out
 
 
+_CONLLU_COMMENT = re.compile(r"#\s*(sent_id|text)\s*=")
+_CONLLU_ID = re.compile(r"[0-9]+([-.][0-9]+)?")
+
+
+def _refuse_conllu_as_text(path: Path, text: str) -> None:
+    """CoNLL-U given with --format text would be tagged line by line, every column a word
+    (and slowly: the tokens are all unknown); refuse it when its first lines say CoNLL-U."""
+    from .data import CorpusFormatError
+
+    for lineno, line in enumerate(text.split("\n", 100)[:100], 1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if _CONLLU_COMMENT.match(line) or (len(cols) == 10 and _CONLLU_ID.fullmatch(cols[0])):
+            raise CorpusFormatError(path, lineno, "looks like CoNLL-U; drop --format text")
+        if not line.startswith("#"):  # the first sentence: text after all
+            return
+
+
 def _read_document(path: Path, fmt: str) -> _Document:
     from .data import CorpusFormatError, read_conllu, read_text, read_tokenized
 
     if fmt == "text":
+        _refuse_conllu_as_text(path, read_text(path))
         corpus = read_tokenized(path)
         if corpus.n_sentences == 0:
             raise UsageError(f"{path}: no sentences (text input holds one sentence per line)")

@@ -100,6 +100,11 @@ CASES = {
                                    r"test.txt:1: expected 10 tab-separated columns, found 1 "
                                    r"\(tokenised text, one sentence per line, needs --format "
                                    r"text\)"),
+    "CoNLL-U input in text mode": (["tag", "{tagger}", "{test}", "--format", "text"],
+                                   r"test.conllu:1: looks like CoNLL-U; drop --format text$"),
+    "CoNLL-U without comments in text mode": (
+        ["tag", "{tagger}", "{dev}", "--format", "text"],
+        r"dev.conllu.gz:1: looks like CoNLL-U; drop --format text$"),
     "garbage model file": (["tag", "{bad}/exists.npz", "{test}"],
                            r"exists.npz: not a sparsecca model file \(not an .npz archive\)$"),
 }
@@ -140,3 +145,30 @@ def test_debug_env_shows_traceback(dataset, tagger, tmp_path):
     r = subprocess.run([sys.executable, "-m", "sparsecca", "tag", str(tagger),
                         str(tmp_path / "nope.conllu")], capture_output=True, text=True, env=env)
     assert r.returncode == 1 and "Traceback" in r.stderr and "UsageError" in r.stderr
+
+
+# --format text input: (file text, line reported as CoNLL-U, or None when accepted as text)
+TEXT_OR_CONLLU = [
+    ("# sent_id = 1\n1\tA\t_\t_\t_\t_\t_\t_\t_\t_\n", 1),
+    ("\n\n#text = A b\n", 3),
+    ("# newdoc id = d1\n\n1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_\n", 3),
+    ("# newpar\r\n2.1\tghost\t_\t_\t_\t_\t_\t_\t_\t_\r\n", 2),
+    ("The cat sat .\n1\tA\t_\t_\t_\t_\t_\t_\t_\t_\n", None),  # text first: a sentence of tabs
+    ("#hashtag is fun\nThe cat sat\n", None),
+    ("1\tA\t_\t_\t_\t_\t_\t_\t_\n", None),  # 9 columns: not CoNLL-U
+    ("x\tA\t_\t_\t_\t_\t_\t_\t_\t_\n", None),  # not a token id
+    ("\n" * 150 + "# sent_id = 1\n", None),  # only the first lines are looked at
+]
+
+
+@pytest.mark.parametrize("text,line", TEXT_OR_CONLLU)
+def test_conllu_given_as_text(text, line):
+    from sparsecca.cli import _refuse_conllu_as_text
+    from sparsecca.data import CorpusFormatError
+
+    if line is None:
+        _refuse_conllu_as_text("in.txt", text)
+        return
+    with pytest.raises(CorpusFormatError,
+                       match=rf"^in.txt:{line}: looks like CoNLL-U; drop --format text$"):
+        _refuse_conllu_as_text("in.txt", text)
