@@ -455,6 +455,23 @@ def _cmd_demo(args) -> int:
     return 0
 
 
+def _bad_dataset_field(spec: str, rest: str, opt: str, seen: set) -> str:
+    """Why the last field ``opt`` of ``rest:opt`` in ``spec`` cannot be parsed, naming the
+    field it stands in (tag column or input view)."""
+    if opt in _TAG_COLUMNS or opt in _INPUT_VIEWS:
+        kind = "tag columns" if opt in _TAG_COLUMNS else "input views"
+        return f"{spec!r} gives two {kind}; use DIR[:upos|xpos][:suffix|charngram]"
+    before = rest.rpartition(":")[2]
+    if not seen and before in _TAG_COLUMNS:  # DIR:xpos:OPT: OPT is the input view
+        return (f"unknown input view {opt!r} in {spec!r}; use DIR:{before}:suffix or "
+                f"DIR:{before}:charngram")
+    if not seen and before in _INPUT_VIEWS:
+        return (f"unexpected {opt!r} after the input view in {spec!r}; use "
+                f"DIR[:upos|xpos][:suffix|charngram]")
+    return (f"unknown tag column {opt!r} in {spec!r}; use DIR:upos or DIR:xpos (optionally "
+            f"followed by :suffix or :charngram)")
+
+
 def _parse_dataset(spec: str, default_tags, default_view):
     """``DIR[:upos|xpos][:suffix|charngram]`` -> (Path, tags, input view)."""
     p, tags, view = Path(spec), default_tags, default_view
@@ -467,8 +484,7 @@ def _parse_dataset(spec: str, default_tags, default_view):
         elif opt in _INPUT_VIEWS and "view" not in seen:
             view, kind = opt, "view"
         else:
-            raise UsageError(f"unknown tag column {opt!r} in {spec!r}; use DIR:upos or "
-                             f"DIR:xpos (optionally followed by :suffix or :charngram)")
+            raise UsageError(_bad_dataset_field(spec, rest, opt, seen))
         seen.add(kind)
         head = rest
     p = Path(head)

@@ -68,6 +68,18 @@ CASES = {
                         r"nope: no such directory"),
     "unknown tag column suffix": (["experiment", "{dir}:lemma"],
                                   r"unknown tag column 'lemma' in '.*:lemma'"),
+    "unknown input view suffix": (["experiment", "{dir}:xpos:words"],
+                                  r"unknown input view 'words' in '.*:xpos:words'; use "
+                                  r"DIR:xpos:suffix or DIR:xpos:charngram$"),
+    "field after the input view": (["experiment", "{dir}:charngram:words"],
+                                   r"unexpected 'words' after the input view in "
+                                   r"'.*:charngram:words'"),
+    "two tag columns": (["experiment", "{dir}:upos:xpos"],
+                        r"'.*:upos:xpos' gives two tag columns; use "
+                        r"DIR\[:upos\|xpos\]\[:suffix\|charngram\]$"),
+    "two input views": (["experiment", "{dir}:suffix:suffix"], r"gives two input views"),
+    "unknown tag column before a view": (["experiment", "{dir}:lemma:charngram"],
+                                         r"unknown tag column 'lemma' in '.*:lemma:charngram'"),
     "unknown --tags value": (["train-tagger", "{train}", "--tags", "feats", "-o", "{bad}/m"],
                              r"argument --tags: invalid choice: 'feats'"),
     "tag column absent from the file": (["train-tagger", "{dev}", "--tags", "xpos",
