@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,23 @@ def check_folds(data, folds):
                            f"{folds} jackknife folds (folds, --folds)")
 
 
+def _check_rerankers(rerankers) -> None:
+    """None or a dict name -> unfitted reranker (anything with ``fit`` and ``rerank``)."""
+    if rerankers is None:
+        return
+    if not isinstance(rerankers, Mapping):
+        raise TypeError(f"rerankers must be a dict mapping row names to unfitted rerankers, "
+                        f"e.g. {{'Generative': GenerativeReranker()}}, got "
+                        f"{type(rerankers).__name__}")
+    for name, model in rerankers.items():
+        if not isinstance(name, str):
+            raise TypeError(f"rerankers must have str keys (the row names), got {name!r}")
+        if isinstance(model, type) or not all(callable(getattr(model, m, None))
+                                               for m in ("fit", "rerank")):
+            raise TypeError(f"rerankers[{name!r}] must be a reranker instance (with fit and "
+                            f"rerank), got {model!r}")
+
+
 def _significance(base_choice_nb, nbest, choice):
     gold = nbest.gold_ids
     base = base_choice_nb
@@ -115,6 +133,7 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     dict
         See :func:`experiment_on_corpora`; also ``paths`` and a ``read`` timing.
     """
+    _check_rerankers(rerankers)  # before the data is read
     t0 = time.perf_counter()
     data = load_splits(data_dir, tags)
     t_read = time.perf_counter() - t0
@@ -165,6 +184,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
 
     if not isinstance(k, (int, np.integer)) or k < 2:
         raise ValueError(f"k must be an int >= 2 (reranking needs candidates), got {k!r}")
+    _check_rerankers(rerankers)
     timings: dict[str, float] = {}
     tagger = TrigramHMM() if tagger is None else tagger
 
@@ -321,14 +341,65 @@ def _plot_grid(result: dict, path: Path) -> bool:
     return True
 
 
+#: the keys of an experiment result that write_report reads
+_RESULT_KEYS = ("name", "tags", "k", "folds", "sizes", "rows", "table3", "grids")
+
+
+def _check_results(results) -> None:
+    """A non-empty list of experiment results with distinct names (they name the files)."""
+    if isinstance(results, (Mapping, str, bytes)) or not isinstance(results, Sequence):
+        hint = "; wrap one result in a list" if isinstance(results, Mapping) else ""
+        raise TypeError(f"results must be a list of experiment results (the dicts returned "
+                        f"by experiment), got {type(results).__name__}{hint}")
+    if not results:
+        raise ValueError("results must hold at least one experiment result, got an empty list")
+    names: dict = {}
+    for i, r in enumerate(results):
+        if not isinstance(r, Mapping):
+            raise TypeError(f"results[{i}] must be an experiment result (a dict returned by "
+                            f"experiment), got {type(r).__name__}")
+        missing = [key for key in _RESULT_KEYS if key not in r]
+        if missing:
+            raise ValueError(f"results[{i}] is not an experiment result: no key "
+                             f"{', '.join(map(repr, missing))}")
+        if r["name"] in names:
+            raise ValueError(f"results[{i}] has the name {r['name']!r} of "
+                             f"results[{names[r['name']]}]; the names must differ (they name "
+                             f"the report's columns and files)")
+        names[r["name"]] = i
+
+
 def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> dict:
     """Write ``report.md``, ``report.json`` and one ``<set>_grid.png`` per set to ``out_dir``.
 
-    Existing files are refused (FileExistsError) unless ``overwrite``.  Each file is
-    written to a unique temporary file in ``out_dir`` and renamed into place, so a replaced
-    report is never left half-written.
+    Parameters
+    ----------
+    results : list of dict
+        One or more results of :func:`experiment` / :func:`experiment_on_corpora`, with
+        distinct names.
+    out_dir : path
+        Directory, created if missing.
+    overwrite : bool
+        Existing report files are refused (FileExistsError) unless this is True.  Each
+        file is written to a unique temporary file in ``out_dir`` and renamed into place,
+        so a replaced report is never left half-written.
+
+    Returns
+    -------
+    dict
+        What was written: ``md``, ``json`` and ``png:<name>`` -> path.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``results`` is not such a list; checked before anything is created.
+    NotADirectoryError
+        ``out_dir`` is an existing file.
     """
+    _check_results(results)
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: exists and is not a directory (out_dir)")
     out.mkdir(parents=True, exist_ok=True)
     targets = {"md": out / "report.md", "json": out / "report.json"}
     pngs = {r["name"]: out / f"{r['name']}_grid.png" for r in results}

@@ -72,7 +72,27 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit status 2), like every other user error."""
 
     def error(self, message):
+        # an _int_option message names its option already: drop argparse's "argument -k: "
+        message = re.sub(r"^argument (\S+): (?=\1 )", "", message)
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _int_option(name: str, low: int, why: str = ""):
+    """argparse ``type`` of an integer option: an int >= ``low``, else an error naming the
+    option, the range and the value (``--seed must be an int >= 0, got -1``)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            got = text if value is not None else repr(text)
+            raise argparse.ArgumentTypeError(f"{name} must be an int >= {low}{why}, got {got}")
+        return value
+    return parse
+
+
+_K_WHY = " (reranking needs candidates)"
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -249,10 +269,31 @@ class _Document:
         return out
 
 
+_CONLLU_COMMENT = re.compile(r"#\s*(sent_id|text)\s*=")
+_CONLLU_ID = re.compile(r"[0-9]+([-.][0-9]+)?")
+
+
+def _refuse_conllu_as_text(path: Path, text: str) -> None:
+    """CoNLL-U given with --format text would be tagged line by line, every column a word
+    (and slowly: the tokens are all unknown); refuse it when its first lines say CoNLL-U."""
+    from .data import CorpusFormatError
+
+    for lineno, line in enumerate(text.split("\n", 100)[:100], 1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if _CONLLU_COMMENT.match(line) or (len(cols) == 10 and _CONLLU_ID.fullmatch(cols[0])):
+            raise CorpusFormatError(path, lineno, "looks like CoNLL-U; drop --format text")
+        if not line.startswith("#"):  # the first sentence: text after all
+            return
+
+
 def _read_document(path: Path, fmt: str) -> _Document:
     from .data import CorpusFormatError, read_conllu, read_text, read_tokenized
 
     if fmt == "text":
+        _refuse_conllu_as_text(path, read_text(path))
         corpus = read_tokenized(path)
         if corpus.n_sentences == 0:
             raise UsageError(f"{path}: no sentences (text input holds one sentence per line)")
@@ -389,19 +430,9 @@ def _finish_report(results, args) -> None:
               "extra: pip install \".[plot]\")", file=sys.stderr)
 
 
-def _check_run_args(args) -> None:
-    if args.k < 2:
-        raise UsageError(f"-k must be >= 2 (reranking needs candidates), got {args.k}")
-    if args.folds < 2:
-        raise UsageError(f"--folds must be >= 2, got {args.folds}")
-
-
 def _cmd_demo(args) -> int:
     from .data import synthetic_corpus, train_test_split
 
-    _check_run_args(args)
-    if args.sentences < 100:
-        raise UsageError(f"--sentences must be >= 100, got {args.sentences}")
     out = Path(args.out)
     _report_targets(out, ["synthetic"], args.force)
     _pick_rerankers(args.models, args.seed)  # unknown names fail before any work
@@ -419,6 +450,23 @@ def _cmd_demo(args) -> int:
     return 0
 
 
+def _bad_dataset_field(spec: str, rest: str, opt: str, seen: set) -> str:
+    """Why the last field ``opt`` of ``rest:opt`` in ``spec`` cannot be parsed, naming the
+    field it stands in (tag column or input view)."""
+    if opt in _TAG_COLUMNS or opt in _INPUT_VIEWS:
+        kind = "tag columns" if opt in _TAG_COLUMNS else "input views"
+        return f"{spec!r} gives two {kind}; use DIR[:upos|xpos][:suffix|charngram]"
+    before = rest.rpartition(":")[2]
+    if not seen and before in _TAG_COLUMNS:  # DIR:xpos:OPT: OPT is the input view
+        return (f"unknown input view {opt!r} in {spec!r}; use DIR:{before}:suffix or "
+                f"DIR:{before}:charngram")
+    if not seen and before in _INPUT_VIEWS:
+        return (f"unexpected {opt!r} after the input view in {spec!r}; use "
+                f"DIR[:upos|xpos][:suffix|charngram]")
+    return (f"unknown tag column {opt!r} in {spec!r}; use DIR:upos or DIR:xpos (optionally "
+            f"followed by :suffix or :charngram)")
+
+
 def _parse_dataset(spec: str, default_tags, default_view):
     """``DIR[:upos|xpos][:suffix|charngram]`` -> (Path, tags, input view)."""
     p, tags, view = Path(spec), default_tags, default_view
@@ -431,8 +479,7 @@ def _parse_dataset(spec: str, default_tags, default_view):
         elif opt in _INPUT_VIEWS and "view" not in seen:
             view, kind = opt, "view"
         else:
-            raise UsageError(f"unknown tag column {opt!r} in {spec!r}; use DIR:upos or "
-                             f"DIR:xpos (optionally followed by :suffix or :charngram)")
+            raise UsageError(_bad_dataset_field(spec, rest, opt, seen))
         seen.add(kind)
         head = rest
     p = Path(head)
@@ -447,7 +494,6 @@ def _parse_dataset(spec: str, default_tags, default_view):
 def _cmd_experiment(args) -> int:
     from ._experiment import _find_split, check_folds, load_splits
 
-    _check_run_args(args)
     specs = [_parse_dataset(s, args.tags, args.input_view) for s in args.data_dirs]
     for d, _, _ in specs:  # every directory is checked before anything runs
         for split in ("train", "dev", "test"):
@@ -493,8 +539,6 @@ def _cmd_train_tagger(args) -> int:
 
 
 def _cmd_tag(args) -> int:
-    if args.k < 1:
-        raise UsageError(f"-k must be >= 1, got {args.k}")
     hmm, info = _load_tagger(args.model)
     column = _tag_column(args, info)
     src = _input_file(args.input)
@@ -518,10 +562,6 @@ def _cmd_train_reranker(args) -> int:
     from .data import read_conllu
     from .tagging import jackknife_nbest
 
-    if args.k < 2:
-        raise UsageError(f"-k must be >= 2 (reranking needs candidates), got {args.k}")
-    if args.folds < 2:
-        raise UsageError(f"--folds must be >= 2, got {args.folds}")
     table = _reranker_table(args.seed, args.input_view)
     if args.model not in table:
         raise UsageError(f"unknown model {args.model!r}; choose from {', '.join(table)}")
@@ -562,8 +602,6 @@ def _cmd_rerank(args) -> int:
     from ._persist import load_model, read_model_meta
     from .rerank import BaseReranker
 
-    if args.top < 1:
-        raise UsageError(f"--top must be >= 1, got {args.top}")
     hmm, tinfo = _load_tagger(args.tagger)
     rpath = _input_file(args.reranker, "reranker model")
     rinfo = read_model_meta(rpath).get("info", {})
@@ -603,13 +641,14 @@ def _add_run_options(p, out_default: str) -> None:
     p.add_argument("--out", default=out_default, metavar="DIR",
                    help=f"report directory (default {out_default}): report.md, report.json "
                         "and one <set>_grid.png per data set")
-    p.add_argument("-k", type=int, default=10, metavar="K",
+    p.add_argument("-k", type=_int_option("-k", 2, _K_WHY), default=10, metavar="K",
                    help="candidates per sentence (default 10)")
-    p.add_argument("--folds", type=int, default=10,
+    p.add_argument("--folds", type=_int_option("--folds", 2), default=10,
                    help="jackknife folds for the training n-best lists (default 10)")
     p.add_argument("--models", metavar="M1,M2,...",
                    help=f"rerankers to run (default all): {_MODEL_HELP}")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_int_option("--seed", 0), default=0,
+                   help="random seed (default 0)")
     _add_common(p)
 
 
@@ -657,7 +696,8 @@ def _build_parser() -> argparse.ArgumentParser:
                     "train the trigram HMM, build jackknifed 10-best lists, fit every "
                     "reranker (tuned on dev), print Table 2 and write the report and the "
                     "Figure-1 plot.")
-    d.add_argument("--sentences", type=int, default=DEFAULT_DEMO_SENTENCES,
+    d.add_argument("--sentences", type=_int_option("--sentences", 100),
+                   default=DEFAULT_DEMO_SENTENCES,
                    help=f"synthetic sentences (default {DEFAULT_DEMO_SENTENCES}, >= 100)")
     _add_run_options(d, "sparsecca-demo")
     d.set_defaults(func=_cmd_demo)
@@ -701,7 +741,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "scores.")
     g.add_argument("model", metavar="MODEL", help="tagger model file (from train-tagger)")
     g.add_argument("input", metavar="INPUT", help="CoNLL-U file or tokenised text")
-    g.add_argument("-k", type=int, default=1, metavar="K",
+    g.add_argument("-k", type=_int_option("-k", 1), default=1, metavar="K",
                    help="write the K best tag sequences (default 1)")
     _add_output(g, "CoNLL-U output file")
     _add_common(g)
@@ -718,15 +758,17 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", required=True, metavar="NAME", help=f"reranker: {_MODEL_HELP}")
     r.add_argument("-o", "--output", required=True, metavar="MODEL",
                    help="model file to write (.npz appended when missing)")
-    r.add_argument("-k", type=int, default=10, metavar="K",
+    r.add_argument("-k", type=_int_option("-k", 2, _K_WHY), default=10, metavar="K",
                    help="candidates per sentence (default 10)")
-    r.add_argument("--folds", type=int, default=10, help="jackknife folds (default 10)")
+    r.add_argument("--folds", type=_int_option("--folds", 2), default=10,
+                   help="jackknife folds (default 10)")
     r.add_argument("--tags", choices=tuple(_TAG_COLUMNS),
                    help="tag column (default: the tagger's, else upos)")
     r.add_argument("--input-view", choices=_INPUT_VIEWS, default="suffix",
                    help="sentence features of the CCA models: suffixes 2-4 (default) or "
                         "character 1-2-grams (the paper's choice for Chinese)")
-    r.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    r.add_argument("--seed", type=_int_option("--seed", 0), default=0,
+                   help="random seed (default 0)")
     _add_common(r)
     r.set_defaults(func=_cmd_train_reranker)
 
@@ -739,9 +781,9 @@ def _build_parser() -> argparse.ArgumentParser:
     q.add_argument("--reranker", required=True, metavar="MODEL",
                    help="reranker model file (from train-reranker)")
     q.add_argument("input", metavar="INPUT", help="CoNLL-U file or tokenised text")
-    q.add_argument("-k", type=int, default=None, metavar="K",
+    q.add_argument("-k", type=_int_option("-k", 1), default=None, metavar="K",
                    help="candidates to rerank (default: as in training, else 10)")
-    q.add_argument("--top", type=int, default=1, metavar="N",
+    q.add_argument("--top", type=_int_option("--top", 1), default=1, metavar="N",
                    help="write the N best after reranking (default 1)")
     _add_output(q, "CoNLL-U output file")
     _add_common(q)

@@ -3,6 +3,7 @@
 import pytest
 
 import sparsecca
+import sparsecca.rerank
 from sparsecca._experiment import DatasetError, load_splits
 
 
@@ -18,6 +19,79 @@ def _write(d, sizes):
         (d / f"{split}.conllu").write_text("".join(_sentence(i) for i in range(n)),
                                            encoding="utf-8")
     return d
+
+
+def _result(name="set"):
+    """The smallest dict write_report accepts as an experiment result."""
+    size = {"sentences": 2, "tokens": 6}
+    return {"name": name, "tags": "upos", "k": 3, "folds": 2,
+            "sizes": {"train": size, "dev": size, "test": size},
+            "rows": {"Baseline": {"dev": 0.5, "test": 0.5}}, "table3": {}, "grids": {}}
+
+
+class _NotAReranker:
+    def fit(self, train, dev):
+        return self
+
+
+BAD_RERANKERS = [
+    ([sparsecca.rerank.GenerativeReranker()], TypeError,
+     r"^rerankers must be a dict mapping row names to unfitted rerankers, e\.g\. "
+     r"\{'Generative': GenerativeReranker\(\)\}, got list$"),
+    ("generative", TypeError, r"rerankers must be a dict .* got str$"),
+    ({1: sparsecca.rerank.GenerativeReranker()}, TypeError,
+     r"^rerankers must have str keys \(the row names\), got 1$"),
+    ({"G": sparsecca.rerank.GenerativeReranker}, TypeError,
+     r"^rerankers\['G'\] must be a reranker instance \(with fit and rerank\), got <class"),
+    ({"G": _NotAReranker()}, TypeError, r"^rerankers\['G'\] must be a reranker instance"),
+    ({"G": None}, TypeError, r"^rerankers\['G'\] must be a reranker instance .* got None$"),
+]
+
+
+@pytest.mark.parametrize("rerankers,exc,match", BAD_RERANKERS)
+def test_experiment_refuses_bad_rerankers(tmp_path, rerankers, exc, match):
+    d = _write(tmp_path / "set", {"train": 12, "dev": 4, "test": 4})
+    with pytest.raises(exc, match=match):
+        sparsecca.experiment(d, rerankers=rerankers)
+    with pytest.raises(exc, match=match):
+        sparsecca._experiment.experiment_on_corpora(None, None, None, name="x", k=3,
+                                                    rerankers=rerankers)
+
+
+BAD_RESULTS = [
+    ([], ValueError, r"^results must hold at least one experiment result, got an empty list$"),
+    (_result(), TypeError, r"^results must be a list of experiment results \(the dicts "
+                           r"returned by experiment\), got dict; wrap one result in a list$"),
+    ("report", TypeError, r"^results must be a list of experiment results .* got str$"),
+    (None, TypeError, r"^results must be a list .* got NoneType$"),
+    ([_result(), 3], TypeError, r"^results\[1\] must be an experiment result \(a dict "
+                                r"returned by experiment\), got int$"),
+    ([{"a": 1}], ValueError, r"^results\[0\] is not an experiment result: no key 'name', "
+                            r"'tags', 'k', 'folds', 'sizes', 'rows', 'table3', 'grids'$"),
+    ([_result("a"), {k: v for k, v in _result().items() if k != "grids"}], ValueError,
+     r"^results\[1\] is not an experiment result: no key 'grids'$"),
+    ([_result("en"), _result("fr"), _result("en")], ValueError,
+     r"^results\[2\] has the name 'en' of results\[0\]; the names must differ"),
+]
+
+
+@pytest.mark.parametrize("results,exc,match", BAD_RESULTS)
+def test_write_report_checks_results_before_creating_anything(tmp_path, results, exc, match):
+    out = tmp_path / "report"
+    with pytest.raises(exc, match=match):
+        sparsecca.write_report(results, out)
+    assert not out.exists()
+
+
+def test_write_report_to_an_existing_file(tmp_path):
+    out = tmp_path / "report"
+    out.write_text("keep me", encoding="utf-8")
+    with pytest.raises(NotADirectoryError, match=r"report: exists and is not a directory "
+                                                 r"\(out_dir\)$"):
+        sparsecca.write_report([_result()], out)
+    assert out.read_text(encoding="utf-8") == "keep me"
+    written = sparsecca.write_report([_result()], tmp_path / "new" / "dir")
+    assert set(written) == {"md", "json"}
 
 
 @pytest.mark.parametrize("empty", ["train", "dev", "test"])
@@ -75,5 +149,5 @@ def test_experiment_is_public_and_imported_lazily():
 def test_write_report_refuses_to_overwrite(tmp_path):
     (tmp_path / "report.md").write_text("keep me", encoding="utf-8")
     with pytest.raises(FileExistsError, match=r"report.md exists; pass overwrite=True"):
-        sparsecca.write_report([], tmp_path)
+        sparsecca.write_report([_result()], tmp_path)
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == "keep me"

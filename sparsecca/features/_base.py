@@ -292,6 +292,45 @@ def keep_most_frequent(keep: np.ndarray, occ: np.ndarray,
     return out
 
 
+def select_features(view, occ: np.ndarray, min_count: int, max_features: int | None,
+                    n_sentences: int) -> np.ndarray:
+    """The columns a view's ``fit`` keeps: count >= ``min_count``, then the ``max_features``
+    most frequent (see :func:`keep_most_frequent`).
+
+    Parameters
+    ----------
+    view : BaseView
+        The view being fitted (named in the error).
+    occ : int array, shape (n,)
+        Occurrence count of each candidate feature in the fitting corpus, in column order.
+    min_count, max_features : validated parameters of ``view``
+    n_sentences : int
+        Sentences of the fitting corpus.
+
+    Returns
+    -------
+    bool array, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        When no feature is kept: a 0-column view would otherwise only fail later, as a shape
+        error about a matrix the user never built.
+    """
+    keep = keep_most_frequent(occ >= min_count, occ, max_features)
+    if not keep.any():
+        name = type(view).__name__
+        if n_sentences == 0:
+            raise ValueError(f"{name}: fitted on 0 sentences, which give no features")
+        if occ.size == 0:
+            raise ValueError(f"{name}: the fitting corpus ({n_sentences} sentences) gives no "
+                             f"features")
+        top = int(occ.max())
+        raise ValueError(f"{name}: min_count={min_count} leaves no features (the most "
+                         f"frequent occurs {top} time{'s' if top != 1 else ''})")
+    return keep
+
+
 def present_types(word_ids: np.ndarray, n_types: int):
     """Types occurring in ``word_ids``: (type ids, their token counts, type -> row lookup)."""
     counts = np.bincount(word_ids, minlength=n_types)

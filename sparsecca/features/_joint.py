@@ -30,8 +30,8 @@ from ._base import (
     check_vocabulary,
     count_block,
     expand_ranges,
-    keep_most_frequent,
     present_types,
+    select_features,
     sequence_chunks,
     stack_rows,
     type_features,
@@ -224,7 +224,8 @@ class JointView(BaseView):
         uniq, inv = np.unique(np.concatenate(uniq_parts), return_inverse=True)
         occ = np.bincount(inv, weights=np.concatenate(occ_parts),
                           minlength=uniq.size).astype(np.int64)
-        keep = keep_most_frequent(occ >= min_count, occ, max_features)  # uniq: column order
+        # occ follows uniq, i.e. column order
+        keep = select_features(self, occ, min_count, max_features, corpus.n_sentences)
         self.tags_ = corpus.tags
         self.lexical_vocabulary_ = Vocabulary([names[i] for i in order])
         self.keys_ = uniq[keep]

@@ -20,8 +20,8 @@ from ._base import (
     check_state_size,
     check_vocabulary,
     csr_from_sorted_rows,
-    keep_most_frequent,
     present_types,
+    select_features,
     type_features,
 )
 
@@ -91,7 +91,7 @@ class _LexicalView(BaseView):
         # to column order (sorted names) first, so that max_features breaks ties by column
         order = sorted(range(len(names)), key=names.__getitem__)
         occ = occ[np.asarray(order, dtype=np.int64)]
-        keep = keep_most_frequent(occ >= min_count, occ, max_features)
+        keep = select_features(self, occ, min_count, max_features, corpus.n_sentences)
         kept = [names[order[i]] for i in np.flatnonzero(keep)]
         self._params = params
         self.vocabulary_ = Vocabulary(kept)

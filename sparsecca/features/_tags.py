@@ -27,8 +27,8 @@ from ._base import (
     check_vocabulary,
     count_block,
     expand_ranges,
-    keep_most_frequent,
     searchsorted_lookup,
+    select_features,
     sequence_chunks,
     stack_rows,
 )
@@ -172,7 +172,8 @@ class TagNgramView(BaseView):
         uniq, inv = np.unique(np.concatenate(uniq_parts), return_inverse=True)
         occ = np.bincount(inv, weights=np.concatenate(occ_parts),
                           minlength=uniq.size).astype(np.int64)
-        keep = keep_most_frequent(occ >= min_count, occ, max_features)  # uniq: column order
+        # occ follows uniq, i.e. column order
+        keep = select_features(self, occ, min_count, max_features, corpus.n_sentences)
         self.tags_ = corpus.tags
         self.keys_ = uniq[keep]
         self.vocabulary_ = Vocabulary(self._names(self.keys_))

@@ -31,8 +31,10 @@ from ._inverse import GramFactor, RegularizedInverse
 from ._reduced import CCAResult, dense_factor_cost, lobpcg_fits, reduced_cca
 from ._validation import (
     check_choice,
+    check_magnitude,
     check_matrix,
     check_n_components,
+    check_n_samples,
     check_positive_int,
     check_random_state,
     check_same_rows,
@@ -206,7 +208,9 @@ class CCAEngine:
             self._y_given = lambda: None
         X = check_matrix(X, "X")
         Y = check_matrix(Y, "Y")
-        n = check_same_rows(X=X, Y=Y)
+        n = check_n_samples(check_same_rows(X=X, Y=Y))
+        check_magnitude(X, "X")
+        check_magnitude(Y, "Y")
         self.X, self.Y = X, Y
         self.center = bool(center)
         rng = check_random_state(random_state)
@@ -451,6 +455,8 @@ class CCAEngine:
         plain = M is self.Y or (M is not None and M is self._y_given())
         M = self.Y if plain else check_matrix(M, "M")
         check_same_rows(X=self.X, M=M)
+        if not plain:
+            check_magnitude(M, "M")
         if M.shape[1] != self.Y.shape[1]:
             raise ValueError(f"M must have d2 = {self.Y.shape[1]} columns like Y, "
                              f"got {M.shape[1]}")
@@ -811,6 +817,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
         ----------
         X : (n, d1) array-like or scipy.sparse matrix
         Y : (n, d2) array-like or scipy.sparse matrix
+            n >= 2; finite values whose covariances neither overflow nor underflow float64
+            (n * max|x|^2 between 2.2e-308 and 1.8e308), else a ValueError.
 
         Returns
         -------

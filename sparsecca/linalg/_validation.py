@@ -20,6 +20,8 @@ __all__ = [
     "RankDeficientError",
     "SingularCovarianceError",
     "check_matrix",
+    "check_magnitude",
+    "check_n_samples",
     "check_same_rows",
     "check_tau",
     "check_n_components",
@@ -122,6 +124,50 @@ def check_matrix(X, name: str, *, allow_operator: bool = False, copy_dense: bool
         bad = "NaN" if np.isnan(data).any() else "inf"
         raise ValueError(f"{name} must contain only finite values, got {bad}")
     return X
+
+
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_TINY = float(np.finfo(np.float64).tiny)  # the smallest normal float64
+
+
+def check_magnitude(X, name: str) -> None:
+    """Refuse finite values whose Gram matrix ``X^T X`` over- or underflows float64.
+
+    Every entry of the Gram matrix (and of a cross product with a matrix passing this check)
+    is at most ``n * max|x|**2``: above the largest float64 it may overflow to inf, below the
+    smallest normal one every entry is subnormal or 0.  Either way the factorisations fail
+    with a message about singular or rank-0 covariances, so the values are named here.  One
+    pass over the stored values (O(nnz), no copy); an all-zero matrix is left to the solver.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix, as returned by :func:`check_matrix`
+    name : str
+        Argument name used in the error message.
+    """
+    data = X.data if sp.issparse(X) else X
+    if data.size == 0:
+        return
+    amax = max(abs(float(data.max())), abs(float(data.min())))
+    n = X.shape[0]
+    if amax > np.sqrt(_FLOAT_MAX / n):
+        raise ValueError(f"{name} has values too large for float64: its covariance "
+                         f"overflows (largest |value| {amax:.3g} with {n} rows; n * max|x|^2 "
+                         f"must stay below {_FLOAT_MAX:.3g}); rescale {name}, e.g. divide it "
+                         f"by its largest |value|")
+    if 0.0 < amax < np.sqrt(_FLOAT_TINY / n):
+        raise ValueError(f"{name} has values too small for float64: its covariance "
+                         f"underflows to 0 (largest |value| {amax:.3g} with {n} rows; n * "
+                         f"max|x|^2 must stay above {_FLOAT_TINY:.3g}); rescale {name}, e.g. "
+                         f"divide it by its largest |value|")
+
+
+def check_n_samples(n: int) -> int:
+    """CCA needs at least two samples: with one, every covariance is 0 (or rank 1 without
+    centring) and the correlations returned are meaningless."""
+    if n < 2:
+        raise ValueError(f"X and Y must have at least 2 rows (samples) for CCA, got {n}")
+    return n
 
 
 def _float_dtype(dtype, name) -> np.dtype:

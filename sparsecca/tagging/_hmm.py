@@ -53,6 +53,7 @@ from .._persist import (
 )
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
+from ..features._base import check_bool
 from ..kernels import kbest_viterbi
 from ._nbest import NBestList
 
@@ -275,6 +276,9 @@ class TrigramHMM(PersistMixin, ParamsMixin):
             raise TypeError(f"unknown_ratio must be a float, got {type(r).__name__}")
         if not 0.0 <= float(r) < 1.0:
             raise ValueError(f"unknown_ratio must be in [0, 1), got {r}")
+        # a truthy string such as 'no' would otherwise switch the option on
+        check_bool("lowercase_fallback", self.lowercase_fallback)
+        check_bool("parallel", self.parallel)
 
     def _check_fitted(self):
         if not hasattr(self, "tags_"):

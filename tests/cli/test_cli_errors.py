@@ -68,6 +68,18 @@ CASES = {
                         r"nope: no such directory"),
     "unknown tag column suffix": (["experiment", "{dir}:lemma"],
                                   r"unknown tag column 'lemma' in '.*:lemma'"),
+    "unknown input view suffix": (["experiment", "{dir}:xpos:words"],
+                                  r"unknown input view 'words' in '.*:xpos:words'; use "
+                                  r"DIR:xpos:suffix or DIR:xpos:charngram$"),
+    "field after the input view": (["experiment", "{dir}:charngram:words"],
+                                   r"unexpected 'words' after the input view in "
+                                   r"'.*:charngram:words'"),
+    "two tag columns": (["experiment", "{dir}:upos:xpos"],
+                        r"'.*:upos:xpos' gives two tag columns; use "
+                        r"DIR\[:upos\|xpos\]\[:suffix\|charngram\]$"),
+    "two input views": (["experiment", "{dir}:suffix:suffix"], r"gives two input views"),
+    "unknown tag column before a view": (["experiment", "{dir}:lemma:charngram"],
+                                         r"unknown tag column 'lemma' in '.*:lemma:charngram'"),
     "unknown --tags value": (["train-tagger", "{train}", "--tags", "feats", "-o", "{bad}/m"],
                              r"argument --tags: invalid choice: 'feats'"),
     "tag column absent from the file": (["train-tagger", "{dev}", "--tags", "xpos",
@@ -92,14 +104,38 @@ CASES = {
                                "--model", "svm", "-o", "{bad}/r"], r"unknown model 'svm'"),
     "unknown --models name": (["demo", "--models", "svm", "--out", "{bad}/demo"],
                               r"unknown model 'svm'"),
-    "k too small": (["tag", "{tagger}", "{test}", "-k", "0"], r"-k must be >= 1, got 0"),
-    "k not an int": (["tag", "{tagger}", "{test}", "-k", "two"], r"invalid int value: 'two'"),
+    "k too small": (["tag", "{tagger}", "{test}", "-k", "0"],
+                    r"error: -k must be an int >= 1, got 0 \(see 'sparsecca tag --help'\)$"),
+    "k not an int": (["tag", "{tagger}", "{test}", "-k", "two"],
+                     r"error: -k must be an int >= 1, got 'two' \("),
+    "k a float": (["tag", "{tagger}", "{test}", "-k", "1.5"], r"-k must be an int >= 1, got '1.5'"),
     "too few demo sentences": (["demo", "--sentences", "5", "--out", "{bad}/demo"],
-                               r"--sentences must be >= 100, got 5"),
+                               r"--sentences must be an int >= 100, got 5"),
+    "negative seed": (["experiment", "{dir}", "--tags", "upos", "--seed", "-1"],
+                      r"experiment: error: --seed must be an int >= 0, got -1 \("),
+    "negative seed (train-reranker)": (
+        ["train-reranker", "--tagger", "{tagger}", "{train}", "{dev}", "--model", "generative",
+         "--seed", "-3", "-o", "{bad}/r"], r"--seed must be an int >= 0, got -3"),
+    "one fold": (["demo", "--folds", "1", "--out", "{bad}/demo"],
+                 r"--folds must be an int >= 2, got 1"),
+    "k 1 for a reranker": (["train-reranker", "--tagger", "{tagger}", "{train}", "{dev}",
+                            "--model", "generative", "-k", "1", "-o", "{bad}/r"],
+                           r"-k must be an int >= 2 \(reranking needs candidates\), got 1"),
+    "k 1 for an experiment": (["experiment", "{dir}", "--tags", "upos", "-k", "1"],
+                              r"-k must be an int >= 2 \(reranking needs candidates\), got 1"),
+    "top 0": (["rerank", "--tagger", "{tagger}", "--reranker", "{tagger}", "{test}", "--top",
+               "0"], r"--top must be an int >= 1, got 0"),
+    "rerank k 0": (["rerank", "--tagger", "{tagger}", "--reranker", "{tagger}", "{test}", "-k",
+                    "0"], r"-k must be an int >= 1, got 0"),
     "text input in CoNLL-U mode": (["tag", "{tagger}", "{text}"],
                                    r"test.txt:1: expected 10 tab-separated columns, found 1 "
                                    r"\(tokenised text, one sentence per line, needs --format "
                                    r"text\)"),
+    "CoNLL-U input in text mode": (["tag", "{tagger}", "{test}", "--format", "text"],
+                                   r"test.conllu:1: looks like CoNLL-U; drop --format text$"),
+    "CoNLL-U without comments in text mode": (
+        ["tag", "{tagger}", "{dev}", "--format", "text"],
+        r"dev.conllu.gz:1: looks like CoNLL-U; drop --format text$"),
     "garbage model file": (["tag", "{bad}/exists.npz", "{test}"],
                            r"exists.npz: not a sparsecca model file \(not an .npz archive\)$"),
 }
@@ -140,3 +176,30 @@ def test_debug_env_shows_traceback(dataset, tagger, tmp_path):
     r = subprocess.run([sys.executable, "-m", "sparsecca", "tag", str(tagger),
                         str(tmp_path / "nope.conllu")], capture_output=True, text=True, env=env)
     assert r.returncode == 1 and "Traceback" in r.stderr and "UsageError" in r.stderr
+
+
+# --format text input: (file text, line reported as CoNLL-U, or None when accepted as text)
+TEXT_OR_CONLLU = [
+    ("# sent_id = 1\n1\tA\t_\t_\t_\t_\t_\t_\t_\t_\n", 1),
+    ("\n\n#text = A b\n", 3),
+    ("# newdoc id = d1\n\n1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_\n", 3),
+    ("# newpar\r\n2.1\tghost\t_\t_\t_\t_\t_\t_\t_\t_\r\n", 2),
+    ("The cat sat .\n1\tA\t_\t_\t_\t_\t_\t_\t_\t_\n", None),  # text first: a sentence of tabs
+    ("#hashtag is fun\nThe cat sat\n", None),
+    ("1\tA\t_\t_\t_\t_\t_\t_\t_\n", None),  # 9 columns: not CoNLL-U
+    ("x\tA\t_\t_\t_\t_\t_\t_\t_\t_\n", None),  # not a token id
+    ("\n" * 150 + "# sent_id = 1\n", None),  # only the first lines are looked at
+]
+
+
+@pytest.mark.parametrize("text,line", TEXT_OR_CONLLU)
+def test_conllu_given_as_text(text, line):
+    from sparsecca.cli import _refuse_conllu_as_text
+    from sparsecca.data import CorpusFormatError
+
+    if line is None:
+        _refuse_conllu_as_text("in.txt", text)
+        return
+    with pytest.raises(CorpusFormatError,
+                       match=rf"^in.txt:{line}: looks like CoNLL-U; drop --format text$"):
+        _refuse_conllu_as_text("in.txt", text)

@@ -112,6 +112,47 @@ def test_untagged_corpus_to_tag_view(cls, corpus, untagged):
         cls().fit(corpus).transform(untagged)
 
 
+# views whose fit keeps no feature: refused at fit, naming the view (the part of an HStackView)
+NO_FEATURES = [
+    (SuffixView(min_count=2), r"^SuffixView: min_count=2 leaves no features \(the most frequent "
+                              r"occurs 1 time\)$"),
+    (CharNgramView(min_count=10**6, max_features=5),
+     r"^CharNgramView: min_count=1000000 leaves no features \(the most frequent occurs 1 "
+     r"time\)$"),
+    (WordView(min_count=3), r"^WordView: min_count=3 leaves no features"),
+    (TagNgramView(orders=1, boundaries=False, min_count=3),
+     r"^TagNgramView: min_count=3 leaves no features \(the most frequent occurs 1 time\)$"),
+    (TagNgramView(min_count=10**6), r"^TagNgramView: min_count=1000000 leaves no features "),
+    (JointView(min_count=10**6), r"^JointView: min_count=1000000 leaves no features"),
+    (HStackView([WordView(), SuffixView(min_count=2)]), r"^SuffixView: min_count=2 leaves no"),
+]
+
+
+@pytest.mark.parametrize("view,match", NO_FEATURES, ids=[repr(v) for v, _ in NO_FEATURES])
+def test_min_count_leaving_no_features(corpus, view, match):
+    with pytest.raises(ValueError, match=match):
+        view.fit(corpus)
+    with pytest.raises(ValueError, match=match):
+        view.fit_transform(corpus)
+
+
+@pytest.mark.parametrize("view", [SuffixView(), CharNgramView(), WordView(), TagNgramView(),
+                                  JointView(), HStackView([SuffixView(), WordView()])],
+                         ids=repr)
+def test_fit_on_empty_corpus(corpus, view):
+    name = type(view.views[0] if isinstance(view, HStackView) else view).__name__
+    with pytest.raises(ValueError, match=rf"^{name}: fitted on 0 sentences, which give no "
+                                         rf"features$"):
+        view.fit(corpus[0:0])
+
+
+@pytest.mark.parametrize("cls", [SuffixView, CharNgramView, WordView])
+def test_fit_on_empty_sentences_only(cls):
+    with pytest.raises(ValueError, match=rf"^{cls.__name__}: the fitting corpus \(2 sentences\) "
+                                         rf"gives no features$"):
+        cls().fit(TaggedCorpus.from_words([[], []]))
+
+
 def test_disjoint_tagsets(corpus):
     upos = Vocabulary(["DET", "NOUN", "VERB"])
     ids, off = np.array([0, 1, 2]), np.array([0, 2, 3])
@@ -169,3 +210,11 @@ def test_transform_sequences_bad_arrays(corpus):
     np.testing.assert_array_equal(
         tv.transform_sequences(ok_ids, ok_off, tags.items).toarray(),
         tv.transform_sequences(ok_ids, ok_off, tags).toarray())
+
+
+def test_no_features_message_counts_the_most_frequent():
+    corpus = TaggedCorpus.from_words([["a", "a", "b"], ["b", "a"]])
+    with pytest.raises(ValueError, match=r"^WordView: min_count=4 leaves no features \(the most "
+                                         r"frequent occurs 3 times\)$"):
+        WordView(min_count=4).fit(corpus)
+    assert WordView(min_count=3).fit(corpus).n_features_ == 1  # one left: kept as before

@@ -1,5 +1,7 @@
 """Bad input: a clear ValueError / TypeError naming the argument, the range and the value."""
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -15,6 +17,9 @@ Y_inf = Y0.copy()
 Y_inf[0, 0] = np.inf
 X_sparse_nan = sp.csr_matrix(X0)
 X_sparse_nan.data[3] = np.nan
+# the largest |value| of the scaled matrices, as the messages print it
+X0_MAX_1E200 = re.escape(f"{np.abs(X0).max() * 1e200:.3g}")
+Y0_MAX_1E_200 = re.escape(f"{np.abs(Y0).max() * 1e-200:.3g}")
 
 BAD_DATA = [
     ("rows", X0, Y0[:9], ValueError,
@@ -40,6 +45,19 @@ BAD_DATA = [
      r"complex128"),
     ("none", None, Y0, TypeError,
      r"X must be a 2-D numeric array or a scipy.sparse matrix, got NoneType"),
+    ("one-row", X0[:1], Y0[:1], ValueError,
+     r"^X and Y must have at least 2 rows \(samples\) for CCA, got 1$"),
+    ("one-row-sparse", sp.csr_matrix(X0[:1]), Y0[:1], ValueError, r"at least 2 rows"),
+    # finite, but X^T X overflows (1e200) or underflows to 0 (1e-200)
+    ("overflow", X0 * 1e200, Y0, ValueError,
+     r"^X has values too large for float64: its covariance overflows \(largest \|value\| "
+     rf"{X0_MAX_1E200} with 12 rows; n \* max\|x\|\^2 must stay below 1.8e\+308\); "
+     r"rescale X, e.g. divide it by its largest \|value\|$"),
+    ("overflow-negative", X0, -Y0 * 1e160, ValueError, r"^Y has values too large for float64"),
+    ("underflow", X0, sp.csr_matrix(Y0) * 1e-200, ValueError,
+     r"^Y has values too small for float64: its covariance underflows to 0 \(largest "
+     rf"\|value\| {Y0_MAX_1E_200} with 12 rows; n \* max\|x\|\^2 must stay above "
+     r"2.23e-308\); rescale Y"),
 ]
 
 
@@ -116,6 +134,16 @@ def test_more_components_than_correlations():
         SparseCCA(3, tau=0.5).fit(X0[:2], Y0[:2])
 
 
+def test_extreme_but_representable_values_fit():
+    # the Gram matrices of values near 1e+-150 are still normal float64: no refusal
+    for scale in (1e150, 1e-150):
+        m = SparseCCA(2, tau=0.5).fit(X0 * scale, Y0)
+        assert np.all(np.isfinite(m.correlations_)) and m.correlations_[0] > 0
+    # all-zero data is not an underflow: the solver's rank message stays
+    with pytest.raises(ValueError, match=r"cross-covariance has rank 0"):
+        SparseCCA(1, tau=0.5).fit(X0 * 0, Y0)
+
+
 def test_transform_and_engine_errors():
     m = SparseCCA(2, tau=0.5).fit(X0, Y0)
     with pytest.raises(ValueError, match=r"X must have 5 features as in fit, got 4"):
@@ -127,6 +155,8 @@ def test_transform_and_engine_errors():
         engine.solve(Y0[:, :2], 0.5, 2)
     with pytest.raises(ValueError, match=r"M must have the same number of rows as X"):
         engine.solve(Y0[:5], 0.5, 2)
+    with pytest.raises(ValueError, match=r"^M has values too large for float64"):
+        engine.solve(Y0 * 1e300, 0.5, 2)
     with pytest.raises(TypeError, match=r"taus must be a non-empty sequence of floats in "
                                         r"\[0, 1\], got 0.5"):
         cca_path(X0, Y0, 0.5, 2)

@@ -322,6 +322,11 @@ def test_fit_on_slice_compacts_vocabularies(train):
     (dict(prefix_weight="big"), TypeError, r"prefix_weight must be 'auto' or a float"),
     (dict(unknown_ratio=1.0), ValueError, r"unknown_ratio must be in \[0, 1\), got 1.0"),
     (dict(unknown_ratio=-0.1), ValueError, r"unknown_ratio must be in \[0, 1\), got -0.1"),
+    (dict(lowercase_fallback="no"), TypeError,
+     r"lowercase_fallback must be True or False, got 'no'"),
+    (dict(lowercase_fallback=None), TypeError,
+     r"lowercase_fallback must be True or False, got None"),
+    (dict(parallel=1), TypeError, r"parallel must be True or False, got 1"),
 ])
 def test_bad_params(train, params, exc, match):
     with pytest.raises(exc, match=match):
