@@ -301,6 +301,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
 
     def decision_function(self, nbest):
         """s_ij + w p_ij (Eq. 13), shape (n_candidates,)."""
+        self._check_fitted("x_weights_")  # before w_ is read: NotFittedError, not AttributeError
         return nbest.scores + self.w_ * self.projection_scores(nbest)
 
     def tuned_params(self) -> dict:

@@ -351,6 +351,16 @@ def test_unfitted_and_other_tagset():
         model.rerank(foreign)
 
 
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+@pytest.mark.parametrize("method", ["score", "rerank", "decision_function", "predict",
+                                    "reranked", "projection_scores"])
+def test_unfitted_raises_not_fitted(cls, method):
+    # decision_function read w_ first: AttributeError instead of the baselines' NotFittedError
+    _, dev, _ = lists()
+    with pytest.raises(NotFittedError, match=f"this {cls.__name__} is not fitted yet"):
+        getattr(cls(), method)(dev)
+
+
 def test_tag_view_too_wide_for_a_dense_whitener(monkeypatch):
     # the randomized solver whitens such a C_yy by a low-rank factor, part of its model (as
     # before); the exact solvers refuse instead of answering approximately
