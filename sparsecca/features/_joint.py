@@ -98,6 +98,8 @@ class JointView(BaseView):
         ``fit``, the occurrences removed by ``min_count`` and ``max_features``.
     """
 
+    reads = frozenset({"words", "tags"})
+
     def __init__(self, kind="suffix", lengths=(2, 3, 4), min_count=1, lowercase=False,
                  dtype=np.float64, max_features=None):
         self.kind = kind

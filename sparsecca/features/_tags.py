@@ -128,6 +128,8 @@ class TagNgramView(BaseView):
         by ``min_count`` and ``max_features``.
     """
 
+    reads = frozenset({"tags"})
+
     def __init__(self, orders=(1, 2), boundaries=True, min_count=1, dtype=np.float64,
                  max_features=None):
         self.orders = orders

@@ -44,6 +44,36 @@ def _as_grid(name, value, low, high, *, low_open=False):
     return vals
 
 
+# what each view argument may featurise, and how to say it: the input view is applied to
+# nbest.corpus, which holds the gold tags of dev and test, so a view reading tags would see
+# them; the output view is fitted on the gold tags but applied to the candidates' tag ids
+_VIEW_ROLES = {
+    "input_view": (frozenset({"words"}), "a view of the words (SuffixView, CharNgramView, "
+                                         "WordView, or an HStackView of them)"),
+    "output_view": (frozenset({"tags"}), "a view of tag sequences (TagNgramView, or an "
+                                         "HStackView of them)"),
+}
+
+
+def _view_problem(name, view):
+    """Why ``view`` cannot serve as ``name`` ('input_view' / 'output_view'), or None."""
+    reads, allowed = _VIEW_ROLES[name]
+    if isinstance(view, type):
+        return f"{name} must be {allowed}, got the class {view.__name__}; pass an instance"
+    if not all(callable(getattr(view, a, None)) for a in ("fit", "transform", "get_params")):
+        return f"{name} must be {allowed}, got {type(view).__name__} {view!r}"
+    kinds = getattr(view, "reads", None)
+    if kinds == reads:
+        return None
+    if not isinstance(kinds, frozenset):
+        what = "which does not declare what it reads (a 'reads' attribute)"
+    else:
+        what = "which reads " + " and ".join(sorted(kinds)) if kinds else "which reads nothing"
+    leak = ("; applied to the dev and test corpora it would see their gold tags"
+            if name == "input_view" and kinds and "tags" in kinds else "")
+    return f"{name} must be {allowed}, got {type(view).__name__}, {what}{leak}"
+
+
 def _cosine_prefix_scores(PX, PY, cand_sent):
     """cos(A_k^T x_i, B_k^T yhat_ij) for every prefix k = 1..K at once.
 
@@ -78,6 +108,11 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
 
     def _check_state(self):
         """Validate what load() restored (shapes against the views, finite values)."""
+        # a stored view of the wrong kind (one reading tags as input_view_ would see gold tags)
+        for name in ("input_view", "output_view"):
+            problem = _view_problem(name, getattr(self, name + "_"))
+            if problem is not None:
+                raise ModelFormatError(problem.replace(name, name + "_", 1))
         k = self.n_components_
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ModelFormatError(f"n_components_ must be an int >= 1, got {k!r}")
@@ -144,6 +179,11 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         r = self.max_rank
         if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 1:
             raise ValueError(f"max_rank must be an int >= 1, got {r!r}")
+        for name in ("input_view", "output_view"):
+            view = getattr(self, name)
+            problem = None if view is None else _view_problem(name, view)
+            if problem is not None:
+                raise TypeError(problem)
         return taus, lams, ks
 
     def _lam_grid(self):
@@ -358,6 +398,10 @@ class GenerativeReranker(_LowDimReranker):
         engine's a-posteriori error estimate against the exact regularised problem.
     input_view, output_view : unfitted views
         Default ``SuffixView()`` (suffixes 2-4) and ``TagNgramView()`` (tag 1- and 2-grams).
+        The input view must read the words only (its ``reads`` is ``{"words"}``:
+        SuffixView, CharNgramView, WordView or an HStackView of them), since it is applied
+        to the dev and test corpora, which hold their gold tags; the output view must read
+        tags only (TagNgramView or an HStackView of them).  Anything else is a TypeError.
     random_state : int or None
     center : bool, default False
         Centre both views (implicitly: sparse inputs stay sparse) before the eigenproblem,

@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg as sla
 
 from sparsecca.data import TaggedCorpus, synthetic_corpus, train_test_split
-from sparsecca.features import SuffixView, TagNgramView
+from sparsecca.features import HStackView, JointView, SuffixView, TagNgramView, WordView
 from sparsecca.kernels import aggregate_residuals
 from sparsecca.rerank import (
     DiscriminativeReranker,
@@ -359,6 +359,74 @@ def test_unfitted_raises_not_fitted(cls, method):
     _, dev, _ = lists()
     with pytest.raises(NotFittedError, match=f"this {cls.__name__} is not fitted yet"):
         getattr(cls(), method)(dev)
+
+
+_WORDS = r"must be a view of the words \(SuffixView, CharNgramView, WordView, or an HStackView"
+_TAGS = r"must be a view of tag sequences \(TagNgramView, or an HStackView of them\)"
+_LEAK = "; applied to the dev and test corpora it would see their gold tags$"
+
+
+class _Undeclared:
+    """A duck-typed view that does not say what it reads."""
+
+    def fit(self, corpus):
+        return self
+
+    def transform(self, corpus):  # pragma: no cover - never reached
+        raise AssertionError
+
+    def get_params(self, deep=True):
+        return {}
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+@pytest.mark.parametrize(("kw", "pattern"), [
+    # a view reading tags as input view sees the gold tags of dev and test (a leak)
+    (dict(input_view=TagNgramView()), f"^input_view {_WORDS}.*, got TagNgramView, which reads "
+                                      f"tags{_LEAK}"),
+    (dict(input_view=JointView()), f"got JointView, which reads tags and words{_LEAK}"),
+    (dict(input_view=HStackView([SuffixView(), TagNgramView()])),
+     f"got HStackView, which reads tags and words{_LEAK}"),
+    (dict(input_view=HStackView([SuffixView(), HStackView([WordView(), TagNgramView()])])),
+     f"got HStackView, which reads tags and words{_LEAK}"),
+    (dict(input_view=_Undeclared()), "got _Undeclared, which does not declare what it reads"),
+    (dict(input_view="suffix"), f"^input_view {_WORDS} of them\\), got str 'suffix'$"),
+    (dict(input_view=SuffixView), "got the class SuffixView; pass an instance$"),
+    (dict(output_view=3), f"^output_view {_TAGS}, got int 3$"),
+    (dict(output_view=SuffixView()), f"^output_view {_TAGS}, got SuffixView, which reads words$"),
+    (dict(output_view=JointView()), "got JointView, which reads tags and words$"),
+    (dict(output_view=HStackView([TagNgramView(), WordView()])),
+     "got HStackView, which reads tags and words$"),
+    (dict(output_view=HStackView(iter([TagNgramView()]))),
+     "got HStackView, which does not declare what it reads"),
+])
+def test_views_of_the_wrong_kind_refused_at_fit(cls, kw, pattern):
+    train, dev, _ = lists()
+    params = dict(FIXED, **kw)
+    with pytest.raises(TypeError, match=pattern):
+        cls(**params).fit(train, dev)
+
+
+def test_views_of_the_right_kind_fit():
+    train, dev, _ = lists()
+    model = GenerativeReranker(
+        **FIXED, input_view=HStackView([SuffixView(lengths=2), HStackView([WordView()])]),
+        output_view=HStackView([TagNgramView(orders=1), TagNgramView(orders=2)])).fit(train,
+                                                                                       dev)
+    assert model.input_view_.reads == frozenset({"words"})
+    assert model.output_view_.reads == frozenset({"tags"})
+
+
+def test_saved_model_with_a_tag_reading_input_view_refused(tmp_path):
+    from sparsecca._persist import ModelFormatError
+
+    train, dev, _ = lists()
+    model = GenerativeReranker(**FIXED).fit(train, dev)
+    model.input_view_ = TagNgramView().fit(train.corpus)  # as a tampered file would hold
+    path = model.save(tmp_path / "leak")
+    with pytest.raises(ModelFormatError, match="input_view_ must be a view of the words .*, "
+                                               f"got TagNgramView, which reads tags{_LEAK}"):
+        GenerativeReranker.load(path)
 
 
 def test_tag_view_too_wide_for_a_dense_whitener(monkeypatch):
