@@ -28,20 +28,15 @@ from ..features import SuffixView, TagNgramView
 from ..kernels import aggregate_residuals, slack_update
 from ..linalg import CCAEngine, RankDeficientError, centred_projection, column_mean
 from ._base import BaseReranker, check_nbest, losses_of_choice, plateau_score, tune_weight
+from ._joint_features import check_float, check_grid, check_ints
 
 __all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
 
 
-def _as_grid(name, value, low, high, *, low_open=False):
-    vals = np.atleast_1d(np.asarray(value, dtype=np.float64))
-    if vals.ndim != 1 or vals.size == 0:
-        raise ValueError(f"{name} must be a number or a non-empty 1-d sequence, got {value!r}")
-    lo_ok = vals > low if low_open else vals >= low
-    if not np.all(np.isfinite(vals) & lo_ok & (vals <= high)):
-        bracket = "(" if low_open else "["
-        bad = vals[~(np.isfinite(vals) & lo_ok & (vals <= high))][0]
-        raise ValueError(f"{name} must lie in {bracket}{low}, {high}], got {float(bad)!r}")
-    return vals
+def _as_grid(name, value, *, low_open=False):
+    """A number or a non-empty sequence of numbers in [0, 1] (``(0, 1]``), as an array."""
+    return np.asarray(check_grid(name, value, 0.0, strict=low_open, high=1.0),
+                      dtype=np.float64)
 
 
 # what each view argument may featurise, and how to say it: the input view is applied to
@@ -152,20 +147,17 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         K = self.n_components
         if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 1:
             raise ValueError(f"n_components must be an int >= 1, got {K!r}")
-        taus = _as_grid("tau", self.tau, 0.0, 1.0)
+        taus = _as_grid("tau", self.tau)
         lams = self._lam_grid()
         if self.k_grid is None:
             ks = np.unique(np.clip([1, 2, 5, 10, 15, 20, 30, 40, 50, 75, 100, K], 1, K))
         else:
-            ks = np.unique(np.asarray(self.k_grid, dtype=np.int64))
-            if ks.size == 0 or ks.min() < 1 or ks.max() > K:
+            ks = np.unique(np.array(check_ints("k_grid", self.k_grid, 1), dtype=np.int64))
+            if ks.max() > K:
                 raise ValueError(f"k_grid values must lie in [1, n_components={K}], "
                                  f"got {self.k_grid!r}")
-        if self.w is not None:
-            w = float(self.w)
-            if not (np.isfinite(w) and w >= 0):
-                raise ValueError(f"w must be None (tuned on dev) or a finite number >= 0, "
-                                 f"got {self.w!r}")
+        if self.w is not None:  # None: tuned on dev
+            check_float("w", self.w, 0.0, strict=False)
         if self.solver not in ("auto", "dense", "randomized", "iterative"):
             raise ValueError(f"solver must be 'auto', 'dense', 'randomized' or 'iterative', "
                              f"got {self.solver!r}")
@@ -187,7 +179,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         return taus, lams, ks
 
     def _lam_grid(self):
-        return _as_grid("lam", self.lam, 0.0, 1.0)
+        return _as_grid("lam", self.lam)
 
     # -- views -----------------------------------------------------------------------------
     def _candidate_view(self, nbest):
@@ -499,7 +491,7 @@ class DiscriminativeReranker(_LowDimReranker):
         self.n_iter = n_iter
 
     def _lam_grid(self):
-        return _as_grid("lam", self.lam, 0.0, 1.0, low_open=True)
+        return _as_grid("lam", self.lam, low_open=True)
 
     def _validate(self):
         out = super()._validate()

@@ -291,25 +291,69 @@ def test_no_gold_refused():
         GenerativeReranker(**FIXED).fit(nb, dev)
 
 
-@pytest.mark.parametrize(("cls", "kw", "pattern"), [
-    (SoftenedReranker, dict(lam=1.5), r"lam must lie in \[0.0, 1.0\], got 1.5"),
-    (SoftenedReranker, dict(lam=-0.1), r"lam must lie in \[0.0, 1.0\], got -0.1"),
-    (GenerativeReranker, dict(tau=1.2), r"tau must lie in \[0.0, 1.0\], got 1.2"),
-    (DiscriminativeReranker, dict(lam=0.0), r"lam must lie in \(0.0, 1.0\], got 0.0"),
-    (DiscriminativeReranker, dict(gamma=0), "gamma must be a finite number > 0, got 0"),
-    (DiscriminativeReranker, dict(n_iter=-1), "n_iter must be an int >= 0, got -1"),
-    (GenerativeReranker, dict(n_components=0), "n_components must be an int >= 1, got 0"),
-    (GenerativeReranker, dict(k_grid=[50]), r"k_grid values must lie in \[1, n_components=8\]"),
-    (GenerativeReranker, dict(solver="magic"), "solver must be 'auto', 'dense'"),
-    (GenerativeReranker, dict(w=-1.0), "w must be None .* or a finite number >= 0"),
-    (SoftenedReranker, dict(progress="yes"), "progress must be True or False, got 'yes'"),
+@pytest.mark.parametrize(("cls", "kw", "exc", "pattern"), [
+    (SoftenedReranker, dict(lam=1.5), ValueError,
+     r"^lam must be a finite number in \[0, 1\], got 1.5$"),
+    (SoftenedReranker, dict(lam=-0.1), ValueError, r"lam must be a finite number in \[0, 1\]"),
+    (SoftenedReranker, dict(lam=(0.5, 2)), ValueError,
+     r"^lam values must be a finite number in \[0, 1\], got 2$"),
+    (GenerativeReranker, dict(tau=1.2), ValueError, r"tau must be a finite number in \[0, 1\], "
+                                                    r"got 1.2"),
+    (GenerativeReranker, dict(tau=float("nan")), ValueError, r"tau must be .* got nan"),
+    (DiscriminativeReranker, dict(lam=0.0), ValueError,
+     r"^lam must be a finite number in \(0, 1\], got 0.0$"),
+    (DiscriminativeReranker, dict(gamma=0), ValueError, "gamma must be a finite number > 0, got 0"),
+    (DiscriminativeReranker, dict(n_iter=-1), ValueError, "n_iter must be an int >= 0, got -1"),
+    (GenerativeReranker, dict(n_components=0), ValueError, "n_components must be an int >= 1, "
+                                                           "got 0"),
+    (GenerativeReranker, dict(k_grid=[50]), ValueError,
+     r"k_grid values must lie in \[1, n_components=8\], got \[50\]"),
+    (GenerativeReranker, dict(k_grid=[0, 2]), ValueError, "^k_grid values must be an int >= 1, "
+                                                          "got 0$"),
+    (GenerativeReranker, dict(k_grid=[]), ValueError, r"^k_grid must be a non-empty sequence of "
+                                                      r"ints >= 1, got \[\]$"),
+    (GenerativeReranker, dict(solver="magic"), ValueError, "solver must be 'auto', 'dense'"),
+    (GenerativeReranker, dict(w=-1.0), ValueError, "^w must be a finite number >= 0, got -1.0$"),
+    (SoftenedReranker, dict(progress="yes"), ValueError, "progress must be True or False, "
+                                                         "got 'yes'"),
+    # the kind of value: raw float()/int() conversion errors used to escape unnamed, and
+    # bools and fractional k were taken as numbers
+    (GenerativeReranker, dict(tau="abc"), TypeError,
+     "^tau must be a number or a sequence of numbers, got 'abc'$"),
+    (GenerativeReranker, dict(tau=True), TypeError,
+     "^tau must be a number or a sequence of numbers, got bool$"),
+    (GenerativeReranker, dict(tau=[0.5, "x"]), TypeError, "^tau values must be a real number, "
+                                                           "got 'x'$"),
+    (SoftenedReranker, dict(lam="a"), TypeError, "^lam must be a number or a sequence of "
+                                                 "numbers, got 'a'$"),
+    (GenerativeReranker, dict(w="abc"), TypeError, "^w must be a real number, got 'abc'$"),
+    (GenerativeReranker, dict(w=[1, 2]), TypeError, r"^w must be a real number, got \[1, 2\]$"),
+    (GenerativeReranker, dict(w=True), TypeError, "^w must be a real number, got True$"),
+    (GenerativeReranker, dict(k_grid="abc"), TypeError,
+     "^k_grid must be an int or a sequence of ints >= 1, got 'abc'$"),
+    (GenerativeReranker, dict(k_grid=[2.7]), TypeError, "^k_grid values must be an int >= 1, "
+                                                        "got 2.7$"),
+    (GenerativeReranker, dict(k_grid=True), TypeError, "^k_grid must be an int or a sequence of "
+                                                       "ints >= 1, got True$"),
 ])
-def test_bad_parameters(cls, kw, pattern):
+def test_bad_parameters(cls, kw, exc, pattern):
     train, dev, _ = lists()
     params = dict(FIXED)
     params.update(kw)
-    with pytest.raises(ValueError, match=pattern):
+    with pytest.raises(exc, match=pattern):
         cls(**params).fit(train, dev)
+
+
+def test_grids_of_every_accepted_form():
+    """Scalars, tuples, lists and NumPy arrays (of NumPy scalars) give the same fit."""
+    train, dev, _ = lists()
+    base = SoftenedReranker(**dict(FIXED, lam=0.5)).fit(train, dev)
+    for kw in (dict(tau=(0.5,), lam=[0.5], k_grid=8), dict(tau=np.array([0.5]),
+                                                            lam=np.float32(0.5),
+                                                            k_grid=np.array([8, 8]), w=3)):
+        model = SoftenedReranker(**dict(FIXED, **kw)).fit(train, dev)
+        np.testing.assert_array_equal(model.x_weights_, base.x_weights_)
+        assert (model.tau_, model.lam_, model.n_components_, model.w_) == (0.5, 0.5, 8, 3.0)
 
 
 @pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
