@@ -577,8 +577,8 @@ def _cmd_rerank(args) -> int:
         raise UsageError(f"{rpath}: holds a {type(reranker).__name__}, not a reranker")
     column = _tag_column(args, rinfo or tinfo)
     k = args.k if args.k is not None else int(rinfo.get("k", 10))
-    if k < 1:
-        raise UsageError(f"-k must be >= 1, got {k}")
+    if k < 2:  # as train-reranker: one candidate leaves nothing to rerank
+        raise UsageError(f"-k must be >= 2 (reranking needs candidates), got {k}")
     src = _input_file(args.input)
     if args.output is not None and args.output != "-":
         _output_file(args.output, args.force)

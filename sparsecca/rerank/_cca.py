@@ -220,6 +220,13 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or self.w is None
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
+            # one candidate everywhere: every w, k, tau and lam choose the same sequences, so
+            # the grid would be decided by ties (single sentences with one candidate are fine)
+            if tuning and dev.n_candidates.max() < 2:
+                raise ValueError(
+                    "dev has one candidate per sentence; tuning needs k >= 2 (decode dev with "
+                    "k >= 2 candidates, or fix scalar tau and lam, k_grid=[n_components] and "
+                    "a number for w)")
         elif tuning:
             raise ValueError(
                 "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "

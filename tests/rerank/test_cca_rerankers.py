@@ -17,7 +17,13 @@ from sparsecca.rerank import (
     plateau_score,
     tune_weight,
 )
-from sparsecca.tagging import NBestList, NotFittedError, TrigramHMM, jackknife_nbest
+from sparsecca.tagging import (
+    NBestList,
+    NotFittedError,
+    TrigramHMM,
+    concatenate,
+    jackknife_nbest,
+)
 
 
 @cache
@@ -263,8 +269,28 @@ def _single_candidate_lists():
 
 def test_single_candidate_sentences_fit():
     train, dev = _single_candidate_lists()
-    model = SoftenedReranker(lam=0.5, **FIXED).fit(train, dev)
+    model = SoftenedReranker(lam=0.5, **FIXED).fit(train, dev)   # nothing tuned
     assert model.score(dev) == pytest.approx(dev.top1_accuracy())
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+@pytest.mark.parametrize("tuned", [dict(w=None), dict(tau=(0.3, 0.5)), dict(k_grid=[2, 8])])
+def test_tuning_on_a_one_best_dev_refused(cls, tuned):
+    # every grid point chose the same candidates: w, k, tau were decided by ties
+    train, _, _ = lists()
+    _, dev = _single_candidate_lists()
+    with pytest.raises(ValueError, match=r"^dev has one candidate per sentence; tuning needs "
+                                         r"k >= 2 \(decode dev with k >= 2"):
+        cls(**dict(FIXED, **tuned)).fit(train, dev)
+
+
+def test_some_single_candidate_sentences_tune():
+    """Short sentences with one possible tag sequence are legitimate in a normal list."""
+    train, dev, _ = lists()
+    mixed = concatenate([dev.truncate(1)[:10], dev[10:]])
+    assert mixed.n_candidates.min() == 1 and mixed.n_candidates.max() > 1
+    model = GenerativeReranker(**dict(FIXED, w=None)).fit(train, mixed)
+    assert model.dev_accuracy_ >= mixed.top1_accuracy()
 
 
 def test_all_zero_losses():
