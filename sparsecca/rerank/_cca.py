@@ -24,10 +24,18 @@ import numpy as np
 
 from .._params import ParamsMixin
 from .._persist import ModelFormatError, PersistMixin, state_array
+from ..exceptions import TagsetMismatchError
 from ..features import SuffixView, TagNgramView
 from ..kernels import aggregate_residuals, slack_update
 from ..linalg import CCAEngine, RankDeficientError, centred_projection, column_mean
-from ._base import BaseReranker, check_nbest, losses_of_choice, plateau_score, tune_weight
+from ._base import (
+    BaseReranker,
+    check_dev_tagset,
+    check_nbest,
+    losses_of_choice,
+    plateau_score,
+    tune_weight,
+)
 from ._joint_features import check_float, check_grid, check_ints
 
 __all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
@@ -182,13 +190,18 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         return _as_grid("lam", self.lam)
 
     # -- views -----------------------------------------------------------------------------
-    def _candidate_view(self, nbest):
-        return self.output_view_.transform_sequences(nbest.tag_ids, nbest.cand_offsets,
-                                                     nbest.tags)
+    def _candidate_view(self, nbest, name="nbest"):
+        try:
+            return self.output_view_.transform_sequences(nbest.tag_ids, nbest.cand_offsets,
+                                                         nbest.tags)
+        except TagsetMismatchError as exc:  # say which list, and whose tagset
+            raise TagsetMismatchError(
+                f"the candidates of {name} do not fit the tagset this {type(self).__name__} "
+                f"was fitted on: {exc}") from None
 
-    def _views(self, nbest):
+    def _views(self, nbest, name="nbest"):
         X = self.input_view_.transform(nbest.corpus)
-        return X, self._candidate_view(nbest)
+        return X, self._candidate_view(nbest, name)
 
     # -- the model-specific part -----------------------------------------------------------
     def _cross_factor(self, Y, R, lam):  # pragma: no cover - abstract
@@ -220,6 +233,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or self.w is None
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
+            check_dev_tagset(train, dev)
             # one candidate everywhere: every w, k, tau and lam choose the same sequences, so
             # the grid would be decided by ties (single sentences with one candidate are fine)
             if tuning and dev.n_candidates.max() < 2:
@@ -237,7 +251,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
                              else _clone_view(self.output_view))
         X = self.input_view_.fit_transform(train.corpus)
         Y = self.output_view_.fit_transform(train.corpus)
-        Yhat = self._candidate_view(train)
+        Yhat = self._candidate_view(train, "train")
         K = min(int(self.n_components), X.shape[1], Y.shape[1])
         ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
         # the rank cap is part of the model (rank-plus-ridge C_xx): no adaptive doubling
@@ -251,7 +265,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.x_mean_ = column_mean(X) if self.center else np.zeros(X.shape[1])
         self.y_mean_ = column_mean(Y) if self.center else np.zeros(Y.shape[1])
         if dev is not None:
-            Xd, Yhat_d = self._views(dev)
+            Xd, Yhat_d = self._views(dev, "dev")
         grid_acc = np.full((taus.size, lams.size), -np.inf)
         best = None
         points = [(a, b) for a in range(taus.size) for b in range(lams.size)]

@@ -417,7 +417,9 @@ def test_unfitted_and_other_tagset():
     foreign = NBestList(dev.tag_ids, dev.cand_offsets, dev.sent_offsets, dev.scores,
                         dev.corpus.with_tags(None, None),
                         [f"X{i}" for i in range(len(dev.tags))])
-    with pytest.raises(ValueError, match="share no tag with the tagset"):
+    with pytest.raises(ValueError, match=r"^the candidates of nbest do not fit the tagset this "
+                                         r"GenerativeReranker was fitted on: tag sequences: "
+                                         r"100.0% of the tag tokens"):
         model.rerank(foreign)
 
 
@@ -497,6 +499,23 @@ def test_saved_model_with_a_tag_reading_input_view_refused(tmp_path):
     with pytest.raises(ModelFormatError, match="input_view_ must be a view of the words .*, "
                                                f"got TagNgramView, which reads tags{_LEAK}"):
         GenerativeReranker.load(path)
+
+
+def foreign_gold(nb):
+    """``nb`` with its gold tags renamed (another tag column); candidates unchanged."""
+    renamed = [f"U-{t}" for t in nb.corpus.tags]
+    corpus = nb.corpus.with_tags(nb.corpus.tag_ids, renamed)
+    return NBestList(nb.tag_ids, nb.cand_offsets, nb.sent_offsets, nb.scores, corpus,
+                     nb.tags.items + renamed, nb.unknown)
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+def test_dev_gold_of_another_tagset_refused(cls):
+    train, dev, _ = lists()
+    with pytest.raises(ValueError, match=r"^dev gold tags: 100.0% of the tag tokens \(\d+ of "
+                                         r"\d+\) are not in the gold tagset of train .*given "
+                                         r"tags \['U-"):
+        cls(**FIXED).fit(train, foreign_gold(dev))
 
 
 def test_tag_view_too_wide_for_a_dense_whitener(monkeypatch):
