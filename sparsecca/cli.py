@@ -13,7 +13,8 @@ Every verb has ``--help``.  Long steps show tqdm progress bars on stderr (off wi
 or when stderr is not a terminal); results go to stdout or to the files named.  No verb
 overwrites an existing output file unless ``--force`` is given.  A user error (a missing
 file, a directory without train/dev/test, a malformed CoNLL-U line, an unknown tag column,
-a model file of the wrong kind, an existing output) exits with status 2 and one line on
+models trained on another tag column than ``--tags`` or than each other, a model file of the
+wrong kind, an existing output) exits with status 2 and one line on
 stderr, ``sparsecca VERB: error: ...``, never a traceback.  Set ``SPARSECCA_DEBUG=1`` to get
 the traceback instead.
 
@@ -188,12 +189,42 @@ def _pick_rerankers(spec: str | None, seed: int, input_view: str = "suffix") -> 
     return out
 
 
-def _tag_column(args, info: dict | None = None) -> str:
-    """--tags if given, else the column recorded with the tagger, else upos."""
+def _tag_column(args, *models) -> str:
+    """--tags if given, else the column the models were trained on, else upos.
+
+    ``models`` are (path, info) pairs; info records the column of models saved by this
+    command.  Models trained on different columns, or on another column than --tags, are
+    refused: their tags would land in the wrong column or be scored against the wrong gold.
+    """
+    recorded = [(str(p), (info or {}).get("tags")) for p, info in models]
+    recorded = [(p, c) for p, c in recorded if c in _TAG_COLUMNS]
+    for (pa, a), (pb, b) in zip(recorded, recorded[1:]):
+        if a != b:
+            raise UsageError(f"{pa} was trained on {a}, {pb} on {b}; use models trained on "
+                             f"the same tag column")
     if args.tags is not None:
+        for p, c in recorded:
+            if c != args.tags:
+                raise UsageError(f"{p} was trained on {c}; --tags {args.tags}")
         return args.tags
-    col = (info or {}).get("tags")
-    return col if col in _TAG_COLUMNS else "upos"
+    return recorded[0][1] if recorded else "upos"
+
+
+def _check_gold_tagset(gold, hmm, column: str, src, tagger) -> None:
+    """The input's gold tags against the tagger's tagset (the check left for models saved
+    without their column): mostly unknown tags mean another tag column."""
+    from ._tagset import check_tagset
+    from .data import Vocabulary
+
+    if gold is None:
+        return
+    if isinstance(gold, list):  # tag strings of a document
+        vocab = Vocabulary(dict.fromkeys(gold))
+        ids = vocab.ids(gold)
+    else:  # a tagged corpus
+        vocab, ids = gold.tags, gold.tag_ids
+    check_tagset(ids, vocab, hmm.tags_, what=f"{src}: the {column} column",
+                 fitted_what=f"the tagset of the tagger {tagger}")
 
 
 def _load_tagger(path):
@@ -540,12 +571,13 @@ def _cmd_train_tagger(args) -> int:
 
 def _cmd_tag(args) -> int:
     hmm, info = _load_tagger(args.model)
-    column = _tag_column(args, info)
+    column = _tag_column(args, (args.model, info))
     src = _input_file(args.input)
     if args.output is not None and args.output != "-":
         _output_file(args.output, args.force)
     t0 = time.perf_counter()
     doc = _read_document(src, args.format)
+    _check_gold_tagset(doc.gold(column), hmm, column, src, args.model)
     nb = _decode(hmm, doc.corpus, args.k, _progress(args))
     text = _write_nbest(doc, nb, column, top=args.k)
     _write_text(text, args.output)
@@ -570,13 +602,15 @@ def _cmd_train_reranker(args) -> int:
         raise UsageError(f"the {row} reranker ({type(est).__name__}) cannot be saved by this "
                          f"version; choose another --model")
     hmm, info = _load_tagger(args.tagger)
-    column = _tag_column(args, info)
+    column = _tag_column(args, (args.tagger, info))
     train_p = _input_file(args.train, "training file")
     dev_p = _input_file(args.dev, "dev file")
     out = _model_output(args.output, args.force)
     t0 = time.perf_counter()
     train = read_conllu(train_p, tags=column)
     dev = read_conllu(dev_p, tags=column)
+    for corpus, path in ((train, train_p), (dev, dev_p)):
+        _check_gold_tagset(corpus, hmm, column, path, args.tagger)
     if train.n_sentences < args.folds:
         raise UsageError(f"{train_p}: {train.n_sentences} sentences, fewer than --folds "
                          f"{args.folds}")
@@ -608,15 +642,16 @@ def _cmd_rerank(args) -> int:
     reranker = load_model(rpath)
     if not isinstance(reranker, BaseReranker):
         raise UsageError(f"{rpath}: holds a {type(reranker).__name__}, not a reranker")
-    column = _tag_column(args, rinfo or tinfo)
+    column = _tag_column(args, (args.tagger, tinfo), (rpath, rinfo))
     k = args.k if args.k is not None else int(rinfo.get("k", 10))
-    if k < 1:
-        raise UsageError(f"-k must be >= 1, got {k}")
+    if k < 2:  # as train-reranker: one candidate leaves nothing to rerank
+        raise UsageError(f"-k must be >= 2 (reranking needs candidates), got {k}")
     src = _input_file(args.input)
     if args.output is not None and args.output != "-":
         _output_file(args.output, args.force)
     t0 = time.perf_counter()
     doc = _read_document(src, args.format)
+    _check_gold_tagset(doc.gold(column), hmm, column, src, args.tagger)
     nb = _decode(hmm, doc.corpus, k, _progress(args))
     scores = np.asarray(reranker.decision_function(nb), dtype=np.float64)
     # best first within each sentence; ties keep the decoder's order
@@ -666,7 +701,7 @@ def _add_output(p, what: str) -> None:
                         "line, tokens separated by white space")
     p.add_argument("--tags", choices=tuple(_TAG_COLUMNS),
                    help="column receiving the tags (default: the column the model was "
-                        "trained on, else upos)")
+                        "trained on, else upos; another column than the models' is refused)")
 
 
 _FORMAT_EPILOG = """k-best output: each sentence becomes up to K CoNLL-U blocks, best first, each

@@ -5,12 +5,13 @@
 :mod:`sparsecca.tagging`, :mod:`sparsecca.features` and :mod:`sparsecca.rerank`, so
 ``except NotFittedError`` catches it whichever module it was imported from.
 :class:`ModelFormatError` (an unreadable, foreign, newer or inconsistent model file) is
-re-exported by :mod:`sparsecca._persist`.
+re-exported by :mod:`sparsecca._persist`.  :class:`TagsetMismatchError`: tags mostly outside
+the tagset a model was fitted on (see :mod:`sparsecca._tagset`).
 """
 
 from __future__ import annotations
 
-__all__ = ["ModelFormatError", "NotFittedError"]
+__all__ = ["ModelFormatError", "NotFittedError", "TagsetMismatchError"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -22,3 +23,7 @@ class NotFittedError(ValueError, AttributeError):
 
 class ModelFormatError(ValueError):
     """A model file is unreadable, of another class, or from a newer format version."""
+
+
+class TagsetMismatchError(ValueError):
+    """Most given tags are outside the tagset a model was fitted on (UPOS against XPOS)."""

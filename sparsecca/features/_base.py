@@ -367,7 +367,18 @@ class BaseView(PersistMixin, ParamsMixin):
     ``from_state(params, arrays, extra)`` so that models holding views (the rerankers) embed
     them in their own files.  Loading validates every array, so a damaged file is refused
     before a transform can reach a kernel.
+
+    Attributes
+    ----------
+    reads : frozenset of {"words", "tags"}, or None
+        What the view featurises, declared by each view class (an :class:`HStackView`
+        joins its parts'); None when undeclared.  The rerankers check it: their input view
+        is applied to corpora holding the gold tags of dev and test, so it must read the
+        words only.
     """
+
+    #: what the view featurises (see the class docstring); every concrete view declares it
+    reads: frozenset | None = None
 
     def _check_fitted(self) -> None:
         if "n_features_" not in self.__dict__:

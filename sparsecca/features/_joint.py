@@ -98,6 +98,8 @@ class JointView(BaseView):
         ``fit``, the occurrences removed by ``min_count`` and ``max_features``.
     """
 
+    reads = frozenset({"words", "tags"})
+
     def __init__(self, kind="suffix", lengths=(2, 3, 4), min_count=1, lowercase=False,
                  dtype=np.float64, max_features=None):
         self.kind = kind
@@ -333,7 +335,8 @@ class JointView(BaseView):
         offsets : array of int, shape (n_sequences + 1,)
         words, tags : Vocabulary or sequence of str
             Re-coded into the fitted vocabularies; words and tags unseen at fit make their
-            features unseen.  A tagset sharing no tag with ``tags_`` is a ValueError.
+            features unseen.  More than half of the tag tokens outside ``tags_`` is a
+            TagsetMismatchError (a ValueError): another tag column.
 
         Returns
         -------
@@ -351,7 +354,8 @@ class JointView(BaseView):
         return self._transform(word_ids, tag_ids, offsets, words, tags)
 
     def _transform(self, word_ids, tag_ids, offsets, words, tags) -> sp.csr_matrix:
-        t_all = recode_tags(np.asarray(tag_ids), tags, self.tags_, unknown=self._n_tags + 1)
+        t_all = recode_tags(np.asarray(tag_ids), tags, self.tags_, unknown=self._n_tags + 1,
+                            view=type(self).__name__)
         present, _, lookup = present_types(word_ids, len(words))
         indptr, local, names = self._type_units(words, present)
         shift = 1 if self._params["kind"] == "ngram" else 0

@@ -53,6 +53,8 @@ class _LexicalView(BaseView):
     (n_types x n_features) feature-count matrix of the types that occur.
     """
 
+    reads = frozenset({"words"})
+
     def _validated(self) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
 

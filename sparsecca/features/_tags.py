@@ -12,6 +12,7 @@ from .._persist import (
     state_value,
     unpack_strings,
 )
+from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ._base import (
     BaseView,
@@ -43,20 +44,18 @@ _KEY_LIMIT = 1 << 62
 
 
 def recode_tags(tag_ids: np.ndarray, tags: Vocabulary, fitted: Vocabulary,
-                unknown: int) -> np.ndarray:
+                unknown: int, view: str = "view") -> np.ndarray:
     """Tag ids re-coded from ``tags`` into the ``fitted`` vocabulary, ``unknown`` when absent.
 
-    Raises a ValueError when the two tagsets share no tag at all: the view was fitted on a
-    different tagset (say UPOS against XPOS), and every feature would be dropped silently.
+    Raises a :class:`~sparsecca.exceptions.TagsetMismatchError` (a ValueError) when most tag
+    tokens are outside ``fitted`` (:func:`sparsecca._tagset.check_tagset`): the view was
+    fitted on a different tagset (say UPOS against XPOS), and nearly every feature would be
+    dropped silently.  ``view`` names the view in the message.
     """
     if tags is fitted or tags == fitted:
         return tag_ids.astype(np.int64, copy=False)
-    mapping = tags.mapping_to(fitted)
-    if len(tags) and not np.any(mapping >= 0):
-        raise ValueError(
-            f"tags share no tag with the tagset this view was fitted on "
-            f"(fitted: {fitted!r}; given: {tags!r}); was the view fitted on another tagset?"
-        )
+    mapping = check_tagset(tag_ids, tags, fitted, what="tag sequences",
+                           fitted_what=f"the tagset the {view} was fitted on")
     mapping = np.where(mapping >= 0, mapping, unknown).astype(np.int64)
     return mapping[tag_ids] if tag_ids.size else tag_ids.astype(np.int64)
 
@@ -127,6 +126,8 @@ class TagNgramView(BaseView):
         including those with a tag outside ``tags_``); after ``fit``, the occurrences removed
         by ``min_count`` and ``max_features``.
     """
+
+    reads = frozenset({"tags"})
 
     def __init__(self, orders=(1, 2), boundaries=True, min_count=1, dtype=np.float64,
                  max_features=None):
@@ -258,7 +259,8 @@ class TagNgramView(BaseView):
             Sequence ``i`` is ``tag_ids[offsets[i]:offsets[i + 1]]``.
         tags : Vocabulary or sequence of str
             The tagset of ``tag_ids``; re-coded into ``tags_`` (tags absent from it make their
-            n-grams unseen).  A tagset sharing no tag with ``tags_`` is a ValueError.
+            n-grams unseen).  More than half of the tokens outside ``tags_`` is a
+            TagsetMismatchError (a ValueError): another tag column.
 
         Returns
         -------
@@ -271,7 +273,8 @@ class TagNgramView(BaseView):
         return self._transform(tag_ids, offsets, tags)
 
     def _transform(self, tag_ids, offsets, tags) -> sp.csr_matrix:
-        t_all = recode_tags(np.asarray(tag_ids), tags, self.tags_, unknown=self._n_tags + 2)
+        t_all = recode_tags(np.asarray(tag_ids), tags, self.tags_, unknown=self._n_tags + 2,
+                            view=type(self).__name__)
         dtype = self._params["dtype"]
         n_feat = self.n_features_
         lookup = searchsorted_lookup(self.keys_)

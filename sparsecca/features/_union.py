@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -99,6 +101,8 @@ class HStackView(BaseView):
 
     Attributes
     ----------
+    reads : frozenset or None
+        The parts' ``reads`` joined (a property of the parameters, known before ``fit``).
     views_ : list of fitted views (clones of ``views``)
     columns_ : int64 array, shape (n_features_,), or None
         Sorted indices of the columns kept in the parts' full stack (None without
@@ -118,6 +122,18 @@ class HStackView(BaseView):
     def __init__(self, views=(), max_features=None):
         self.views = views
         self.max_features = max_features
+
+    @property
+    def reads(self) -> frozenset | None:
+        """What the parts featurise, joined (parts that are stacks are asked in turn); None
+        when ``views`` is not a sequence or a part does not declare ``reads``."""
+        # only a real sequence: asking must not consume an iterator that fit will need
+        if not isinstance(self.views, Sequence) or isinstance(self.views, (str, bytes)):
+            return None
+        kinds = [getattr(v, "reads", None) for v in self.views]
+        if not kinds or not all(isinstance(k, frozenset) for k in kinds):
+            return None
+        return frozenset().union(*kinds)
 
     def fit(self, corpus: TaggedCorpus) -> "HStackView":
         """Fit a clone of every part on ``corpus`` (and, with ``max_features``, choose the

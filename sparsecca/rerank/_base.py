@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tagset import check_tagset
 from ..exceptions import NotFittedError
 from ..kernels import weight_path_losses
 from ..tagging import NBestList
 
-__all__ = ["BaseReranker", "check_nbest", "tune_weight", "plateau_score", "losses_of_choice"]
+__all__ = ["BaseReranker", "check_nbest", "check_dev_tagset", "tune_weight", "plateau_score",
+           "losses_of_choice"]
 
 
 def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBestList:
@@ -24,6 +26,13 @@ def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBest
         raise ValueError(f"{name} is empty ({nbest.n_sentences} sentences, "
                          f"{nbest.n_total} candidates)")
     return nbest
+
+
+def check_dev_tagset(train: NBestList, dev: NBestList) -> None:
+    """Refuse dev gold tags mostly outside train's tagset (another tag column): tuning on
+    them would choose w, k and the rest against meaningless losses."""
+    check_tagset(dev.corpus.tag_ids, dev.corpus.tags, train.corpus.tags,
+                 what="dev gold tags", fitted_what="the gold tagset of train")
 
 
 def losses_of_choice(nbest: NBestList, choice: np.ndarray) -> int:

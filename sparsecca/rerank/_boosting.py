@@ -16,7 +16,7 @@ from scipy.optimize import brentq
 from .._params import ParamsMixin
 from ..kernels import boosting_path, path_losses
 from ..tagging import NBestList
-from ._base import BaseReranker, check_nbest
+from ._base import BaseReranker, check_dev_tagset, check_nbest
 from ._joint_features import (
     JointFeatures,
     PersistMixin,
@@ -133,6 +133,7 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         train = check_nbest(train, "train", need_gold=True)
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
+            check_dev_tagset(train, dev)
         elif len(grid) > 1:
             raise ValueError(f"C has {len(grid)} values to choose from but no dev n-best list "
                              f"was given; pass dev or a single C")

@@ -24,24 +24,57 @@ import numpy as np
 
 from .._params import ParamsMixin
 from .._persist import ModelFormatError, PersistMixin, state_array
+from ..exceptions import TagsetMismatchError
 from ..features import SuffixView, TagNgramView
 from ..kernels import aggregate_residuals, slack_update
 from ..linalg import CCAEngine, RankDeficientError, centred_projection, column_mean
-from ._base import BaseReranker, check_nbest, losses_of_choice, plateau_score, tune_weight
+from ._base import (
+    BaseReranker,
+    check_dev_tagset,
+    check_nbest,
+    losses_of_choice,
+    plateau_score,
+    tune_weight,
+)
+from ._joint_features import check_float, check_grid, check_ints
 
 __all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
 
 
-def _as_grid(name, value, low, high, *, low_open=False):
-    vals = np.atleast_1d(np.asarray(value, dtype=np.float64))
-    if vals.ndim != 1 or vals.size == 0:
-        raise ValueError(f"{name} must be a number or a non-empty 1-d sequence, got {value!r}")
-    lo_ok = vals > low if low_open else vals >= low
-    if not np.all(np.isfinite(vals) & lo_ok & (vals <= high)):
-        bracket = "(" if low_open else "["
-        bad = vals[~(np.isfinite(vals) & lo_ok & (vals <= high))][0]
-        raise ValueError(f"{name} must lie in {bracket}{low}, {high}], got {float(bad)!r}")
-    return vals
+def _as_grid(name, value, *, low_open=False):
+    """A number or a non-empty sequence of numbers in [0, 1] (``(0, 1]``), as an array."""
+    return np.asarray(check_grid(name, value, 0.0, strict=low_open, high=1.0),
+                      dtype=np.float64)
+
+
+# what each view argument may featurise, and how to say it: the input view is applied to
+# nbest.corpus, which holds the gold tags of dev and test, so a view reading tags would see
+# them; the output view is fitted on the gold tags but applied to the candidates' tag ids
+_VIEW_ROLES = {
+    "input_view": (frozenset({"words"}), "a view of the words (SuffixView, CharNgramView, "
+                                         "WordView, or an HStackView of them)"),
+    "output_view": (frozenset({"tags"}), "a view of tag sequences (TagNgramView, or an "
+                                         "HStackView of them)"),
+}
+
+
+def _view_problem(name, view):
+    """Why ``view`` cannot serve as ``name`` ('input_view' / 'output_view'), or None."""
+    reads, allowed = _VIEW_ROLES[name]
+    if isinstance(view, type):
+        return f"{name} must be {allowed}, got the class {view.__name__}; pass an instance"
+    if not all(callable(getattr(view, a, None)) for a in ("fit", "transform", "get_params")):
+        return f"{name} must be {allowed}, got {type(view).__name__} {view!r}"
+    kinds = getattr(view, "reads", None)
+    if kinds == reads:
+        return None
+    if not isinstance(kinds, frozenset):
+        what = "which does not declare what it reads (a 'reads' attribute)"
+    else:
+        what = "which reads " + " and ".join(sorted(kinds)) if kinds else "which reads nothing"
+    leak = ("; applied to the dev and test corpora it would see their gold tags"
+            if name == "input_view" and kinds and "tags" in kinds else "")
+    return f"{name} must be {allowed}, got {type(view).__name__}, {what}{leak}"
 
 
 def _cosine_prefix_scores(PX, PY, cand_sent):
@@ -78,6 +111,11 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
 
     def _check_state(self):
         """Validate what load() restored (shapes against the views, finite values)."""
+        # a stored view of the wrong kind (one reading tags as input_view_ would see gold tags)
+        for name in ("input_view", "output_view"):
+            problem = _view_problem(name, getattr(self, name + "_"))
+            if problem is not None:
+                raise ModelFormatError(problem.replace(name, name + "_", 1))
         k = self.n_components_
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ModelFormatError(f"n_components_ must be an int >= 1, got {k!r}")
@@ -117,20 +155,17 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         K = self.n_components
         if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 1:
             raise ValueError(f"n_components must be an int >= 1, got {K!r}")
-        taus = _as_grid("tau", self.tau, 0.0, 1.0)
+        taus = _as_grid("tau", self.tau)
         lams = self._lam_grid()
         if self.k_grid is None:
             ks = np.unique(np.clip([1, 2, 5, 10, 15, 20, 30, 40, 50, 75, 100, K], 1, K))
         else:
-            ks = np.unique(np.asarray(self.k_grid, dtype=np.int64))
-            if ks.size == 0 or ks.min() < 1 or ks.max() > K:
+            ks = np.unique(np.array(check_ints("k_grid", self.k_grid, 1), dtype=np.int64))
+            if ks.max() > K:
                 raise ValueError(f"k_grid values must lie in [1, n_components={K}], "
                                  f"got {self.k_grid!r}")
-        if self.w is not None:
-            w = float(self.w)
-            if not (np.isfinite(w) and w >= 0):
-                raise ValueError(f"w must be None (tuned on dev) or a finite number >= 0, "
-                                 f"got {self.w!r}")
+        if self.w is not None:  # None: tuned on dev
+            check_float("w", self.w, 0.0, strict=False)
         if self.solver not in ("auto", "dense", "randomized", "iterative"):
             raise ValueError(f"solver must be 'auto', 'dense', 'randomized' or 'iterative', "
                              f"got {self.solver!r}")
@@ -144,19 +179,29 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         r = self.max_rank
         if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 1:
             raise ValueError(f"max_rank must be an int >= 1, got {r!r}")
+        for name in ("input_view", "output_view"):
+            view = getattr(self, name)
+            problem = None if view is None else _view_problem(name, view)
+            if problem is not None:
+                raise TypeError(problem)
         return taus, lams, ks
 
     def _lam_grid(self):
-        return _as_grid("lam", self.lam, 0.0, 1.0)
+        return _as_grid("lam", self.lam)
 
     # -- views -----------------------------------------------------------------------------
-    def _candidate_view(self, nbest):
-        return self.output_view_.transform_sequences(nbest.tag_ids, nbest.cand_offsets,
-                                                     nbest.tags)
+    def _candidate_view(self, nbest, name="nbest"):
+        try:
+            return self.output_view_.transform_sequences(nbest.tag_ids, nbest.cand_offsets,
+                                                         nbest.tags)
+        except TagsetMismatchError as exc:  # say which list, and whose tagset
+            raise TagsetMismatchError(
+                f"the candidates of {name} do not fit the tagset this {type(self).__name__} "
+                f"was fitted on: {exc}") from None
 
-    def _views(self, nbest):
+    def _views(self, nbest, name="nbest"):
         X = self.input_view_.transform(nbest.corpus)
-        return X, self._candidate_view(nbest)
+        return X, self._candidate_view(nbest, name)
 
     # -- the model-specific part -----------------------------------------------------------
     def _cross_factor(self, Y, R, lam):  # pragma: no cover - abstract
@@ -188,6 +233,14 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or self.w is None
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
+            check_dev_tagset(train, dev)
+            # one candidate everywhere: every w, k, tau and lam choose the same sequences, so
+            # the grid would be decided by ties (single sentences with one candidate are fine)
+            if tuning and dev.n_candidates.max() < 2:
+                raise ValueError(
+                    "dev has one candidate per sentence; tuning needs k >= 2 (decode dev with "
+                    "k >= 2 candidates, or fix scalar tau and lam, k_grid=[n_components] and "
+                    "a number for w)")
         elif tuning:
             raise ValueError(
                 "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "
@@ -198,7 +251,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
                              else _clone_view(self.output_view))
         X = self.input_view_.fit_transform(train.corpus)
         Y = self.output_view_.fit_transform(train.corpus)
-        Yhat = self._candidate_view(train)
+        Yhat = self._candidate_view(train, "train")
         K = min(int(self.n_components), X.shape[1], Y.shape[1])
         ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
         # the rank cap is part of the model (rank-plus-ridge C_xx): no adaptive doubling
@@ -212,7 +265,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.x_mean_ = column_mean(X) if self.center else np.zeros(X.shape[1])
         self.y_mean_ = column_mean(Y) if self.center else np.zeros(Y.shape[1])
         if dev is not None:
-            Xd, Yhat_d = self._views(dev)
+            Xd, Yhat_d = self._views(dev, "dev")
         grid_acc = np.full((taus.size, lams.size), -np.inf)
         best = None
         points = [(a, b) for a in range(taus.size) for b in range(lams.size)]
@@ -301,6 +354,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
 
     def decision_function(self, nbest):
         """s_ij + w p_ij (Eq. 13), shape (n_candidates,)."""
+        self._check_fitted("x_weights_")  # before w_ is read: NotFittedError, not AttributeError
         return nbest.scores + self.w_ * self.projection_scores(nbest)
 
     def tuned_params(self) -> dict:
@@ -357,6 +411,10 @@ class GenerativeReranker(_LowDimReranker):
         engine's a-posteriori error estimate against the exact regularised problem.
     input_view, output_view : unfitted views
         Default ``SuffixView()`` (suffixes 2-4) and ``TagNgramView()`` (tag 1- and 2-grams).
+        The input view must read the words only (its ``reads`` is ``{"words"}``:
+        SuffixView, CharNgramView, WordView or an HStackView of them), since it is applied
+        to the dev and test corpora, which hold their gold tags; the output view must read
+        tags only (TagNgramView or an HStackView of them).  Anything else is a TypeError.
     random_state : int or None
     center : bool, default False
         Centre both views (implicitly: sparse inputs stay sparse) before the eigenproblem,
@@ -454,7 +512,7 @@ class DiscriminativeReranker(_LowDimReranker):
         self.n_iter = n_iter
 
     def _lam_grid(self):
-        return _as_grid("lam", self.lam, 0.0, 1.0, low_open=True)
+        return _as_grid("lam", self.lam, low_open=True)
 
     def _validate(self):
         out = super()._validate()

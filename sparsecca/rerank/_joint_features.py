@@ -49,14 +49,17 @@ def check_int(name: str, value, low: int) -> int:
     return int(value)
 
 
-def check_float(name: str, value, low: float, *, strict: bool) -> float:
+def check_float(name: str, value, low: float, *, strict: bool, high: float | None = None) -> float:
+    """A finite real number above ``low`` (``> low`` when ``strict``), at most ``high``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(
             value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     v = float(value)
-    if not np.isfinite(v) or (v <= low if strict else v < low):
-        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, "
-                         f"got {value!r}")
+    if not np.isfinite(v) or (v <= low if strict else v < low) or (high is not None
+                                                                    and v > high):
+        bound = (f"{'>' if strict else '>='} {low:g}" if high is None
+                 else f"in {'(' if strict else '['}{low:g}, {high:g}]")
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
     return v
 
 
@@ -66,11 +69,12 @@ def check_bool(name: str, value) -> bool:
     return bool(value)
 
 
-def check_grid(name: str, value, low: float, *, strict: bool) -> tuple[float, ...]:
+def check_grid(name: str, value, low: float, *, strict: bool,
+               high: float | None = None) -> tuple[float, ...]:
     """A number or a non-empty sequence of numbers, each checked like :func:`check_float`."""
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
             value, (bool, np.bool_)):
-        return (check_float(name, value, low, strict=strict),)
+        return (check_float(name, value, low, strict=strict, high=high),)
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}")
     try:
@@ -80,7 +84,7 @@ def check_grid(name: str, value, low: float, *, strict: bool) -> tuple[float, ..
                         f"{type(value).__name__}") from None
     if not vals:
         raise ValueError(f"{name} must be a non-empty sequence of numbers, got {value!r}")
-    return tuple(check_float(f"{name} values", v, low, strict=strict) for v in vals)
+    return tuple(check_float(f"{name} values", v, low, strict=strict, high=high) for v in vals)
 
 
 def check_kind(value) -> str:
@@ -89,20 +93,25 @@ def check_kind(value) -> str:
     return value
 
 
-def check_lengths(value) -> tuple[int, ...]:
+def check_ints(name: str, value, low: int = 1) -> tuple[int, ...]:
+    """An int or a non-empty sequence of ints, each >= ``low`` (repeats allowed)."""
     if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"lengths must be an int or a sequence of ints >= 1, got {value!r}")
+        raise TypeError(f"{name} must be an int or a sequence of ints >= {low}, got {value!r}")
     vals = (value,) if isinstance(value, (int, np.integer)) else value
     if isinstance(vals, (str, bytes)):
-        raise TypeError(f"lengths must be an int or a sequence of ints >= 1, got {value!r}")
+        raise TypeError(f"{name} must be an int or a sequence of ints >= {low}, got {value!r}")
     try:
         vals = tuple(vals)
     except TypeError:
-        raise TypeError(f"lengths must be an int or a sequence of ints >= 1, got "
+        raise TypeError(f"{name} must be an int or a sequence of ints >= {low}, got "
                         f"{type(value).__name__}") from None
     if not vals:
-        raise ValueError(f"lengths must be a non-empty sequence of ints >= 1, got {value!r}")
-    return tuple(check_int("lengths values", v, 1) for v in vals)
+        raise ValueError(f"{name} must be a non-empty sequence of ints >= {low}, got {value!r}")
+    return tuple(check_int(f"{name} values", v, low) for v in vals)
+
+
+def check_lengths(value) -> tuple[int, ...]:
+    return check_ints("lengths", value, 1)
 
 
 def check_random_state(random_state) -> np.random.Generator:

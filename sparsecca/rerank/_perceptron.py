@@ -7,7 +7,7 @@ import numpy as np
 from .._params import ParamsMixin
 from ..kernels import perceptron_train
 from ..tagging import NBestList
-from ._base import BaseReranker, check_nbest, losses_of_choice
+from ._base import BaseReranker, check_dev_tagset, check_nbest, losses_of_choice
 from ._joint_features import (
     JointFeatures,
     PersistMixin,
@@ -111,6 +111,7 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         train = check_nbest(train, "train", need_gold=True)
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
+            check_dev_tagset(train, dev)
         elif len(grid) > 1:
             raise ValueError(f"decoder_weight has {len(grid)} values to choose from but no dev "
                              f"n-best list was given; pass dev or a single decoder_weight")

@@ -51,6 +51,7 @@ from .._persist import (
     state_value,
     unpack_strings,
 )
+from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
 from ..features._base import check_bool
@@ -639,6 +640,8 @@ class TrigramHMM(PersistMixin, ParamsMixin):
             Sentences to decode.  When tagged, the list carries Hamming losses against these
             gold tags; gold tags never seen in training are appended to the list's tag
             vocabulary (no candidate can produce them, so they always count as errors).
+            More than half of the gold tokens outside ``tags_`` is a TagsetMismatchError (a
+            ValueError): the corpus was read from another tag column.
         k : int >= 1
             Candidates per sentence; a sentence with fewer possible sequences gets fewer.
 
@@ -654,6 +657,9 @@ class TrigramHMM(PersistMixin, ParamsMixin):
             raise TypeError(f"k must be an int, got {type(k).__name__}")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if corpus.has_tags:  # losses against another tag column would be meaningless
+            check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
+                         fitted_what="the tagset of this TrigramHMM")
         (seq_tags, seq_offsets, sent_seq, scores), unknown = self._decode(corpus, int(k))
         tags = self.tags_
         if corpus.has_tags:
@@ -664,6 +670,7 @@ class TrigramHMM(PersistMixin, ParamsMixin):
         return NBestList(seq_tags, seq_offsets, sent_seq, scores, corpus, tags, unknown)
 
     def score(self, corpus: TaggedCorpus) -> float:
-        """1-best token accuracy on a tagged corpus."""
+        """1-best token accuracy on a tagged corpus (of this model's tagset, see
+        :meth:`nbest`)."""
         corpus = _check_corpus("corpus", corpus, need_tags=True)
         return self.nbest(corpus, k=1).top1_accuracy()

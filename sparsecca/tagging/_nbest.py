@@ -60,6 +60,20 @@ def _sentence_index(n: int, index) -> np.ndarray:
     return np.where(idx < 0, idx + n, idx)
 
 
+def _check_no_nan(name: str, v: np.ndarray, *, allow_pos_inf: bool) -> None:
+    """Refuse NaN (and +inf unless allowed) in per-candidate values, naming the first one.
+
+    -inf stays legal: it is log 0, the score of a sequence a decoder deems impossible (the
+    TrigramHMM never produces one, its transitions keep a unigram floor, but a loaded model
+    may hold -inf log-probabilities); NaN orders nothing and +inf is no log-probability.
+    """
+    bad = np.isnan(v) if allow_pos_inf else np.isnan(v) | (v == np.inf)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        allowed = "not NaN" if allow_pos_inf else "finite or -inf (log 0)"
+        raise ValueError(f"{name} must be {allowed}, got {v[r]} at candidate {r}")
+
+
 def _union_vocabulary(vocabs: Sequence[Vocabulary]) -> Vocabulary:
     seen: dict[str, None] = {}
     for v in vocabs:
@@ -112,7 +126,8 @@ class NBestList(PersistMixin):
     sent_offsets : int array, shape (n_sentences + 1,)
         Candidate offsets of each sentence.
     scores : float array, shape (n_candidates,)
-        Decoder scores (log-probabilities for :class:`TrigramHMM`).
+        Decoder scores (log-probabilities for :class:`TrigramHMM`): finite, or -inf for a
+        sequence the decoder deems impossible; NaN and +inf are a ValueError.
     corpus : TaggedCorpus
         The sentences, with gold tags when known.
     tags : Vocabulary
@@ -162,6 +177,7 @@ class NBestList(PersistMixin):
                              f"to len(tag_ids)={tag_ids.size}, got shape {cand_offsets.shape}")
         if scores.shape != (n_cand,):
             raise ValueError(f"scores must have shape ({n_cand},), got {scores.shape}")
+        _check_no_nan("scores", scores, allow_pos_inf=False)
         cand_sent = _segment_ids(sent_offsets)
         if not np.array_equal(np.diff(cand_offsets), corpus.lengths[cand_sent]):
             raise ValueError("every candidate must have the length of its sentence")
@@ -278,6 +294,8 @@ class NBestList(PersistMixin):
         if v.shape != (self.n_total,):
             raise ValueError(f"{name} must have shape (n_candidates,)=({self.n_total},), "
                              f"got {v.shape}")
+        # lexsort would place NaN after every number: an arbitrary choice, made silently
+        _check_no_nan(name, v, allow_pos_inf=True)
         return v
 
     def argmax(self, values=None) -> np.ndarray:
@@ -286,8 +304,8 @@ class NBestList(PersistMixin):
         Parameters
         ----------
         values : float array, shape (n_candidates,), optional
-            One value per candidate (default: the decoder ``scores``).  Ties go to the
-            earlier candidate; sentences without candidates get -1.
+            One value per candidate (default: the decoder ``scores``), not NaN.  Ties go to
+            the earlier candidate; sentences without candidates get -1.
 
         Returns
         -------
@@ -499,7 +517,7 @@ class NBestList(PersistMixin):
         n_cand = int(s_off[-1])
         c_cand = check_offsets("cand_offsets", state_array(arrays, "cand_offsets", "int"),
                                tag_ids.size, n_cand)
-        # scores are data (a reranker's may be anything), only their dtype and shape matter
+        # NaN / +inf scores reach the constructor, whose refusal becomes a ModelFormatError
         scores = state_array(arrays, "scores", "float", shape=(n_cand,), allow_nan=True,
                              allow_inf=True)
         unknown = None

@@ -60,10 +60,20 @@ def dataset(tmp_path_factory):
             "test": d / "test.conllu", "text": text}
 
 
-@pytest.fixture(scope="session")
-def tagger(dataset):
-    """A tagger trained through the CLI (train-tagger)."""
-    out = dataset["root"] / "hmm.npz"
-    r = run_cli("train-tagger", dataset["train"], "--tags", "upos", "-o", out, "-q")
+def _cli_tagger(dataset, column):
+    out = dataset["root"] / ("hmm.npz" if column == "upos" else f"hmm-{column}.npz")
+    r = run_cli("train-tagger", dataset["train"], "--tags", column, "-o", out, "-q")
     assert r.returncode == 0, r.stderr
     return out
+
+
+@pytest.fixture(scope="session")
+def tagger(dataset):
+    """A tagger trained through the CLI (train-tagger) on the UPOS column."""
+    return _cli_tagger(dataset, "upos")
+
+
+@pytest.fixture(scope="session")
+def xpos_tagger(dataset):
+    """A tagger trained through the CLI on the XPOS column ('x-<UPOS>')."""
+    return _cli_tagger(dataset, "xpos")

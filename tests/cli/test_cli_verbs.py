@@ -132,11 +132,12 @@ def test_tag_windows_saved_input(dataset, tagger, tmp_path):
         assert b"\xef\xbb\xbf" not in out.read_bytes()
 
 
-def test_tag_text_input(dataset, tagger, tmp_path):
-    r = run_cli("tag", tagger, dataset["text"], "--format", "text", "--tags", "xpos")
+def test_tag_text_input(dataset, xpos_tagger, tmp_path):
+    # an XPOS tagger: --tags names the column it was trained on
+    r = run_cli("tag", xpos_tagger, dataset["text"], "--format", "text", "--tags", "xpos")
     assert r.returncode == 0, r.stderr
     blocks = parse_blocks(r.stdout)
-    ref = TrigramHMM.load(tagger).tag(read_tokenized(dataset["text"]))
+    ref = TrigramHMM.load(xpos_tagger).tag(read_tokenized(dataset["text"]))
     assert len(blocks) == ref.n_sentences
     for i, (comments, rows) in enumerate(blocks):
         words, tags = ref.sentence(i)

@@ -156,15 +156,34 @@ def test_fit_on_empty_sentences_only(cls):
 def test_disjoint_tagsets(corpus):
     upos = Vocabulary(["DET", "NOUN", "VERB"])
     ids, off = np.array([0, 1, 2]), np.array([0, 2, 3])
-    with pytest.raises(ValueError, match="tags share no tag with the tagset this view was "
-                                         "fitted on"):
+    with pytest.raises(ValueError, match=r"^tag sequences: 100.0% of the tag tokens \(3 of 3\) "
+                                         r"are not in the tagset the TagNgramView was fitted "
+                                         r"on \(at most 50% may be\); given tags \['DET', "
+                                         r"'NOUN', 'VERB'\] \(3 tags\), fitted tagset \['DT', "
+                                         r"'NN', 'VBZ'\] \(3 tags\); is one of them another "
+                                         r"tag column \(UPOS against XPOS\)\?$"):
         TagNgramView().fit(corpus).transform_sequences(ids, off, upos)
-    with pytest.raises(ValueError, match="share no tag"):
+    with pytest.raises(ValueError, match="the tagset the JointView was fitted on"):
         JointView().fit(corpus).transform_sequences(np.array([0, 1, 2]), ids, off,
                                                     corpus.words, upos)
     other = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN")]])
-    with pytest.raises(ValueError, match="share no tag"):
+    with pytest.raises(ValueError, match="100.0% of the tag tokens"):
         TagNgramView().fit(corpus).transform(other)
+
+
+@pytest.mark.parametrize("cls", [TagNgramView, JointView])
+def test_mostly_foreign_tags_refused_a_few_accepted(cls, corpus):
+    """UPOS and XPOS share '.', so a 'no tag in common' rule never fired on a swap; the rule
+    is the fraction of tokens outside the fitted tagset (at most half)."""
+    fitted = TaggedCorpus.from_sentences([[("the", "DT"), ("dog", "NN"), (".", ".")]])
+    view = cls().fit(fitted)
+    swap = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN"), (".", ".")]])
+    with pytest.raises(ValueError, match=r"66.7% of the tag tokens \(2 of 3\) are not in"):
+        view.transform(swap)
+    # half the tokens unseen (a new gold tag, say) is the most that passes
+    half = TaggedCorpus.from_sentences([[("the", "DT"), ("dog", "NNS")]])
+    assert view.transform(half).shape[0] == 1
+    assert view.n_dropped_ > 0
 
 
 def test_transform_sequences_bad_arrays(corpus):

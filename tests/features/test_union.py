@@ -271,6 +271,24 @@ def test_hstack_csr_mixed_dtype_and_empty_rows():
     np.testing.assert_array_equal(X.toarray(), [[0, 1, 3.5], [0, 0, 0], [2, 0, 0]])
 
 
+def test_reads_joins_the_parts():
+    """What a stack featurises is what its parts do, nested stacks included; a part that
+    does not say, or views that are not a sequence, leave it undeclared (None)."""
+    from sparsecca.features import JointView
+
+    assert SuffixView.reads == WordView.reads == CharNgramView.reads == frozenset({"words"})
+    assert TagNgramView.reads == frozenset({"tags"})
+    assert JointView.reads == frozenset({"words", "tags"})
+    assert HStackView([SuffixView(), WordView()]).reads == frozenset({"words"})
+    assert HStackView([SuffixView(), HStackView([TagNgramView()])]).reads == frozenset(
+        {"words", "tags"})
+    assert HStackView([SuffixView(), object()]).reads is None
+    assert HStackView([]).reads is None
+    views = iter([SuffixView()])
+    assert HStackView(views).reads is None
+    assert next(views) is not None  # not consumed by asking
+
+
 def test_as_reranker_input_view():
     """The rerankers clone their input view; an HStackView survives that and save/load."""
     from sparsecca.rerank import GenerativeReranker

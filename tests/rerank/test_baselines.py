@@ -563,3 +563,19 @@ def test_load_refuses_other_class_and_unfitted_save(tmp_path):
         PerceptronReranker.load(path)
     with pytest.raises(NotFittedError, match="not fitted yet"):
         BoostingReranker().save(tmp_path / "x.npz")
+
+
+@pytest.mark.parametrize("cls", [BoostingReranker, PerceptronReranker])
+def test_dev_gold_of_another_tagset_refused(cls):
+    train, dev, _ = synthetic_lists()
+    renamed = [f"U-{t}" for t in dev.corpus.tags]
+    corpus = dev.corpus.with_tags(dev.corpus.tag_ids, renamed)
+    foreign = NBestList(dev.tag_ids, dev.cand_offsets, dev.sent_offsets, dev.scores, corpus,
+                        dev.tags.items + renamed)
+    with pytest.raises(ValueError, match="^dev gold tags: 100.0% of the tag tokens"):
+        cls().fit(train, foreign)
+    model = cls().fit(train, dev)
+    cands = NBestList(dev.tag_ids, dev.cand_offsets, dev.sent_offsets, dev.scores,
+                      dev.corpus.with_tags(None, None), [f"U-{t}" for t in dev.tags])
+    with pytest.raises(ValueError, match="the tagset the JointView was fitted on"):
+        model.rerank(cands)

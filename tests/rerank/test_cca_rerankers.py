@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg as sla
 
 from sparsecca.data import TaggedCorpus, synthetic_corpus, train_test_split
-from sparsecca.features import SuffixView, TagNgramView
+from sparsecca.features import HStackView, JointView, SuffixView, TagNgramView, WordView
 from sparsecca.kernels import aggregate_residuals
 from sparsecca.rerank import (
     DiscriminativeReranker,
@@ -17,7 +17,13 @@ from sparsecca.rerank import (
     plateau_score,
     tune_weight,
 )
-from sparsecca.tagging import NBestList, NotFittedError, TrigramHMM, jackknife_nbest
+from sparsecca.tagging import (
+    NBestList,
+    NotFittedError,
+    TrigramHMM,
+    concatenate,
+    jackknife_nbest,
+)
 
 
 @cache
@@ -263,8 +269,28 @@ def _single_candidate_lists():
 
 def test_single_candidate_sentences_fit():
     train, dev = _single_candidate_lists()
-    model = SoftenedReranker(lam=0.5, **FIXED).fit(train, dev)
+    model = SoftenedReranker(lam=0.5, **FIXED).fit(train, dev)   # nothing tuned
     assert model.score(dev) == pytest.approx(dev.top1_accuracy())
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+@pytest.mark.parametrize("tuned", [dict(w=None), dict(tau=(0.3, 0.5)), dict(k_grid=[2, 8])])
+def test_tuning_on_a_one_best_dev_refused(cls, tuned):
+    # every grid point chose the same candidates: w, k, tau were decided by ties
+    train, _, _ = lists()
+    _, dev = _single_candidate_lists()
+    with pytest.raises(ValueError, match=r"^dev has one candidate per sentence; tuning needs "
+                                         r"k >= 2 \(decode dev with k >= 2"):
+        cls(**dict(FIXED, **tuned)).fit(train, dev)
+
+
+def test_some_single_candidate_sentences_tune():
+    """Short sentences with one possible tag sequence are legitimate in a normal list."""
+    train, dev, _ = lists()
+    mixed = concatenate([dev.truncate(1)[:10], dev[10:]])
+    assert mixed.n_candidates.min() == 1 and mixed.n_candidates.max() > 1
+    model = GenerativeReranker(**dict(FIXED, w=None)).fit(train, mixed)
+    assert model.dev_accuracy_ >= mixed.top1_accuracy()
 
 
 def test_all_zero_losses():
@@ -291,25 +317,69 @@ def test_no_gold_refused():
         GenerativeReranker(**FIXED).fit(nb, dev)
 
 
-@pytest.mark.parametrize(("cls", "kw", "pattern"), [
-    (SoftenedReranker, dict(lam=1.5), r"lam must lie in \[0.0, 1.0\], got 1.5"),
-    (SoftenedReranker, dict(lam=-0.1), r"lam must lie in \[0.0, 1.0\], got -0.1"),
-    (GenerativeReranker, dict(tau=1.2), r"tau must lie in \[0.0, 1.0\], got 1.2"),
-    (DiscriminativeReranker, dict(lam=0.0), r"lam must lie in \(0.0, 1.0\], got 0.0"),
-    (DiscriminativeReranker, dict(gamma=0), "gamma must be a finite number > 0, got 0"),
-    (DiscriminativeReranker, dict(n_iter=-1), "n_iter must be an int >= 0, got -1"),
-    (GenerativeReranker, dict(n_components=0), "n_components must be an int >= 1, got 0"),
-    (GenerativeReranker, dict(k_grid=[50]), r"k_grid values must lie in \[1, n_components=8\]"),
-    (GenerativeReranker, dict(solver="magic"), "solver must be 'auto', 'dense'"),
-    (GenerativeReranker, dict(w=-1.0), "w must be None .* or a finite number >= 0"),
-    (SoftenedReranker, dict(progress="yes"), "progress must be True or False, got 'yes'"),
+@pytest.mark.parametrize(("cls", "kw", "exc", "pattern"), [
+    (SoftenedReranker, dict(lam=1.5), ValueError,
+     r"^lam must be a finite number in \[0, 1\], got 1.5$"),
+    (SoftenedReranker, dict(lam=-0.1), ValueError, r"lam must be a finite number in \[0, 1\]"),
+    (SoftenedReranker, dict(lam=(0.5, 2)), ValueError,
+     r"^lam values must be a finite number in \[0, 1\], got 2$"),
+    (GenerativeReranker, dict(tau=1.2), ValueError, r"tau must be a finite number in \[0, 1\], "
+                                                    r"got 1.2"),
+    (GenerativeReranker, dict(tau=float("nan")), ValueError, r"tau must be .* got nan"),
+    (DiscriminativeReranker, dict(lam=0.0), ValueError,
+     r"^lam must be a finite number in \(0, 1\], got 0.0$"),
+    (DiscriminativeReranker, dict(gamma=0), ValueError, "gamma must be a finite number > 0, got 0"),
+    (DiscriminativeReranker, dict(n_iter=-1), ValueError, "n_iter must be an int >= 0, got -1"),
+    (GenerativeReranker, dict(n_components=0), ValueError, "n_components must be an int >= 1, "
+                                                           "got 0"),
+    (GenerativeReranker, dict(k_grid=[50]), ValueError,
+     r"k_grid values must lie in \[1, n_components=8\], got \[50\]"),
+    (GenerativeReranker, dict(k_grid=[0, 2]), ValueError, "^k_grid values must be an int >= 1, "
+                                                          "got 0$"),
+    (GenerativeReranker, dict(k_grid=[]), ValueError, r"^k_grid must be a non-empty sequence of "
+                                                      r"ints >= 1, got \[\]$"),
+    (GenerativeReranker, dict(solver="magic"), ValueError, "solver must be 'auto', 'dense'"),
+    (GenerativeReranker, dict(w=-1.0), ValueError, "^w must be a finite number >= 0, got -1.0$"),
+    (SoftenedReranker, dict(progress="yes"), ValueError, "progress must be True or False, "
+                                                         "got 'yes'"),
+    # the kind of value: raw float()/int() conversion errors used to escape unnamed, and
+    # bools and fractional k were taken as numbers
+    (GenerativeReranker, dict(tau="abc"), TypeError,
+     "^tau must be a number or a sequence of numbers, got 'abc'$"),
+    (GenerativeReranker, dict(tau=True), TypeError,
+     "^tau must be a number or a sequence of numbers, got bool$"),
+    (GenerativeReranker, dict(tau=[0.5, "x"]), TypeError, "^tau values must be a real number, "
+                                                           "got 'x'$"),
+    (SoftenedReranker, dict(lam="a"), TypeError, "^lam must be a number or a sequence of "
+                                                 "numbers, got 'a'$"),
+    (GenerativeReranker, dict(w="abc"), TypeError, "^w must be a real number, got 'abc'$"),
+    (GenerativeReranker, dict(w=[1, 2]), TypeError, r"^w must be a real number, got \[1, 2\]$"),
+    (GenerativeReranker, dict(w=True), TypeError, "^w must be a real number, got True$"),
+    (GenerativeReranker, dict(k_grid="abc"), TypeError,
+     "^k_grid must be an int or a sequence of ints >= 1, got 'abc'$"),
+    (GenerativeReranker, dict(k_grid=[2.7]), TypeError, "^k_grid values must be an int >= 1, "
+                                                        "got 2.7$"),
+    (GenerativeReranker, dict(k_grid=True), TypeError, "^k_grid must be an int or a sequence of "
+                                                       "ints >= 1, got True$"),
 ])
-def test_bad_parameters(cls, kw, pattern):
+def test_bad_parameters(cls, kw, exc, pattern):
     train, dev, _ = lists()
     params = dict(FIXED)
     params.update(kw)
-    with pytest.raises(ValueError, match=pattern):
+    with pytest.raises(exc, match=pattern):
         cls(**params).fit(train, dev)
+
+
+def test_grids_of_every_accepted_form():
+    """Scalars, tuples, lists and NumPy arrays (of NumPy scalars) give the same fit."""
+    train, dev, _ = lists()
+    base = SoftenedReranker(**dict(FIXED, lam=0.5)).fit(train, dev)
+    for kw in (dict(tau=(0.5,), lam=[0.5], k_grid=8), dict(tau=np.array([0.5]),
+                                                            lam=np.float32(0.5),
+                                                            k_grid=np.array([8, 8]), w=3)):
+        model = SoftenedReranker(**dict(FIXED, **kw)).fit(train, dev)
+        np.testing.assert_array_equal(model.x_weights_, base.x_weights_)
+        assert (model.tau_, model.lam_, model.n_components_, model.w_) == (0.5, 0.5, 8, 3.0)
 
 
 @pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
@@ -347,8 +417,105 @@ def test_unfitted_and_other_tagset():
     foreign = NBestList(dev.tag_ids, dev.cand_offsets, dev.sent_offsets, dev.scores,
                         dev.corpus.with_tags(None, None),
                         [f"X{i}" for i in range(len(dev.tags))])
-    with pytest.raises(ValueError, match="share no tag with the tagset"):
+    with pytest.raises(ValueError, match=r"^the candidates of nbest do not fit the tagset this "
+                                         r"GenerativeReranker was fitted on: tag sequences: "
+                                         r"100.0% of the tag tokens"):
         model.rerank(foreign)
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+@pytest.mark.parametrize("method", ["score", "rerank", "decision_function", "predict",
+                                    "reranked", "projection_scores"])
+def test_unfitted_raises_not_fitted(cls, method):
+    # decision_function read w_ first: AttributeError instead of the baselines' NotFittedError
+    _, dev, _ = lists()
+    with pytest.raises(NotFittedError, match=f"this {cls.__name__} is not fitted yet"):
+        getattr(cls(), method)(dev)
+
+
+_WORDS = r"must be a view of the words \(SuffixView, CharNgramView, WordView, or an HStackView"
+_TAGS = r"must be a view of tag sequences \(TagNgramView, or an HStackView of them\)"
+_LEAK = "; applied to the dev and test corpora it would see their gold tags$"
+
+
+class _Undeclared:
+    """A duck-typed view that does not say what it reads."""
+
+    def fit(self, corpus):
+        return self
+
+    def transform(self, corpus):  # pragma: no cover - never reached
+        raise AssertionError
+
+    def get_params(self, deep=True):
+        return {}
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+@pytest.mark.parametrize(("kw", "pattern"), [
+    # a view reading tags as input view sees the gold tags of dev and test (a leak)
+    (dict(input_view=TagNgramView()), f"^input_view {_WORDS}.*, got TagNgramView, which reads "
+                                      f"tags{_LEAK}"),
+    (dict(input_view=JointView()), f"got JointView, which reads tags and words{_LEAK}"),
+    (dict(input_view=HStackView([SuffixView(), TagNgramView()])),
+     f"got HStackView, which reads tags and words{_LEAK}"),
+    (dict(input_view=HStackView([SuffixView(), HStackView([WordView(), TagNgramView()])])),
+     f"got HStackView, which reads tags and words{_LEAK}"),
+    (dict(input_view=_Undeclared()), "got _Undeclared, which does not declare what it reads"),
+    (dict(input_view="suffix"), f"^input_view {_WORDS} of them\\), got str 'suffix'$"),
+    (dict(input_view=SuffixView), "got the class SuffixView; pass an instance$"),
+    (dict(output_view=3), f"^output_view {_TAGS}, got int 3$"),
+    (dict(output_view=SuffixView()), f"^output_view {_TAGS}, got SuffixView, which reads words$"),
+    (dict(output_view=JointView()), "got JointView, which reads tags and words$"),
+    (dict(output_view=HStackView([TagNgramView(), WordView()])),
+     "got HStackView, which reads tags and words$"),
+    (dict(output_view=HStackView(iter([TagNgramView()]))),
+     "got HStackView, which does not declare what it reads"),
+])
+def test_views_of_the_wrong_kind_refused_at_fit(cls, kw, pattern):
+    train, dev, _ = lists()
+    params = dict(FIXED, **kw)
+    with pytest.raises(TypeError, match=pattern):
+        cls(**params).fit(train, dev)
+
+
+def test_views_of_the_right_kind_fit():
+    train, dev, _ = lists()
+    model = GenerativeReranker(
+        **FIXED, input_view=HStackView([SuffixView(lengths=2), HStackView([WordView()])]),
+        output_view=HStackView([TagNgramView(orders=1), TagNgramView(orders=2)])).fit(train,
+                                                                                       dev)
+    assert model.input_view_.reads == frozenset({"words"})
+    assert model.output_view_.reads == frozenset({"tags"})
+
+
+def test_saved_model_with_a_tag_reading_input_view_refused(tmp_path):
+    from sparsecca._persist import ModelFormatError
+
+    train, dev, _ = lists()
+    model = GenerativeReranker(**FIXED).fit(train, dev)
+    model.input_view_ = TagNgramView().fit(train.corpus)  # as a tampered file would hold
+    path = model.save(tmp_path / "leak")
+    with pytest.raises(ModelFormatError, match="input_view_ must be a view of the words .*, "
+                                               f"got TagNgramView, which reads tags{_LEAK}"):
+        GenerativeReranker.load(path)
+
+
+def foreign_gold(nb):
+    """``nb`` with its gold tags renamed (another tag column); candidates unchanged."""
+    renamed = [f"U-{t}" for t in nb.corpus.tags]
+    corpus = nb.corpus.with_tags(nb.corpus.tag_ids, renamed)
+    return NBestList(nb.tag_ids, nb.cand_offsets, nb.sent_offsets, nb.scores, corpus,
+                     nb.tags.items + renamed, nb.unknown)
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+def test_dev_gold_of_another_tagset_refused(cls):
+    train, dev, _ = lists()
+    with pytest.raises(ValueError, match=r"^dev gold tags: 100.0% of the tag tokens \(\d+ of "
+                                         r"\d+\) are not in the gold tagset of train .*given "
+                                         r"tags \['U-"):
+        cls(**FIXED).fit(train, foreign_gold(dev))
 
 
 def test_tag_view_too_wide_for_a_dense_whitener(monkeypatch):

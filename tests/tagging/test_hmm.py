@@ -286,6 +286,22 @@ def test_unseen_gold_tag(train):
     assert nb.oracle_accuracy() <= 1 - 1 / len(gold)
 
 
+def test_gold_of_another_tag_column_refused(train):
+    """score/nbest on gold tags mostly outside the model's tagset: losses would be
+    meaningless (a UPOS corpus scored 0.039 by an XPOS tagger, a disjoint one 0.0)."""
+    model = TrigramHMM().fit(train)
+    renamed = [f"U-{t}" for t in train.tags]
+    keep_one = train.tags.items[int(np.bincount(train.tag_ids).argmax())]
+    renamed[train.tags.id(keep_one)] = keep_one  # one shared tag, as '.' in UPOS and XPOS
+    other = train.with_tags(train.tag_ids, renamed)
+    for call in (lambda: model.score(other), lambda: model.nbest(other, k=2)):
+        with pytest.raises(ValueError, match=r"^corpus gold tags: \d+\.\d% of the tag tokens "
+                                             r"\(\d+ of \d+\) are not in the tagset of this "
+                                             r"TrigramHMM"):
+            call()
+    assert 0 < model.score(train) <= 1
+
+
 def test_not_fitted_and_params(train):
     model = TrigramHMM(rare_threshold=5)
     with pytest.raises(NotFittedError, match="not fitted yet; call fit"):

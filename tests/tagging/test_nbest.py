@@ -220,3 +220,34 @@ def test_constructor_validation():
             NBestList(**{**good, **change})
     with pytest.raises(TypeError, match="corpus must be a TaggedCorpus"):
         NBestList(**{**good, "corpus": [["a"]]})
+
+
+def test_non_finite_scores_and_values():
+    """NaN orders nothing and +inf is no log-probability: refused, naming the candidate.
+    -inf (log 0, a sequence the decoder deems impossible) stays a legal score."""
+    corpus = TaggedCorpus.from_sentences([[("a", "X"), ("b", "Y")], [("c", "X")]])
+    good = dict(tag_ids=[0, 1, 1, 1, 0], cand_offsets=[0, 2, 4, 5], sent_offsets=[0, 2, 3],
+                scores=[-1.0, -2.0, -0.5], corpus=corpus, tags=Vocabulary(["X", "Y"]))
+    for scores, bad in [([np.nan, -2.0, -0.5], "nan at candidate 0"),
+                        ([-1.0, -2.0, np.inf], "inf at candidate 2")]:
+        with pytest.raises(ValueError, match=rf"^scores must be finite or -inf \(log 0\), "
+                                             rf"got {bad}$"):
+            NBestList(**{**good, "scores": scores})
+    nb = NBestList(**{**good, "scores": [-1.0, -np.inf, -np.inf]})
+    assert nb.argmax().tolist() == [0, 0]
+    with pytest.raises(ValueError, match="^values must be not NaN, got nan at candidate 1$"):
+        nb.argmax([0.0, np.nan, 1.0])
+    with pytest.raises(ValueError, match="^values must be not NaN, got nan at candidate 0$"):
+        nb.sort_by([np.nan, 0.0, 1.0])
+    assert nb.argmax([0.0, np.inf, -np.inf]).tolist() == [1, 0]
+
+
+def test_nan_scores_in_a_file_refused(nbest, tmp_path):
+    path = nbest.save(tmp_path / "nb")
+    with np.load(path, allow_pickle=False) as z:
+        arrays = dict(z)
+    arrays["scores"] = arrays["scores"].copy()
+    arrays["scores"][3] = np.nan
+    np.savez(path, **arrays)
+    with pytest.raises(ModelFormatError, match="scores must be finite or -inf .* at candidate 3"):
+        NBestList.load(path)
