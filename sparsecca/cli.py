@@ -644,8 +644,9 @@ def _cmd_rerank(args) -> int:
         raise UsageError(f"{rpath}: holds a {type(reranker).__name__}, not a reranker")
     column = _tag_column(args, (args.tagger, tinfo), (rpath, rinfo))
     k = args.k if args.k is not None else int(rinfo.get("k", 10))
-    if k < 2:  # as train-reranker: one candidate leaves nothing to rerank
-        raise UsageError(f"-k must be >= 2 (reranking needs candidates), got {k}")
+    if k < 2:  # the k stored in the reranker's file (-k itself is checked by argparse)
+        raise UsageError(f"{rpath}: stored k must be >= 2 (reranking needs candidates), "
+                         f"got {k}; pass -k")
     src = _input_file(args.input)
     if args.output is not None and args.output != "-":
         _output_file(args.output, args.force)
@@ -816,7 +817,7 @@ def _build_parser() -> argparse.ArgumentParser:
     q.add_argument("--reranker", required=True, metavar="MODEL",
                    help="reranker model file (from train-reranker)")
     q.add_argument("input", metavar="INPUT", help="CoNLL-U file or tokenised text")
-    q.add_argument("-k", type=_int_option("-k", 1), default=None, metavar="K",
+    q.add_argument("-k", type=_int_option("-k", 2, _K_WHY), default=None, metavar="K",
                    help="candidates to rerank (default: as in training, else 10)")
     q.add_argument("--top", type=_int_option("--top", 1), default=1, metavar="N",
                    help="write the N best after reranking (default 1)")

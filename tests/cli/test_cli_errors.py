@@ -126,7 +126,7 @@ CASES = {
     "top 0": (["rerank", "--tagger", "{tagger}", "--reranker", "{tagger}", "{test}", "--top",
                "0"], r"--top must be an int >= 1, got 0"),
     "rerank k 0": (["rerank", "--tagger", "{tagger}", "--reranker", "{tagger}", "{test}", "-k",
-                    "0"], r"-k must be an int >= 1, got 0"),
+                    "0"], r"-k must be an int >= 2 \(reranking needs candidates\), got 0"),
     "text input in CoNLL-U mode": (["tag", "{tagger}", "{text}"],
                                    r"test.txt:1: expected 10 tab-separated columns, found 1 "
                                    r"\(tokenised text, one sentence per line, needs --format "

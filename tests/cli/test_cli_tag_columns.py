@@ -26,8 +26,8 @@ def test_rerank_needs_two_candidates(dataset, tagger, upos_reranker, k):
     # -k 1 used to run a no-op and report "reranked"; the rule of train-reranker
     r = run_cli("rerank", "--tagger", tagger, "--reranker", upos_reranker, dataset["test"],
                 "-k", k)
-    _refused(r, rf"^sparsecca rerank: error: -k must be >= 2 \(reranking needs candidates\), "
-                rf"got {k}")
+    _refused(r, rf"^sparsecca rerank: error: -k must be an int >= 2 \(reranking needs "
+                rf"candidates\), got {k}")
 
 
 @pytest.fixture(scope="module")
