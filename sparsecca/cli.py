@@ -610,6 +610,8 @@ def _cmd_train_reranker(args) -> int:
     train = read_conllu(train_p, tags=column)
     dev = read_conllu(dev_p, tags=column)
     for corpus, path in ((train, train_p), (dev, dev_p)):
+        if corpus.n_sentences == 0:
+            raise UsageError(f"{path}: no sentences")
         _check_gold_tagset(corpus, hmm, column, path, args.tagger)
     if train.n_sentences < args.folds:
         raise UsageError(f"{train_p}: {train.n_sentences} sentences, fewer than --folds "

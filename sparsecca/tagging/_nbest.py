@@ -17,6 +17,7 @@ from .._persist import (
     unpack_strings,
 )
 from ..data import TaggedCorpus, Vocabulary
+from ..data._corpus import _as_ids
 
 __all__ = ["NBestList", "concatenate"]
 
@@ -161,9 +162,10 @@ class NBestList(PersistMixin):
             raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
         if not isinstance(tags, Vocabulary):
             tags = Vocabulary(tags)
-        tag_ids = np.ascontiguousarray(tag_ids, dtype=np.int32)
-        cand_offsets = np.ascontiguousarray(cand_offsets, dtype=np.int64)
-        sent_offsets = np.ascontiguousarray(sent_offsets, dtype=np.int64)
+        # as TaggedCorpus: a float or bool id array is refused, not truncated
+        tag_ids = _as_ids("tag_ids", tag_ids, np.int32)
+        cand_offsets = _as_ids("cand_offsets", cand_offsets, np.int64)
+        sent_offsets = _as_ids("sent_offsets", sent_offsets, np.int64)
         scores = np.ascontiguousarray(scores, dtype=np.float64)
         n_sent = corpus.n_sentences
         if sent_offsets.shape != (n_sent + 1,) or sent_offsets[0] != 0 \
@@ -421,10 +423,19 @@ class NBestList(PersistMixin):
         Returns
         -------
         float
-            NaN when no token is counted.
+            NaN when the 'known' / 'unknown' subset is empty (a corpus without unknown
+            words is legitimate).
+
+        Raises
+        ------
+        ValueError
+            The list has no token at all: there is no accuracy to report.
         """
         if self.gold_ids is None:
             raise ValueError("accuracy needs gold tags; this n-best list's corpus is untagged")
+        if self.gold_ids.size == 0:
+            raise ValueError(f"accuracy of an n-best list without tokens "
+                             f"({self.n_sentences} sentences)")
         mask = self._token_mask(tokens)
         idx = self.argmax() if indices is None else indices
         r = self._check_choice(idx)

@@ -61,6 +61,9 @@ CASES = {
                               r"only-train: no dev.conllu"),
     "empty dev split": (["experiment", "{bad}/empty-dev", "--tags", "upos"],
                         r"empty-dev/dev.conllu: no sentences \(the dev split is empty"),
+    "empty dev file (train-reranker)": (
+        ["train-reranker", "--tagger", "{tagger}", "{train}", "{bad}/empty-dev/dev.conllu",
+         "--model", "generative", "-o", "{bad}/r"], r"empty-dev/dev.conllu: no sentences$"),
     "fewer training sentences than folds": (
         ["experiment", "{bad}/tiny-train", "--tags", "upos"],
         r"tiny-train/train.conllu: 3 sentences, fewer than the 10 jackknife folds"),

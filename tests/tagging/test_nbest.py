@@ -251,3 +251,21 @@ def test_nan_scores_in_a_file_refused(nbest, tmp_path):
     np.savez(path, **arrays)
     with pytest.raises(ModelFormatError, match="scores must be finite or -inf .* at candidate 3"):
         NBestList.load(path)
+
+
+def test_float_ids_and_empty_lists_refused(nbest):
+    # a float id array used to be truncated (tag 0.7 -> 0); an empty list's accuracy was NaN
+    for name in ("tag_ids", "cand_offsets", "sent_offsets"):
+        args = dict(tag_ids=nbest.tag_ids, cand_offsets=nbest.cand_offsets,
+                    sent_offsets=nbest.sent_offsets)
+        args[name] = args[name] + 0.7
+        with pytest.raises(TypeError, match=rf"^{name} must be an array of integers, got "
+                                            rf"dtype float64$"):
+            NBestList(scores=nbest.scores, corpus=nbest.corpus, tags=nbest.tags, **args)
+    hmm = TrigramHMM().fit(synthetic_corpus(n_sentences=60, random_state=0))
+    empty = TaggedCorpus.from_sentences([])
+    nb = hmm.nbest(empty, k=3)
+    for call in (nb.top1_accuracy, nb.oracle_accuracy, lambda: hmm.score(empty)):
+        with pytest.raises(ValueError, match=r"^accuracy of an n-best list without tokens "
+                                             r"\(0 sentences\)$"):
+            call()
