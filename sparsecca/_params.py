@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import inspect
 
-__all__ = ["ParamsMixin"]
+import numpy as np
+
+__all__ = ["ParamsMixin", "check_bool"]
+
+
+def check_bool(name: str, value) -> bool:
+    """``value`` if it is True or False (NumPy's bool too), else a TypeError naming ``name``:
+    a truthy string such as 'no' must not switch an option on."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 class ParamsMixin:

@@ -321,11 +321,13 @@ def _refuse_conllu_as_text(path: Path, text: str) -> None:
 
 
 def _read_document(path: Path, fmt: str) -> _Document:
-    from .data import CorpusFormatError, read_conllu, read_text, read_tokenized
+    from .data import CorpusFormatError, read_conllu, read_text
+    from .data._conllu import tokenized_corpus
 
     if fmt == "text":
-        _refuse_conllu_as_text(path, read_text(path))
-        corpus = read_tokenized(path)
+        text = read_text(path)  # once: sniffed for CoNLL-U, then tokenised
+        _refuse_conllu_as_text(path, text)
+        corpus = tokenized_corpus(text)
         if corpus.n_sentences == 0:
             raise UsageError(f"{path}: no sentences (text input holds one sentence per line)")
         return _Document(corpus, None, None, fmt)

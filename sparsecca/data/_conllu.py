@@ -195,8 +195,13 @@ def read_tokenized(path) -> TaggedCorpus:
 
     Blank lines are skipped.
     """
-    return TaggedCorpus.from_words(line.split() for line in read_text(path).splitlines()
-                                   if line.strip())
+    return tokenized_corpus(read_text(path))
+
+
+def tokenized_corpus(text: str) -> TaggedCorpus:
+    """:func:`read_tokenized` of a file's text (:func:`read_text`), for a caller that has
+    read it already."""
+    return TaggedCorpus.from_words(line.split() for line in text.splitlines() if line.strip())
 
 
 def _check_writable(what: str, items) -> None:

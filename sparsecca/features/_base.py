@@ -74,12 +74,6 @@ def check_state_size(n_features: int, max_features) -> None:
                                f"max_features={max_features}")
 
 
-def check_bool(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def check_dtype(value) -> np.dtype:
     try:
         dt = np.dtype(value)

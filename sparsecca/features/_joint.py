@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import check_bool
 from .._persist import (
     ModelFormatError,
     check_index,
@@ -18,7 +19,6 @@ from ..kernels import grouped_lookup
 from ._base import (
     BaseView,
     NotFittedError,
-    check_bool,
     check_corpus,
     check_dtype,
     check_id_array,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import check_bool
 from .._persist import pack_strings, state_value, unpack_strings
 from ..data import TaggedCorpus, Vocabulary
 from ._base import (
     BaseView,
-    check_bool,
     check_corpus,
     check_dtype,
     check_id_array,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import check_bool
 from .._persist import (
     check_index,
     pack_strings,
@@ -16,7 +17,6 @@ from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ._base import (
     BaseView,
-    check_bool,
     check_corpus,
     check_dtype,
     check_id_array,

@@ -17,7 +17,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from .._params import ParamsMixin
+from .._params import ParamsMixin, check_bool
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..exceptions import NotFittedError
 from ._gram import (
@@ -798,8 +798,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
         whitener dense (Y with more than Y_DENSE_MAX features and rows, X with fewer
         features than Y); CCA is symmetric in its views, so the result is swapped back."""
         check_choice(self.solver, "solver", SOLVERS)
-        if not isinstance(self.center, (bool, np.bool_)):
-            raise TypeError(f"center must be True or False, got {self.center!r}")
+        check_bool("center", self.center)
         swapped = _whitens_x_instead(X, Y)
         if swapped:
             X, Y = Y, X

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import ParamsMixin
+from .._params import ParamsMixin, check_bool
 from .._persist import (
     ModelFormatError,
     check_index,
@@ -61,12 +61,6 @@ def check_float(name: str, value, low: float, *, strict: bool, high: float | Non
                  else f"in {'(' if strict else '['}{low:g}, {high:g}]")
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
     return v
-
-
-def check_bool(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def check_grid(name: str, value, low: float, *, strict: bool,

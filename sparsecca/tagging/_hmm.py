@@ -39,7 +39,7 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import ParamsMixin
+from .._params import ParamsMixin, check_bool
 from .._persist import (
     ModelFormatError,
     PersistMixin,
@@ -54,7 +54,6 @@ from .._persist import (
 from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
-from ..features._base import check_bool
 from ..kernels import kbest_viterbi
 from ._nbest import NBestList
 
