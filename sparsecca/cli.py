@@ -634,6 +634,16 @@ def _cmd_train_reranker(args) -> int:
     return 0
 
 
+def _stored_k(rpath, rinfo) -> int:
+    """The k train-reranker recorded (10 for files without one); -k itself is checked by
+    argparse, this is what a file written elsewhere or edited by hand may hold."""
+    k = rinfo.get("k", 10)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise UsageError(f"{rpath}: stored k must be an int >= 2 (reranking needs "
+                         f"candidates), got {k!r}; pass -k")
+    return k
+
+
 def _cmd_rerank(args) -> int:
     import numpy as np
 
@@ -647,10 +657,7 @@ def _cmd_rerank(args) -> int:
     if not isinstance(reranker, BaseReranker):
         raise UsageError(f"{rpath}: holds a {type(reranker).__name__}, not a reranker")
     column = _tag_column(args, (args.tagger, tinfo), (rpath, rinfo))
-    k = args.k if args.k is not None else int(rinfo.get("k", 10))
-    if k < 2:  # the k stored in the reranker's file (-k itself is checked by argparse)
-        raise UsageError(f"{rpath}: stored k must be >= 2 (reranking needs candidates), "
-                         f"got {k}; pass -k")
+    k = args.k if args.k is not None else _stored_k(rpath, rinfo)
     src = _input_file(args.input)
     if args.output is not None and args.output != "-":
         _output_file(args.output, args.force)

@@ -67,6 +67,11 @@ def hstack_csr(blocks: list, dtype=None) -> sp.csr_matrix:
 def _check_views(views) -> list:
     if isinstance(views, (str, bytes)) or not hasattr(views, "__iter__"):
         raise TypeError(f"views must be a non-empty sequence of feature views, got {views!r}")
+    if not isinstance(views, Sequence):
+        # the rerankers clone and refit their views: the second fit would find it used up
+        raise TypeError(f"views must be a non-empty sequence of feature views (a list or "
+                        f"tuple), got a {type(views).__name__}, which the first fit would "
+                        f"use up")
     views = list(views)
     if not views:
         raise ValueError("views must be a non-empty sequence of feature views, got []")

@@ -228,12 +228,13 @@ def _csr_arrays(name, M, n_rows=None):
             np.ascontiguousarray(M.indices, dtype=np.int64), data, M.shape)
 
 
-def _float_vector(name, x, n):
+def _float_vector(name, x, n, *, allow_neg_inf=False):
     a = np.ascontiguousarray(x, dtype=np.float64)
     if a.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite")
+    ok = np.isfinite(a) | (a == -np.inf) if allow_neg_inf else np.isfinite(a)
+    if not np.all(ok):
+        raise ValueError(f"{name} must be finite" + (" or -inf" if allow_neg_inf else ""))
     return a
 
 
@@ -538,11 +539,15 @@ def weight_path_losses(base_scores, model_scores, sent_offsets, losses, weights)
 
     Each sentence picks its highest-scoring candidate (ties: the earlier one, as
     :meth:`NBestList.argmax`); a sentence without candidates contributes nothing (the caller
-    adds its tokens).
+    adds its tokens).  A base score of -inf (log 0) is never picked unless every candidate
+    of its sentence has it, then the first one is, as :meth:`NBestList.argmax` does.
 
     Parameters
     ----------
-    base_scores, model_scores : float arrays, shape (n_candidates,)
+    base_scores : float array, shape (n_candidates,)
+        Finite or -inf.
+    model_scores : float array, shape (n_candidates,)
+        Finite.
     sent_offsets : int array, shape (n_sentences + 1,)
     losses : int array, shape (n_candidates,)
     weights : float array, shape (n_weights,)
@@ -554,7 +559,7 @@ def weight_path_losses(base_scores, model_scores, sent_offsets, losses, weights)
     base = np.ascontiguousarray(base_scores, dtype=np.float64)
     if base.ndim != 1:
         raise ValueError(f"base_scores must be 1-d, got shape {base.shape}")
-    base = _float_vector("base_scores", base, base.shape[0])
+    base = _float_vector("base_scores", base, base.shape[0], allow_neg_inf=True)
     n_cand = base.shape[0]
     p = _float_vector("model_scores", model_scores, n_cand)
     off = _check_segments(sent_offsets, n_cand)

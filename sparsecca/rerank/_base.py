@@ -9,7 +9,8 @@ from ..exceptions import NotFittedError
 from ..kernels import weight_path_losses
 from ..tagging import NBestList
 
-__all__ = ["BaseReranker", "check_nbest", "check_dev_tagset", "tune_weight", "plateau_score",
+__all__ = ["BaseReranker", "check_nbest", "check_dev_tagset", "check_tuning_dev",
+           "check_finite_scores", "decoder_term", "tune_weight", "plateau_score",
            "losses_of_choice"]
 
 
@@ -33,6 +34,43 @@ def check_dev_tagset(train: NBestList, dev: NBestList) -> None:
     them would choose w, k and the rest against meaningless losses."""
     check_tagset(dev.corpus.tag_ids, dev.corpus.tags, train.corpus.tags,
                  what="dev gold tags", fitted_what="the gold tagset of train")
+
+
+def check_tuning_dev(dev: NBestList, fixed: str) -> None:
+    """Refuse tuning on a dev list with one candidate per sentence.
+
+    Every setting then chooses the same sequences and the grid would be decided by ties
+    (single sentences with one candidate are fine).  ``fixed`` says how to do without tuning.
+    """
+    if dev.n_candidates.max() < 2:
+        raise ValueError(f"dev has one candidate per sentence; tuning needs k >= 2 (decode dev "
+                         f"with k >= 2 candidates, or {fixed})")
+
+
+def check_finite_scores(nbest: NBestList, name: str, model: str) -> None:
+    """Refuse -inf (log 0) decoder scores where ``model`` learns from the decoder score.
+
+    An NBestList may hold them, and a weighted sum ``s + w p`` never picks such a candidate;
+    but a model with the decoder score as a feature cannot learn from an infinite one.
+    """
+    bad = np.flatnonzero(nbest.scores == -np.inf)
+    if bad.size:
+        i = int(nbest.cand_sentence[bad[0]])
+        j = int(bad[0] - nbest.sent_offsets[i])
+        raise ValueError(
+            f"{name} has {bad.size} candidate(s) with decoder score -inf (log 0), the first "
+            f"is candidate {j} of sentence {i}; {model} learns a weight for the decoder score "
+            f"and needs finite scores: drop them with "
+            f"{name}.reorder(np.flatnonzero(np.isfinite({name}.scores))) or give them a "
+            f"finite floor")
+
+
+def decoder_term(weight: float, scores: np.ndarray) -> np.ndarray:
+    """``weight * scores`` with -inf (log 0) kept at -inf whatever the weight's sign, so an
+    impossible candidate is never chosen (0 * -inf would be NaN)."""
+    out = weight * np.where(scores == -np.inf, 0.0, scores)
+    out[scores == -np.inf] = -np.inf
+    return out
 
 
 def losses_of_choice(nbest: NBestList, choice: np.ndarray) -> int:

@@ -16,7 +16,14 @@ from scipy.optimize import brentq
 from .._params import ParamsMixin
 from ..kernels import boosting_path, path_losses
 from ..tagging import NBestList
-from ._base import BaseReranker, check_dev_tagset, check_nbest
+from ._base import (
+    BaseReranker,
+    check_dev_tagset,
+    check_finite_scores,
+    check_nbest,
+    check_tuning_dev,
+    decoder_term,
+)
 from ._joint_features import (
     JointFeatures,
     PersistMixin,
@@ -131,9 +138,13 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         p = self._common_params()
         grid, eps = self._reg_grid()
         train = check_nbest(train, "train", need_gold=True)
+        check_finite_scores(train, "train", type(self).__name__)
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
             check_dev_tagset(train, dev)
+            check_finite_scores(dev, "dev", type(self).__name__)
+            check_tuning_dev(dev, "fit without dev and with a single C (every round is "
+                                  "kept)")
         elif len(grid) > 1:
             raise ValueError(f"C has {len(grid)} values to choose from but no dev n-best list "
                              f"was given; pass dev or a single C")
@@ -187,7 +198,8 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         """
         self._check_fitted("coef_")
         nbest = check_nbest(nbest)
-        return self.coef_[0] * nbest.scores + self.features_.joint(nbest) @ self.coef_[1:]
+        return (decoder_term(self.coef_[0], nbest.scores)
+                + self.features_.joint(nbest) @ self.coef_[1:])
 
     @property
     def n_features_(self) -> int:

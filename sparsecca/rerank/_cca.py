@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from ._base import (
     BaseReranker,
     check_dev_tagset,
     check_nbest,
+    check_tuning_dev,
     losses_of_choice,
     plateau_score,
     tune_weight,
@@ -68,7 +70,11 @@ def _view_problem(name, view):
     kinds = getattr(view, "reads", None)
     if kinds == reads:
         return None
-    if not isinstance(kinds, frozenset):
+    parts = getattr(view, "views", None)   # a stack of views (HStackView)
+    if kinds is None and parts is not None and (not isinstance(parts, Sequence)
+                                                or isinstance(parts, (str, bytes))):
+        what = f"whose views is a {type(parts).__name__}, not a list or tuple of views"
+    elif not isinstance(kinds, frozenset):
         what = "which does not declare what it reads (a 'reads' attribute)"
     else:
         what = "which reads " + " and ".join(sorted(kinds)) if kinds else "which reads nothing"
@@ -230,17 +236,15 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         """
         taus, lams, ks = self._validate()
         train = check_nbest(train, "train", need_gold=True)
+        if train.n_sentences < 2:   # one row of X and Y: no covariance to estimate
+            raise ValueError(f"train has {train.n_sentences} sentence; CCA needs at least 2")
         tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or self.w is None
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
             check_dev_tagset(train, dev)
-            # one candidate everywhere: every w, k, tau and lam choose the same sequences, so
-            # the grid would be decided by ties (single sentences with one candidate are fine)
-            if tuning and dev.n_candidates.max() < 2:
-                raise ValueError(
-                    "dev has one candidate per sentence; tuning needs k >= 2 (decode dev with "
-                    "k >= 2 candidates, or fix scalar tau and lam, k_grid=[n_components] and "
-                    "a number for w)")
+            if tuning:
+                check_tuning_dev(dev, "fix scalar tau and lam, k_grid=[n_components] and a "
+                                      "number for w")
         elif tuning:
             raise ValueError(
                 "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "

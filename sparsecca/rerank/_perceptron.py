@@ -7,7 +7,15 @@ import numpy as np
 from .._params import ParamsMixin
 from ..kernels import perceptron_train
 from ..tagging import NBestList
-from ._base import BaseReranker, check_dev_tagset, check_nbest, losses_of_choice
+from ._base import (
+    BaseReranker,
+    check_dev_tagset,
+    check_finite_scores,
+    check_nbest,
+    check_tuning_dev,
+    decoder_term,
+    losses_of_choice,
+)
 from ._joint_features import (
     JointFeatures,
     PersistMixin,
@@ -109,9 +117,13 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         lowercase = check_bool("lowercase", self.lowercase)
         rng = check_random_state(self.random_state)
         train = check_nbest(train, "train", need_gold=True)
+        check_finite_scores(train, "train", type(self).__name__)
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
             check_dev_tagset(train, dev)
+            check_finite_scores(dev, "dev", type(self).__name__)
+            check_tuning_dev(dev, "fit without dev and with one decoder_weight (all "
+                                  "n_epochs are kept)")
         elif len(grid) > 1:
             raise ValueError(f"decoder_weight has {len(grid)} values to choose from but no dev "
                              f"n-best list was given; pass dev or a single decoder_weight")
@@ -157,7 +169,8 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         """
         self._check_fitted("coef_")
         nbest = check_nbest(nbest)
-        return self.coef_[0] * nbest.scores + self.features_.joint(nbest) @ self.coef_[1:]
+        return (decoder_term(self.coef_[0], nbest.scores)
+                + self.features_.joint(nbest) @ self.coef_[1:])
 
     @property
     def n_features_(self) -> int:

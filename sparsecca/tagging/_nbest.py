@@ -128,7 +128,9 @@ class NBestList(PersistMixin):
         Candidate offsets of each sentence.
     scores : float array, shape (n_candidates,)
         Decoder scores (log-probabilities for :class:`TrigramHMM`): finite, or -inf for a
-        sequence the decoder deems impossible; NaN and +inf are a ValueError.
+        sequence the decoder deems impossible; NaN and +inf are a ValueError.  A reranker
+        never chooses a -inf candidate unless its whole sentence has -inf; the baseline
+        rerankers (which learn a weight for this score) refuse -inf in train and dev.
     corpus : TaggedCorpus
         The sentences, with gold tags when known.
     tags : Vocabulary

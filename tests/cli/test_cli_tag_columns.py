@@ -30,6 +30,23 @@ def test_rerank_needs_two_candidates(dataset, tagger, upos_reranker, k):
                 rf"candidates\), got {k}")
 
 
+@pytest.mark.parametrize("stored", [1, 2.5, "ten", True, None])
+def test_rerank_refuses_a_bad_stored_k(dataset, tagger, upos_reranker, stored, tmp_path):
+    # what train-reranker records is an int >= 2; a file written elsewhere may hold anything
+    from sparsecca._persist import load_model
+
+    info = {"tags": "upos"} if stored is None else {"tags": "upos", "k": stored}
+    path = load_model(upos_reranker).save(tmp_path / "r.npz", info=info)
+    r = run_cli("rerank", "--tagger", tagger, "--reranker", path, dataset["test"])
+    if stored is None:   # no k recorded: the default 10
+        assert r.returncode == 0, r.stderr
+        return
+    _refused(r, rf"^sparsecca rerank: error: {path}: stored k must be an int >= 2 \(reranking "
+                rf"needs candidates\), got {stored!r}; pass -k$")
+    assert run_cli("rerank", "--tagger", tagger, "--reranker", path, dataset["test"],
+                   "-k", 3).returncode == 0
+
+
 @pytest.fixture(scope="module")
 def unrecorded(dataset, xpos_tagger, upos_reranker):
     """The XPOS tagger and the UPOS reranker saved through the API: no tag column recorded,

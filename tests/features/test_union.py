@@ -224,6 +224,9 @@ def test_max_features_in_params_clone_and_repr():
     (None, TypeError, r"views must be a non-empty sequence of feature views, got None"),
     ([SuffixView], TypeError, r"views\[0\] must be a view instance, got the class SuffixView"),
     ([WordView(), object()], TypeError, r"views\[1\] must be a feature view .* got object"),
+    ((v for v in [WordView()]), TypeError,
+     r"views must be a non-empty sequence of feature views \(a list or tuple\), got a "
+     r"generator, which the first fit would use up"),
 ])
 def test_bad_views(views, exc, match):
     train, _ = corpora()

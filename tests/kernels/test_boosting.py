@@ -431,9 +431,29 @@ def test_weight_path_losses_against_reference(seed):
     assert got.tolist() == _weight_path_reference(base, p, off, losses, weights)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_weight_path_losses_log_zero_base(seed):
+    """-inf base scores (log 0): never chosen unless the whole sentence has them (then the
+    first candidate), as the reference's list.index(max) does."""
+    rng = np.random.default_rng(seed)
+    m = rng.integers(1, 6, size=30)
+    off = np.concatenate([[0], np.cumsum(m)])
+    n = int(off[-1])
+    base = np.round(rng.normal(size=n), 1)
+    base[rng.random(n) < 0.3] = -np.inf
+    base[off[0]:off[1]] = -np.inf
+    p = np.round(rng.normal(size=n), 1)
+    losses = rng.integers(0, 5, size=n)
+    weights = np.concatenate([np.arange(0.0, 5.0), np.linspace(0.0, 2.0, 41)])
+    got = weight_path_losses(base, p, off, losses, weights)
+    assert got.tolist() == _weight_path_reference(base, p, off, losses, weights)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(model_scores=[0.0]), r"model_scores must have shape \(2,\)"),
-    (dict(base_scores=[0.0, np.nan]), "base_scores must be finite"),
+    (dict(base_scores=[0.0, np.nan]), "base_scores must be finite or -inf"),
+    (dict(base_scores=[np.inf, 0.0]), "base_scores must be finite or -inf"),
+    (dict(model_scores=[-np.inf, 0.0]), "model_scores must be finite$"),
     (dict(losses=[1]), r"losses must have shape \(2,\)"),
     (dict(weights=[np.inf]), "weights must be finite"),
 ])

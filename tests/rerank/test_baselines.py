@@ -460,6 +460,52 @@ def test_bad_arguments(name):
         est.decision_function(np.zeros(3))
 
 
+def _with_log_zero(nb, where):
+    s = nb.scores.copy()
+    s[where] = -np.inf
+    return NBestList(nb.tag_ids, nb.cand_offsets, nb.sent_offsets, s, nb.corpus, nb.tags,
+                     nb.unknown)
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_log_zero_scores(name):
+    """The decoder score is a feature of every baseline: -inf (log 0) in train or dev is
+    refused by name; in a list to rerank such a candidate is never chosen (no NaN even with
+    a decoder weight of 0), unless its whole sentence has -inf, then the first is."""
+    nb = make_nbest(HAND)
+    bad = _with_log_zero(nb, [1, 4])
+    msg = (r"^{} has 2 candidate\(s\) with decoder score -inf \(log 0\), the first is "
+           r"candidate 1 of sentence 0; \w+Reranker learns a weight for the decoder score")
+    with pytest.raises(ValueError, match=msg.format("train")):
+        ALL[name]().fit(bad, nb)
+    with pytest.raises(ValueError, match=msg.format("dev")):
+        ALL[name]().fit(nb, bad)
+    est = ALL[name]().fit(nb, nb)
+    test = _with_log_zero(nb, [0, 5, 6, 8])   # sentence 1 all -inf, the last has one candidate
+    d = est.decision_function(test)
+    assert not np.any(np.isnan(d)) and np.all(d[[0, 5, 6, 8]] == -np.inf)
+    choice = est.rerank(test)
+    assert choice.tolist()[:2] == [int(np.argmax(d[1:3])) + 1, 0] and choice[3] == 0
+
+
+def test_log_zero_scores_with_a_zero_decoder_weight():
+    nb = make_nbest(HAND)
+    est = PerceptronReranker(decoder_weight=0.0, n_epochs=1).fit(nb)
+    assert est.coef_[0] == 0.0
+    d = est.decision_function(_with_log_zero(nb, [0]))
+    assert d[0] == -np.inf and np.all(np.isfinite(d[1:]))
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_tuning_on_a_one_best_dev_refused(name):
+    # every round / weight / epoch chooses the same candidates: the choice would be ties
+    nb = make_nbest(HAND)
+    with pytest.raises(ValueError, match=r"^dev has one candidate per sentence; tuning needs "
+                                         r"k >= 2 \(decode dev with k >= 2 candidates, or fit "
+                                         r"without dev"):
+        ALL[name]().fit(nb, nb.truncate(1))
+
+
 def test_grid_without_dev_is_an_error():
     nb = make_nbest(HAND)
     with pytest.raises(ValueError, match="C has 2 values to choose from but no dev"):

@@ -245,6 +245,45 @@ def test_tune_weight_plateau_against_brute_force(window):
     assert plateau_score((grid, accs), w, window) == pytest.approx(max(avg))
 
 
+def _with_neg_inf(nb, where):
+    s = nb.scores.copy()
+    s[where] = -np.inf
+    return NBestList(nb.tag_ids, nb.cand_offsets, nb.sent_offsets, s, nb.corpus, nb.tags,
+                     nb.unknown)
+
+
+def test_tune_weight_with_log_zero_scores():
+    """-inf (log 0) candidates are never chosen: tuning equals tuning without them, and a
+    sentence whose every candidate is -inf keeps its first one, as NBestList.argmax."""
+    _, dev, _ = lists()
+    p = np.random.default_rng(2).normal(size=dev.n_total)
+    several = dev.n_candidates[dev.cand_sentence] > 1
+    poisoned = np.flatnonzero((rank_of(dev) == 0) & (dev.cand_sentence % 3 == 0) & several)
+    nb = _with_neg_inf(dev, poisoned)
+    kept = np.flatnonzero(np.isfinite(nb.scores))
+    got = tune_weight(nb, p, window=2)
+    ref = tune_weight(dev.reorder(kept), p[kept], window=2)
+    assert got[:2] == ref[:2]
+    np.testing.assert_array_equal(got[2][1], ref[2][1])
+    # one sentence all -inf: brute force through NBestList.argmax
+    first = np.arange(dev.sent_offsets[1], dev.sent_offsets[2])
+    nb = _with_neg_inf(dev, np.concatenate([poisoned, first]))
+    _, _, (grid, accs) = tune_weight(nb, p, refine=False, window=0)
+    brute = [nb.accuracy(nb.argmax(np.where(nb.scores == -np.inf, -np.inf, nb.scores + g * p)))
+             for g in grid]
+    assert accs.tolist() == pytest.approx(brute)
+    # and a fitted reranker never picks them on test
+    train, dev, test = lists()
+    model = GenerativeReranker(**{k: v for k, v in FIXED.items() if k != "w"}).fit(train, nb)
+    t = _with_neg_inf(test, np.flatnonzero(rank_of(test) == 0))
+    choice = model.rerank(t)
+    assert np.all(choice[test.n_candidates > 1] > 0)
+
+
+def rank_of(nb):
+    return np.arange(nb.n_total) - nb.sent_offsets[nb.cand_sentence]
+
+
 def test_tune_weight_window_validation():
     _, dev, _ = lists()
     with pytest.raises(ValueError, match="window must be an int >= 0, got -1"):
@@ -265,6 +304,14 @@ def test_default_rerankers_rows():
 def _single_candidate_lists():
     train, dev, _ = lists()
     return train.truncate(1), dev.truncate(1)
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+def test_one_training_sentence_refused(cls):
+    train, dev, _ = lists()
+    with pytest.raises(ValueError, match="^train has 1 sentence; CCA needs at least 2$"):
+        cls(**FIXED).fit(train[:1], dev)
+    cls(**dict(FIXED, n_components=2, k_grid=[2])).fit(train[:2], dev)   # two are enough
 
 
 def test_single_candidate_sentences_fit():
@@ -470,7 +517,7 @@ class _Undeclared:
     (dict(output_view=HStackView([TagNgramView(), WordView()])),
      "got HStackView, which reads tags and words$"),
     (dict(output_view=HStackView(iter([TagNgramView()]))),
-     "got HStackView, which does not declare what it reads"),
+     "got HStackView, whose views is a list_iterator, not a list or tuple of views$"),
 ])
 def test_views_of_the_wrong_kind_refused_at_fit(cls, kw, pattern):
     train, dev, _ = lists()
