@@ -321,8 +321,8 @@ def _refuse_conllu_as_text(path: Path, text: str) -> None:
 
 
 def _read_document(path: Path, fmt: str) -> _Document:
-    from .data import CorpusFormatError, read_conllu, read_text
-    from .data._conllu import tokenized_corpus
+    from .data import CorpusFormatError, read_text
+    from .data._conllu import conllu_corpus, tokenized_corpus
 
     if fmt == "text":
         text = read_text(path)  # once: sniffed for CoNLL-U, then tokenised
@@ -331,8 +331,9 @@ def _read_document(path: Path, fmt: str) -> _Document:
         if corpus.n_sentences == 0:
             raise UsageError(f"{path}: no sentences (text input holds one sentence per line)")
         return _Document(corpus, None, None, fmt)
+    text = read_text(path)  # once: parsed, then split into the blocks kept for the output
     try:
-        corpus = read_conllu(path, tags=None)  # validates; CorpusFormatError with file:line
+        corpus = conllu_corpus(text, str(path), tags=None)  # CorpusFormatError, file:line
     except CorpusFormatError as exc:
         if exc.reason.endswith("tab-separated columns, found 1"):
             # a line without a tab: most likely plain text given without --format text
@@ -342,8 +343,8 @@ def _read_document(path: Path, fmt: str) -> _Document:
     if corpus.n_sentences == 0:
         raise UsageError(f"{path}: no sentences")
     blocks, token_lines, cur = [], [], []
-    # read_conllu accepted the file, so its sentences are exactly the runs of non-blank lines
-    for line in read_text(path).split("\n"):
+    # conllu_corpus accepted the text, so its sentences are exactly the runs of non-blank lines
+    for line in text.split("\n"):
         if line:
             cur.append(line)
         elif cur:
@@ -354,7 +355,7 @@ def _read_document(path: Path, fmt: str) -> _Document:
     for block in blocks:
         token_lines.append([j for j, x in enumerate(block)
                             if x[0] != "#" and x.split("\t", 1)[0].isdigit()])
-    if len(blocks) != corpus.n_sentences:  # pragma: no cover - guarded by read_conllu
+    if len(blocks) != corpus.n_sentences:  # pragma: no cover - guarded by conllu_corpus
         raise UsageError(f"{path}: could not align {len(blocks)} blocks with "
                          f"{corpus.n_sentences} sentences")
     return _Document(corpus, blocks, token_lines, fmt)

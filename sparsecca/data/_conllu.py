@@ -110,8 +110,13 @@ def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
         whitespace (a stray CR included).
     """
     _check_tags_arg(tags)
-    name = os.fspath(path)
-    text = read_text(path)
+    return conllu_corpus(read_text(path), os.fspath(path), tags)
+
+
+def conllu_corpus(text: str, name: str, tags: str | None = "upos") -> TaggedCorpus:
+    """:func:`read_conllu` of a file's text (:func:`read_text`), for a caller that has read
+    it already; ``name`` is the file named in a :class:`CorpusFormatError`."""
+    _check_tags_arg(tags)
     tcol = _TAG_COLUMNS[tags] if tags is not None else None
     wdict: dict[str, int] = {}
     tdict: dict[str, int] = {}

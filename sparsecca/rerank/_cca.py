@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._params import ParamsMixin
+from .._params import ParamsMixin, check_bool
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..exceptions import TagsetMismatchError
 from ..features import SuffixView, TagNgramView
@@ -175,10 +175,8 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         if self.solver not in ("auto", "dense", "randomized", "iterative"):
             raise ValueError(f"solver must be 'auto', 'dense', 'randomized' or 'iterative', "
                              f"got {self.solver!r}")
-        if not isinstance(self.center, (bool, np.bool_)):
-            raise ValueError(f"center must be True or False, got {self.center!r}")
-        if not isinstance(self.progress, (bool, np.bool_)):
-            raise ValueError(f"progress must be True or False, got {self.progress!r}")
+        check_bool("center", self.center)   # a TypeError, as everywhere else
+        check_bool("progress", self.progress)
         ww = self.w_window
         if isinstance(ww, bool) or not isinstance(ww, numbers.Integral) or ww < 0:
             raise ValueError(f"w_window must be an int >= 0, got {ww!r}")

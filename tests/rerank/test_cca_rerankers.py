@@ -387,8 +387,9 @@ def test_no_gold_refused():
                                                       r"ints >= 1, got \[\]$"),
     (GenerativeReranker, dict(solver="magic"), ValueError, "solver must be 'auto', 'dense'"),
     (GenerativeReranker, dict(w=-1.0), ValueError, "^w must be a finite number >= 0, got -1.0$"),
-    (SoftenedReranker, dict(progress="yes"), ValueError, "progress must be True or False, "
-                                                         "got 'yes'"),
+    (SoftenedReranker, dict(progress="yes"), TypeError, "progress must be True or False, "
+                                                        "got 'yes'"),
+    (GenerativeReranker, dict(center=1), TypeError, "^center must be True or False, got 1$"),
     # the kind of value: raw float()/int() conversion errors used to escape unnamed, and
     # bools and fractional k were taken as numbers
     (GenerativeReranker, dict(tau="abc"), TypeError,
