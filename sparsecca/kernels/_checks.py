@@ -1,0 +1,114 @@
+"""Argument checks shared by the kernel wrappers: each runs once per call, in O(input size).
+
+A numba kernel trusts its arrays (no bounds checks, fixed dtypes), so anything that a cast
+would silently alter (a float id truncated, an int64 wrapped into int32) or that would make
+a kernel read out of bounds must be refused here, naming the argument.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["check_int", "check_real", "int_array", "real_array", "first_unsorted_segment"]
+
+
+def check_int(name: str, value, low: int) -> int:
+    """``value`` as an int if it is an integer (not a bool) >= ``low``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value}")
+    return int(value)
+
+
+def check_real(name: str, value, low: float, strict: bool) -> float:
+    """``value`` as a float if it is a finite real number (not a bool) > / >= ``low``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                     np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    bad = not np.isfinite(value) or (value <= low if strict else value < low)
+    if bad:
+        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, "
+                         f"got {value}")
+    return value
+
+
+def _with_ndim(name: str, x, ndim: int | None) -> np.ndarray:
+    a = np.asarray(x)
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-d, got shape {a.shape}")
+    return a
+
+
+def int_array(name: str, x, dtype=np.int64, *, ndim: int | None = 1) -> np.ndarray:
+    """``x`` as a contiguous ``dtype`` array, refusing what the cast would silently alter.
+
+    Parameters
+    ----------
+    name : str
+        Argument name, for the messages.
+    x : array_like
+        Integer values (any signed or unsigned integer dtype).
+    dtype : integer dtype
+        The dtype the kernel is compiled for.
+    ndim : int or None
+        Required number of dimensions (None: any).
+
+    Returns
+    -------
+    ndarray of ``dtype``
+
+    Raises
+    ------
+    TypeError
+        For float, bool or any other non-integer dtype (a float id would be truncated, as
+        ``NBestList`` and ``TaggedCorpus`` refuse too).
+    ValueError
+        For the wrong number of dimensions, or values outside the range of ``dtype`` (they
+        would wrap).
+    """
+    a = _with_ndim(name, x, ndim)
+    # an empty list is float64 to NumPy; no value of it is truncated
+    if a.size and a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an int array, got {a.dtype}")
+    if a.size and not np.can_cast(a.dtype, dtype):
+        info = np.iinfo(dtype)
+        lo, hi = int(a.min()), int(a.max())
+        if lo < info.min or hi > info.max:
+            raise ValueError(f"{name} must lie in the {np.dtype(dtype)} range "
+                             f"[{info.min}, {info.max}], got values in [{lo}, {hi}]")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def real_array(name: str, x, *, ndim: int | None = 1) -> np.ndarray:
+    """``x`` as a contiguous float64 array; TypeError unless its dtype is int or float.
+
+    Bool, complex (the imaginary part would be dropped), string and object arrays are
+    refused by name instead of failing (or warning) inside NumPy's cast.  Finiteness is left
+    to the caller, whose rule differs (-inf is a valid log-probability).
+    """
+    a = _with_ndim(name, x, ndim)
+    if a.size and a.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real (int or float) array, got {a.dtype}")
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def first_unsorted_segment(indptr: np.ndarray, values: np.ndarray, strict: bool) -> int:
+    """First segment ``s`` whose ``values[indptr[s]:indptr[s + 1]]`` is not ascending, or -1.
+
+    ``strict`` also refuses repeated values.  ``indptr`` must already be valid offsets of
+    ``values`` (non-decreasing from 0 to ``values.size``).
+    """
+    if values.size < 2:
+        return -1
+    # compare rather than subtract: a difference of two int64 values can overflow
+    bad = values[1:] <= values[:-1] if strict else values[1:] < values[:-1]
+    # a segment boundary between positions p - 1 and p is not a step inside a segment
+    starts = indptr[(indptr > 0) & (indptr < values.size)]
+    bad[starts - 1] = False
+    pos = np.flatnonzero(bad)
+    if not pos.size:
+        return -1
+    # the segment holding position pos[0] + 1
+    return int(np.searchsorted(indptr, pos[0] + 1, side="right")) - 1
