@@ -19,7 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
+from .._params import check_bool
 from .._sparse import check_sparse_structure
+from ._checks import check_int, check_real, int_array, real_array
 
 __all__ = ["boosting_path", "path_losses", "perceptron_train"]
 
@@ -193,26 +195,6 @@ def _boosting_path_kernel(d_indptr, d_indices, d_data, c_indptr, c_indices, c_da
     return feats[:done], deltas[:done], objective[:done + 1]
 
 
-def _check_int(name, value, low):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value}")
-    return int(value)
-
-
-def _check_float(name, value, low, strict):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
-                                                                     np.floating)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    bad = not np.isfinite(value) or (value <= low if strict else value < low)
-    if bad:
-        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, "
-                         f"got {value}")
-    return value
-
-
 def _csr_arrays(name, M, n_rows=None):
     """int64 indptr / indices and float64 data of a scipy sparse matrix in CSR form."""
     if not sp.issparse(M):
@@ -229,7 +211,7 @@ def _csr_arrays(name, M, n_rows=None):
 
 
 def _float_vector(name, x, n, *, allow_neg_inf=False):
-    a = np.ascontiguousarray(x, dtype=np.float64)
+    a = real_array(name, x, ndim=None)
     if a.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {a.shape}")
     ok = np.isfinite(a) | (a == -np.inf) if allow_neg_inf else np.isfinite(a)
@@ -278,10 +260,10 @@ def boosting_path(D, margins, n_rounds, *, eps=0.0025, l1=0.0, refresh=256):
     objective : float64 array, shape (n_done + 1,)
         Objective after each prefix of rounds (``objective[0] == 1`` when there are pairs).
     """
-    n_rounds = _check_int("n_rounds", n_rounds, 0)
-    refresh = _check_int("refresh", refresh, 1)
-    l1 = _check_float("l1", l1, 0.0, strict=False)
-    eps = _check_float("eps", eps, 0.0, strict=l1 == 0.0)
+    n_rounds = check_int("n_rounds", n_rounds, 0)
+    refresh = check_int("refresh", refresh, 1)
+    l1 = check_real("l1", l1, 0.0, strict=False)
+    eps = check_real("eps", eps, 0.0, strict=l1 == 0.0)
     indptr, indices, data, (n_pairs, n_features) = _csr_arrays("D", D)
     if data.size and not np.all((data == 1.0) | (data == -1.0) | (data == 0.0)):
         bad = data[(data != 1.0) & (data != -1.0) & (data != 0.0)][0]
@@ -350,8 +332,15 @@ def _path_losses_kernel(c_indptr, c_indices, c_data, base, cand_sent, sent_offse
     return out
 
 
+def _int_vector(name, x, n):
+    a = int_array(name, x, ndim=None)
+    if a.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {a.shape}")
+    return a
+
+
 def _check_segments(sent_offsets, n_candidates):
-    off = np.ascontiguousarray(sent_offsets, dtype=np.int64)
+    off = int_array("sent_offsets", sent_offsets, ndim=None)
     if off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != n_candidates \
             or np.any(np.diff(off) < 0):
         raise ValueError(f"sent_offsets must be non-decreasing from 0 to n_candidates="
@@ -385,10 +374,8 @@ def path_losses(H, base_scores, sent_offsets, losses, features, deltas):
     C = sp.csc_matrix(H)
     base = _float_vector("base_scores", base_scores, n_cand)
     off = _check_segments(sent_offsets, n_cand)
-    loss = np.ascontiguousarray(losses, dtype=np.int64)
-    if loss.shape != (n_cand,):
-        raise ValueError(f"losses must have shape ({n_cand},), got {loss.shape}")
-    feats = np.ascontiguousarray(features, dtype=np.int64)
+    loss = _int_vector("losses", losses, n_cand)
+    feats = int_array("features", features, ndim=None)
     if feats.ndim != 1 or (feats.size and (feats.min() < 0 or feats.max() >= n_features)):
         raise ValueError(f"features must be a 1-d array of ints in [0, {n_features})")
     dl = _float_vector("deltas", deltas, feats.size)
@@ -475,12 +462,8 @@ def perceptron_train(H, base_scores, sent_offsets, oracle, losses, orders, decod
     base = _float_vector("base_scores", base_scores, n_cand)
     off = _check_segments(sent_offsets, n_cand)
     n_sent = off.size - 1
-    loss = np.ascontiguousarray(losses, dtype=np.int64)
-    if loss.shape != (n_cand,):
-        raise ValueError(f"losses must have shape ({n_cand},), got {loss.shape}")
-    orc = np.ascontiguousarray(oracle, dtype=np.int64)
-    if orc.shape != (n_sent,):
-        raise ValueError(f"oracle must have shape ({n_sent},), got {orc.shape}")
+    loss = _int_vector("losses", losses, n_cand)
+    orc = _int_vector("oracle", oracle, n_sent)
     nonempty = np.diff(off) > 0
     if np.any((orc[nonempty] < off[:-1][nonempty]) | (orc[nonempty] >= off[1:][nonempty])):
         raise ValueError("oracle[i] must be a candidate of sentence i (a global index)")
@@ -491,7 +474,8 @@ def perceptron_train(H, base_scores, sent_offsets, oracle, losses, orders, decod
     orders = np.ascontiguousarray(orders, dtype=np.int64)
     if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
         raise ValueError(f"orders must hold sentence indices in [0, {n_sent})")
-    dw = _check_float("decoder_weight", decoder_weight, -np.inf, strict=False)
+    dw = check_real("decoder_weight", decoder_weight, -np.inf, strict=False)
+    averaged = check_bool("averaged", averaged)
     w = np.zeros(n_features, dtype=np.float64)
     acc = np.zeros(n_features, dtype=np.float64)
     last = np.zeros(n_features, dtype=np.int64)
@@ -556,17 +540,13 @@ def weight_path_losses(base_scores, model_scores, sent_offsets, losses, weights)
     -------
     int64 array, shape (n_weights,)
     """
-    base = np.ascontiguousarray(base_scores, dtype=np.float64)
-    if base.ndim != 1:
-        raise ValueError(f"base_scores must be 1-d, got shape {base.shape}")
+    base = real_array("base_scores", base_scores)
     base = _float_vector("base_scores", base, base.shape[0], allow_neg_inf=True)
     n_cand = base.shape[0]
     p = _float_vector("model_scores", model_scores, n_cand)
     off = _check_segments(sent_offsets, n_cand)
-    loss = np.ascontiguousarray(losses, dtype=np.int64)
-    if loss.shape != (n_cand,):
-        raise ValueError(f"losses must have shape ({n_cand},), got {loss.shape}")
-    w = np.ascontiguousarray(weights, dtype=np.float64).reshape(-1)
+    loss = _int_vector("losses", losses, n_cand)
+    w = real_array("weights", weights)
     w = _float_vector("weights", w, w.shape[0])
     out = np.zeros(w.shape[0], dtype=np.int64)
     return _weight_path_losses_kernel(base, p, off, loss, w, out)

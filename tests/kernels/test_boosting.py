@@ -463,3 +463,92 @@ def test_weight_path_losses_bad_input(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         weight_path_losses(**args)
+
+
+# -- integer arguments: refused when a cast would alter them --------------------------------
+
+_WP_ARGS = dict(base_scores=[0.0, 1.0, 0.0, 2.0, 1.0], model_scores=np.zeros(5),
+                sent_offsets=[0, 2, 5], losses=[1, 0, 0, 1, 1], weights=[0.0])
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    # the chosen losses sum to 1.8, but int64 truncation made it 0
+    (dict(losses=np.array([1, 0.9, 0, 0.9, 1])), TypeError,
+     "losses must be an int array, got float64"),
+    # NaN became INT64_MIN
+    (dict(losses=np.array([1, np.nan, 0, 0, 1])), TypeError,
+     "losses must be an int array, got float64"),
+    (dict(losses=np.ones(5, dtype=bool)), TypeError, "losses must be an int array, got bool"),
+    (dict(losses=np.array([0, 0, 0, 0, 2**63], dtype=np.uint64)), ValueError,
+     r"losses must lie in the int64 range .*, got values in \[0, 9223372036854775808\]"),
+    (dict(losses=["a"] * 5), TypeError, "losses must be an int array, got <U1"),
+    (dict(sent_offsets=[0, 2.5, 5]), TypeError, "sent_offsets must be an int array, got float64"),
+    (dict(weights=[[0.0, 1.0]]), ValueError, r"weights must be 1-d, got shape \(1, 2\)"),
+    (dict(weights=["a"]), TypeError, "weights must be a real .*array, got <U1"),
+    (dict(model_scores=np.zeros(5) + 1j), TypeError, "model_scores must be a real .*complex128"),
+])
+def test_weight_path_losses_refuses_ids_a_cast_would_alter(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        weight_path_losses(**{**_WP_ARGS, **kwargs})
+
+
+def test_weight_path_losses_any_int_dtype_same_result():
+    ref = weight_path_losses(**_WP_ARGS)
+    assert ref.tolist() == [1]
+    for dt in (np.int8, np.uint16, np.int32, np.uint64):
+        got = weight_path_losses(**{**_WP_ARGS, "losses": np.array(_WP_ARGS["losses"], dt),
+                                    "sent_offsets": np.array([0, 2, 5], dt)})
+        assert got.tolist() == ref.tolist()
+
+
+_PL_ARGS = dict(H=sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])),
+                base_scores=np.zeros(3), sent_offsets=[0, 3], losses=[2, 0, 1],
+                features=[0, 1, 1], deltas=[1.0, 2.0, -5.0])
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    # feature 1.9 was used as feature 1
+    (dict(features=[0, 1.9, 1]), TypeError, "features must be an int array, got float64"),
+    (dict(features=[True, False, True]), TypeError, "features must be an int array, got bool"),
+    (dict(losses=[2.0, 0.0, 1.5]), TypeError, "losses must be an int array, got float64"),
+    (dict(sent_offsets=[0.0, 3.0]), TypeError, "sent_offsets must be an int array, got float64"),
+])
+def test_path_losses_refuses_float_ids(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        path_losses(**{**_PL_ARGS, **kwargs})
+
+
+def test_path_losses_int_dtypes_same_result():
+    ref = path_losses(**_PL_ARGS)
+    assert ref.tolist() == [2, 2, 1, 2]
+    got = path_losses(**{**_PL_ARGS, "features": np.array([0, 1, 1], np.uint8),
+                         "losses": np.array([2, 0, 1], np.int16)})
+    assert got.tolist() == ref.tolist()
+
+
+_PT_ARGS = dict(H=sp.csr_matrix(np.eye(3)), base_scores=[0.0, 1.0, 0.0], sent_offsets=[0, 2, 3],
+                oracle=[0, 2], losses=[0, 1, 0], orders=[[0, 1], [1, 0]], decoder_weight=1.0)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    # candidate 0.5 was used as candidate 0
+    (dict(oracle=np.array([0.5, 2])), TypeError, "oracle must be an int array, got float64"),
+    (dict(losses=np.array([0, 1.0, 0])), TypeError, "losses must be an int array, got float64"),
+    (dict(sent_offsets=np.array([0, 2, 3.0])), TypeError,
+     "sent_offsets must be an int array, got float64"),
+    # a truthy string switched averaging on, None switched it off
+    (dict(averaged="no"), TypeError, "averaged must be True or False, got 'no'"),
+    (dict(averaged=None), TypeError, "averaged must be True or False, got None"),
+])
+def test_perceptron_refuses_float_ids_and_non_bool_averaged(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        perceptron_train(**{**_PT_ARGS, **kwargs})
+
+
+def test_perceptron_int_dtypes_and_numpy_bool_same_result():
+    W, n = perceptron_train(**_PT_ARGS)
+    W2, n2 = perceptron_train(**{**_PT_ARGS, "oracle": np.array([0, 2], np.uint32),
+                                 "losses": np.array([0, 1, 0], np.int8),
+                                 "averaged": np.bool_(True)})
+    np.testing.assert_array_equal(W, W2)
+    np.testing.assert_array_equal(n, n2)
