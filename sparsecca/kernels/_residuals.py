@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
 from .._sparse import check_sparse_structure
+from ._checks import check_real, int_array, real_array
 
 __all__ = ["aggregate_residuals", "slack_update"]
 
@@ -90,21 +91,35 @@ def _as_csr(name, M, n_cols=None):
     if n_cols is not None and M.shape[1] != n_cols:
         raise ValueError(f"{name} has {M.shape[1]} columns, expected {n_cols}")
     M.sum_duplicates()
+    # one NaN / inf would spread through the whole residual row without an error
+    if M.nnz and not np.all(np.isfinite(M.data)):
+        raise ValueError(f"{name} must have finite values")
     return M
 
 
-def _check_segments(sent_offsets, n_sentences, n_candidates):
-    off = np.ascontiguousarray(sent_offsets, dtype=np.int64)
-    if off.ndim != 1 or off.size != n_sentences + 1:
+def _check_segments(sent_offsets, n_candidates, n_sentences=None):
+    off = int_array("sent_offsets", sent_offsets)
+    if n_sentences is not None and off.size != n_sentences + 1:
         raise ValueError(
             f"sent_offsets must have n_sentences + 1 = {n_sentences + 1} entries, got {off.size}"
         )
-    if off[0] != 0 or off[-1] != n_candidates or np.any(np.diff(off) < 0):
+    if off.size < 1 or off[0] != 0 or off[-1] != n_candidates or np.any(off[1:] < off[:-1]):
+        first, last = (off[0], off[-1]) if off.size else (None, None)
         raise ValueError(
             f"sent_offsets must start at 0, be non-decreasing and end at the number of "
-            f"candidates ({n_candidates}); got first {off[0]}, last {off[-1]}"
+            f"candidates ({n_candidates}); got {off.size} entries, first {first}, last {last}"
         )
     return off
+
+
+def _check_dtype(dtype):
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"dtype must be float32 or float64, got {dt}")
+    return dt
 
 
 def aggregate_residuals(Y, Y_hat, weights, sent_offsets, dtype=np.float64):
@@ -125,16 +140,25 @@ def aggregate_residuals(Y, Y_hat, weights, sent_offsets, dtype=np.float64):
     dtype : float32 or float64
         Output dtype (accumulation is in float64).
 
+    Raises
+    ------
+    ValueError
+        For non-finite values in ``Y``, ``Y_hat`` or ``weights``, mismatched shapes, invalid
+        offsets, or another ``dtype``.
+    TypeError
+        For non-numeric matrices or weights, or float / bool ``sent_offsets``.
+
     Returns
     -------
     R : scipy.sparse.csr_matrix, shape (n, d2)
         Rows of sentences without candidates are zero.
     """
+    dtype = _check_dtype(dtype)
     Y = _as_csr("Y", Y)
     Y_hat = _as_csr("Y_hat", Y_hat, n_cols=Y.shape[1])
     n = Y.shape[0]
-    off = _check_segments(sent_offsets, n, Y_hat.shape[0])
-    w = np.ascontiguousarray(weights, dtype=np.float64)
+    off = _check_segments(sent_offsets, Y_hat.shape[0], n)
+    w = real_array("weights", weights, ndim=None)
     if w.shape != (Y_hat.shape[0],):
         raise ValueError(
             f"weights must have one entry per candidate ({Y_hat.shape[0]}), got shape {w.shape}"
@@ -186,6 +210,7 @@ def slack_update(margins, losses, alpha, sent_offsets, gamma):
     Parameters
     ----------
     margins, losses, alpha : float arrays, shape (n_candidates,)
+        ``losses`` and ``alpha`` >= 0.
     sent_offsets : int array, shape (n + 1,)
     gamma : float > 0
 
@@ -196,9 +221,9 @@ def slack_update(margins, losses, alpha, sent_offsets, gamma):
     alpha_new : ndarray, shape (n_candidates,)
         The updated multipliers (``alpha`` itself is not modified).
     """
-    s = np.ascontiguousarray(margins, dtype=np.float64)
-    L = np.ascontiguousarray(losses, dtype=np.float64)
-    al = np.array(alpha, dtype=np.float64, copy=True)
+    s = real_array("margins", margins, ndim=None)
+    L = real_array("losses", losses, ndim=None)
+    al = real_array("alpha", alpha, ndim=None).copy()
     if not (s.ndim == L.ndim == al.ndim == 1 and s.size == L.size == al.size):
         raise ValueError(
             f"margins, losses and alpha must be 1-d of equal length, got shapes "
@@ -208,9 +233,10 @@ def slack_update(margins, losses, alpha, sent_offsets, gamma):
         raise ValueError("margins, losses and alpha must be finite")
     if np.any(L < 0):
         raise ValueError(f"losses must be >= 0, got minimum {L.min()}")
-    if not (np.isfinite(gamma) and gamma > 0):
-        raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
-    off = np.ascontiguousarray(sent_offsets, dtype=np.int64)
-    _check_segments(off, off.size - 1, s.size)
-    xi = _slack_update_kernel(s, L, al, off, float(gamma))
+    if np.any(al < 0):
+        raise ValueError(f"alpha must be >= 0 (multipliers of inequality constraints), got "
+                         f"minimum {al.min()}")
+    gamma = check_real("gamma", gamma, 0.0, strict=True)
+    off = _check_segments(sent_offsets, s.size)
+    xi = _slack_update_kernel(s, L, al, off, gamma)
     return xi, al

@@ -152,3 +152,76 @@ def test_kernels_run_without_jit():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# -- arguments a cast or a NaN would silently alter ------------------------------------------
+
+_Y = sp.csr_matrix([[1.0, 0.0], [0.0, 1.0]])
+_YH = sp.csr_matrix([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]])
+_AGG = dict(Y=_Y, Y_hat=_YH, weights=[1.0, 1.0, 1.0], sent_offsets=[0, 1, 3])
+
+
+@pytest.mark.parametrize(("kw", "exc", "pattern"), [
+    # dtype=int gave [[1, -1], [0, 0]] instead of [[1, -1], [-0.75, 0.75]]
+    (dict(dtype=int), ValueError, "dtype must be float32 or float64, got int64"),
+    (dict(dtype=bool), ValueError, "dtype must be float32 or float64, got bool"),
+    # float16 gave a matrix whose .toarray() raised
+    (dict(dtype=np.float16), ValueError, "dtype must be float32 or float64, got float16"),
+    (dict(dtype="no such dtype"), TypeError, "dtype must be float32 or float64, got 'no such"),
+    (dict(Y=sp.csr_matrix([[1.0, np.nan], [0.0, 1.0]])), ValueError, "Y must have finite values"),
+    (dict(Y=np.array([[1.0, 0.0], [np.inf, 1.0]])), ValueError, "Y must have finite values"),
+    (dict(Y_hat=sp.csr_matrix([[0.0, 1.0], [1.0, 0.0], [0.5, -np.inf]])), ValueError,
+     "Y_hat must have finite values"),
+    # offset 2.9 was used as 2
+    (dict(sent_offsets=np.array([0, 1.0, 3])), TypeError,
+     "sent_offsets must be an int array, got float64"),
+    (dict(sent_offsets=np.array([0, 1, 3])[None]), ValueError,
+     r"sent_offsets must be 1-d, got shape \(1, 3\)"),
+    (dict(weights=["a"] * 3), TypeError, "weights must be a real .*array, got <U1"),
+    (dict(weights=np.ones(3) + 1j), TypeError, "weights must be a real .*array, got complex128"),
+])
+def test_aggregate_refuses_bad_dtype_values_and_offsets(kw, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        aggregate_residuals(**{**_AGG, **kw})
+
+
+def test_aggregate_valid_input_unchanged():
+    R = aggregate_residuals(**_AGG)
+    np.testing.assert_allclose(R.toarray(), [[1.0, -1.0], [-0.75, 0.75]])
+    R32 = aggregate_residuals(**{**_AGG, "sent_offsets": np.array([0, 1, 3], np.uint8),
+                                 "weights": np.array([1, 1, 1]), "dtype": "float32"})
+    assert R32.dtype == np.float32
+    np.testing.assert_allclose(R32.toarray(), R.toarray())
+
+
+_SLACK = dict(margins=np.array([0.2, 2.0, 0.5]), losses=np.array([1.0, 1.0, 2.0]),
+              alpha=np.array([1.0, 1.0, 1.0]), sent_offsets=[0, 2, 3], gamma=0.5)
+
+
+@pytest.mark.parametrize(("kw", "exc", "pattern"), [
+    # offset 2.5 was used as 2
+    (dict(sent_offsets=np.array([0, 2.5, 3])), TypeError,
+     "sent_offsets must be an int array, got float64"),
+    (dict(sent_offsets=[]), ValueError, r"sent_offsets must start at 0, .*; got 0 entries"),
+    (dict(gamma="0.1"), TypeError, "gamma must be a real number, got '0.1'"),
+    (dict(gamma=None), TypeError, "gamma must be a real number, got None"),
+    (dict(gamma=np.array([0.1, 0.2])), TypeError, "gamma must be a real number"),
+    (dict(gamma=True), TypeError, "gamma must be a real number, got True"),
+    (dict(alpha=np.array([1.0, -1.0, 1.0])), ValueError, "alpha must be >= 0"),
+    (dict(losses=np.array([1, 1, 2]) + 0j), TypeError, "losses must be a real .*complex128"),
+])
+def test_slack_refuses_bad_gamma_offsets_and_alpha(kw, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        slack_update(**{**_SLACK, **kw})
+
+
+def test_slack_valid_input_unchanged():
+    xi, a = slack_update(**_SLACK)
+    rxi, ra = _reference_slack(_SLACK["margins"], _SLACK["losses"], _SLACK["alpha"],
+                               _SLACK["sent_offsets"], 0.5)
+    np.testing.assert_allclose(xi, rxi, rtol=1e-14)
+    np.testing.assert_allclose(a, ra, rtol=1e-14)
+    xi2, a2 = slack_update(**{**_SLACK, "sent_offsets": np.array([0, 2, 3], np.int32),
+                              "gamma": np.float32(0.5), "losses": np.array([1, 1, 2])})
+    np.testing.assert_array_equal(xi2, xi)
+    np.testing.assert_array_equal(a2, a)
