@@ -30,6 +30,8 @@ import numba
 import numpy as np
 
 from .._config import JIT_PARALLEL, JIT_SERIAL
+from .._params import check_bool
+from ._checks import first_unsorted_segment, int_array, real_array
 
 __all__ = ["kbest_viterbi", "sequence_logprob"]
 
@@ -222,21 +224,29 @@ def _sequence_logprob(sent_offsets, seq_offsets, seq_sent, seq_tags, cand_offset
 # public wrappers: validate once, convert once, never let a bad array reach numba
 # ---------------------------------------------------------------------------------------
 
-def _as_1d(name, x, dtype):
-    arr = np.asarray(x)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-d, got shape {arr.shape}")
-    if arr.size and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
-        raise TypeError(f"{name} must have a dtype castable to {np.dtype(dtype)}, got {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=dtype)
-
-
 def _check_offsets(name, off, end, end_name):
-    if off.size < 1 or off[0] != 0 or off[-1] != end or np.any(np.diff(off) < 0):
+    if off.size < 1 or off[0] != 0 or off[-1] != end or np.any(off[1:] < off[:-1]):
         raise ValueError(
             f"{name} must be non-decreasing, start at 0 and end at {end_name}={end}; "
             f"got {off.size} entries ending at {off[-1] if off.size else None}"
         )
+
+
+def _check_logp(name, a, what="log-probabilities"):
+    # NaN makes the kernel's ``v > best`` merge pick paths in arbitrary order, and +inf is no
+    # log-probability; -inf (log 0) is a valid value
+    bad = np.isnan(a) | (a == np.inf)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name} must be finite or -inf ({what}), got {a[i]} at index {i}")
+
+
+def _check_state(name, v, S):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int in [0, n_states={S}), got {v!r}")
+    if not 0 <= v < S:
+        raise ValueError(f"{name} must be an int in [0, n_states={S}), got {v!r}")
+    return int(v)
 
 
 def _check_transitions(n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp,
@@ -244,17 +254,18 @@ def _check_transitions(n_states, bigram_logp, context_adj, tri_indptr, tri_tags,
     if not isinstance(n_states, (int, np.integer)) or n_states < 2:
         raise ValueError(f"n_states must be an int >= 2, got {n_states!r}")
     S = int(n_states)
-    bigram_logp = _as_1d("bigram_logp", np.asarray(bigram_logp).ravel(), np.float64)
-    context_adj = _as_1d("context_adj", np.asarray(context_adj).ravel(), np.float64)
+    # (S, S) tables are accepted as well as their (S * S,) ravel
+    bigram_logp = real_array("bigram_logp", bigram_logp, ndim=None).ravel()
+    context_adj = real_array("context_adj", context_adj, ndim=None).ravel()
     if bigram_logp.size != S * S:
         raise ValueError(f"bigram_logp must have n_states**2={S * S} entries, got "
                          f"{bigram_logp.size}")
     if context_adj.size != S * S:
         raise ValueError(f"context_adj must have n_states**2={S * S} entries, got "
                          f"{context_adj.size}")
-    tri_indptr = _as_1d("tri_indptr", tri_indptr, np.int64)
-    tri_tags = _as_1d("tri_tags", tri_tags, np.int32)
-    tri_logp = _as_1d("tri_logp", tri_logp, np.float64)
+    tri_indptr = int_array("tri_indptr", tri_indptr, np.int64)
+    tri_tags = int_array("tri_tags", tri_tags, np.int32)
+    tri_logp = real_array("tri_logp", tri_logp)
     if tri_indptr.size != S * S + 1:
         raise ValueError(f"tri_indptr must have n_states**2 + 1={S * S + 1} entries, got "
                          f"{tri_indptr.size}")
@@ -263,17 +274,27 @@ def _check_transitions(n_states, bigram_logp, context_adj, tri_indptr, tri_tags,
         raise ValueError(f"tri_logp has {tri_logp.size} entries, tri_tags {tri_tags.size}")
     if tri_tags.size and (tri_tags.min() < 0 or tri_tags.max() >= S):
         raise ValueError(f"tri_tags must lie in [0, n_states={S})")
-    for name, v in (("bos", bos), ("eos", eos)):
-        if not isinstance(v, (int, np.integer)) or not 0 <= v < S:
-            raise ValueError(f"{name} must be an int in [0, n_states={S}), got {v!r}")
-    return S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, int(bos), int(eos)
+    # the kernel finds a stored trigram by binary search: out of order, it falls back to the
+    # back-off silently
+    c = first_unsorted_segment(tri_indptr, tri_tags, strict=True)
+    if c >= 0:
+        raise ValueError(f"tri_tags must be sorted (ascending, without repeats) within each "
+                         f"context; context {c} (t2={c // S}, t1={c % S}) is not")
+    _check_logp("bigram_logp", bigram_logp)
+    _check_logp("context_adj", context_adj, "a log-probability adjustment")
+    _check_logp("tri_logp", tri_logp)
+    bos = _check_state("bos", bos, S)
+    eos = _check_state("eos", eos, S)
+    if bos == eos:
+        raise ValueError(f"bos and eos must be different states, got both {bos}")
+    return S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos
 
 
-def _check_candidates(sent_offsets, cand_offsets, cand_tags, cand_logp, S):
-    sent_offsets = _as_1d("sent_offsets", sent_offsets, np.int64)
-    cand_offsets = _as_1d("cand_offsets", cand_offsets, np.int64)
-    cand_tags = _as_1d("cand_tags", cand_tags, np.int32)
-    cand_logp = _as_1d("cand_logp", cand_logp, np.float64)
+def _check_candidates(sent_offsets, cand_offsets, cand_tags, cand_logp, S, bos, eos):
+    sent_offsets = int_array("sent_offsets", sent_offsets, np.int64)
+    cand_offsets = int_array("cand_offsets", cand_offsets, np.int64)
+    cand_tags = int_array("cand_tags", cand_tags, np.int32)
+    cand_logp = real_array("cand_logp", cand_logp)
     n_tokens = cand_offsets.size - 1
     _check_offsets("sent_offsets", sent_offsets, n_tokens, "n_tokens (len(cand_offsets) - 1)")
     _check_offsets("cand_offsets", cand_offsets, cand_tags.size, "len(cand_tags)")
@@ -285,8 +306,23 @@ def _check_candidates(sent_offsets, cand_offsets, cand_tags, cand_logp, S):
     if cand_tags.size and (cand_tags.min() < 0 or cand_tags.max() >= S):
         raise ValueError(f"cand_tags must lie in [0, n_states={S}), got range "
                          f"[{cand_tags.min()}, {cand_tags.max()}]")
-    if np.isnan(cand_logp).any():
-        raise ValueError("cand_logp contains NaN")
+    boundary = np.flatnonzero((cand_tags == bos) | (cand_tags == eos))
+    if boundary.size:
+        p = int(boundary[0])
+        j = int(np.searchsorted(cand_offsets, p, side="right")) - 1
+        raise ValueError(f"cand_tags must not contain bos ({bos}) or eos ({eos}); token {j} "
+                         f"has candidate {cand_tags[p]}")
+    # a repeated candidate would give the same tag sequence twice in a k-best list; tags
+    # sorted within each token (the usual case) are distinct without a sort
+    if first_unsorted_segment(cand_offsets, cand_tags, strict=True) >= 0:
+        token = np.repeat(np.arange(n_tokens), np.diff(cand_offsets))
+        order = np.lexsort((cand_tags, token))
+        tk, tg = token[order], cand_tags[order]
+        dup = np.flatnonzero((tk[1:] == tk[:-1]) & (tg[1:] == tg[:-1]))
+        if dup.size:
+            raise ValueError(f"candidate tags must be distinct within each token; token "
+                             f"{tk[dup[0]]} has candidate tag {tg[dup[0]]} twice")
+    _check_logp("cand_logp", cand_logp, "emission log-probabilities")
     return sent_offsets, cand_offsets, cand_tags, cand_logp
 
 
@@ -302,9 +338,9 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
         Token ``j`` may take the tags ``cand_tags[cand_offsets[j]:cand_offsets[j + 1]]``
         (at least one, all distinct).
     cand_tags : int array, shape (n_cand,)
-        Candidate tag ids in ``[0, n_states)``.
+        Candidate tag ids in ``[0, n_states)``, neither ``bos`` nor ``eos``.
     cand_logp : float array, shape (n_cand,)
-        Emission log-probability of each candidate.
+        Emission log-probability of each candidate (finite or -inf, as every table below).
     n_states : int
         Size ``S`` of the transition state space (tags plus BOS and EOS).
     bigram_logp : float array, shape (S, S) or (S * S,)
@@ -317,11 +353,20 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
     tri_logp : float array, shape (n_trigrams,)
         Log-probability of the stored trigrams.
     bos, eos : int
-        State ids of the sentence boundaries.
+        State ids of the sentence boundaries (different).
     k : int >= 1
         Number of sequences per sentence; fewer are returned when a sentence has fewer.
     parallel : bool
         Decode sentences on all numba threads (``prange``).
+
+    Raises
+    ------
+    TypeError
+        For float or bool id / offset arrays (they would be truncated) and non-bool
+        ``parallel``.
+    ValueError
+        For arrays that break the layout above: offsets, ranges, NaN or +inf in a table,
+        ``tri_tags`` unsorted within a context, repeated candidates of a token.
 
     Returns
     -------
@@ -341,10 +386,11 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     k = int(k)
+    parallel = check_bool("parallel", parallel)
     S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos = _check_transitions(
         n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos)
     sent_offsets, cand_offsets, cand_tags, cand_logp = _check_candidates(
-        sent_offsets, cand_offsets, cand_tags, cand_logp, S)
+        sent_offsets, cand_offsets, cand_tags, cand_logp, S, bos, eos)
     n_sent = sent_offsets.size - 1
     n_tokens = cand_offsets.size - 1
     out_tags = np.zeros(n_tokens * k, dtype=np.int32)
@@ -388,10 +434,10 @@ def sequence_logprob(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states,
     S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos = _check_transitions(
         n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos)
     sent_offsets, cand_offsets, cand_tags, cand_logp = _check_candidates(
-        sent_offsets, cand_offsets, cand_tags, cand_logp, S)
-    seq_sent = _as_1d("seq_sent", seq_sent, np.int64)
-    seq_tags = _as_1d("seq_tags", seq_tags, np.int32)
-    seq_offsets = _as_1d("seq_offsets", seq_offsets, np.int64)
+        sent_offsets, cand_offsets, cand_tags, cand_logp, S, bos, eos)
+    seq_sent = int_array("seq_sent", seq_sent, np.int64)
+    seq_tags = int_array("seq_tags", seq_tags, np.int32)
+    seq_offsets = int_array("seq_offsets", seq_offsets, np.int64)
     if seq_offsets.size != seq_sent.size + 1:
         raise ValueError(f"seq_offsets must have len(seq_sent) + 1={seq_sent.size + 1} "
                          f"entries, got {seq_offsets.size}")

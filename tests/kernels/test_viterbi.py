@@ -223,7 +223,7 @@ def _good_args():
     (dict(sent_offsets=np.array([0, 2, 4])), ValueError,
      r"sent_offsets must .* end at n_tokens .*=5; got 3 entries"),
     (dict(sent_offsets=np.array([[0, 5]])), ValueError, r"sent_offsets must be 1-d"),
-    (dict(cand_tags=np.linspace(0.0, 1.0, 7)), TypeError, r"cand_tags must have a dtype castable"),
+    (dict(cand_tags=np.linspace(0.0, 1.0, 7)), TypeError, r"cand_tags must be an int array"),
     (dict(cand_logp=np.zeros(3)), ValueError, r"cand_logp has 3 entries"),
     (dict(n_states=1), ValueError, r"n_states must be an int >= 2, got 1"),
     (dict(bigram_logp=np.zeros((3, 3))), ValueError, r"bigram_logp must have n_states\*\*2=36"),
@@ -248,7 +248,7 @@ def test_bad_candidates():
     args = _good_args()
     args["cand_logp"] = args["cand_logp"].copy()
     args["cand_logp"][1] = np.nan
-    with pytest.raises(ValueError, match="cand_logp contains NaN"):
+    with pytest.raises(ValueError, match="cand_logp must be finite or -inf .*got nan at index 1"):
         kbest_viterbi(**args)
     args = _good_args()
     co = args["cand_offsets"].copy()
@@ -284,3 +284,113 @@ def test_runs_without_jit():
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert "NOJIT-OK" in res.stdout
+
+
+def _first_context_with(trans, n):
+    ind = trans["tri_indptr"]
+    return int(np.flatnonzero(np.diff(ind) >= n)[0])
+
+
+def _reversed_context(trans):
+    c = _first_context_with(trans, 2)
+    tags = trans["tri_tags"].copy()
+    lo, hi = trans["tri_indptr"][c], trans["tri_indptr"][c + 1]
+    tags[lo:hi] = tags[lo:hi][::-1]
+    return c, tags
+
+
+def _with(arr, i, value):
+    arr = np.array(arr, dtype=np.float64, copy=True)
+    arr.flat[i] = value
+    return arr
+
+
+def test_bad_tables():
+    """NaN / +inf in a table, tri_tags out of order, bos == eos: each was decoded silently."""
+    args = _good_args()
+    S = args["n_states"]
+    c, rev = _reversed_context(args)
+    cases = [
+        (dict(bigram_logp=_with(args["bigram_logp"], 0, np.nan)),
+         r"bigram_logp must be finite or -inf \(log-probabilities\), got nan at index 0"),
+        (dict(bigram_logp=np.full(S * S, np.inf)), r"bigram_logp .*got inf at index 0"),
+        (dict(context_adj=_with(args["context_adj"], 7, np.nan)),
+         r"context_adj must be finite or -inf .*got nan at index 7"),
+        (dict(tri_logp=np.full(args["tri_logp"].size, np.nan)),
+         r"tri_logp must be finite or -inf .*got nan at index 0"),
+        (dict(cand_logp=_with(args["cand_logp"], 0, np.inf)),
+         r"cand_logp must be finite or -inf .*got inf at index 0"),
+        (dict(tri_tags=rev), rf"tri_tags must be sorted \(ascending, without repeats\) within "
+                             rf"each context; context {c} \(t2={c // S}, t1={c % S}\) is not"),
+        (dict(bos=5, eos=5), "bos and eos must be different states, got both 5"),
+    ]
+    for change, match in cases:
+        with pytest.raises(ValueError, match=match):
+            kbest_viterbi(**{**args, **change})
+    seq = dict(seq_sent=[0], seq_tags=args["cand_tags"][[0, 0]], seq_offsets=[0, 2])
+    no_k = {key: v for key, v in args.items() if key != "k"}
+    with pytest.raises(ValueError, match="bigram_logp must be finite or -inf"):
+        sequence_logprob(**{**no_k, **seq, "bigram_logp": _with(args["bigram_logp"], 3, np.nan)})
+
+
+_LAT = dict(sent_offsets=np.array([0, 2]), cand_offsets=np.array([0, 3, 4]))
+
+
+@pytest.mark.parametrize("change, exc, match", [
+    # a repeated candidate gave the same sequence twice in the k-best list
+    (dict(cand_tags=[0, 0, 1, 2]), ValueError,
+     "candidate tags must be distinct within each token; token 0 has candidate tag 0 twice"),
+    (dict(cand_tags=[2, 0, 2, 1]), ValueError, "token 0 has candidate tag 2 twice"),
+    # BOS / EOS as a token's tag ended up inside the output sequences
+    (dict(cand_tags=[0, 1, 2, 4]), ValueError,
+     r"cand_tags must not contain bos \(4\) or eos \(5\); token 1 has candidate 4"),
+    (dict(cand_tags=[5, 1, 2, 3]), ValueError, "token 0 has candidate 5"),
+    # int64 tag 2**32 + 1 wrapped to tag 1 in int32
+    (dict(cand_tags=np.array([2**32 + 1, 0, 2, 3])), ValueError,
+     r"cand_tags must lie in the int32 range .*got values in \[0, 4294967297\]"),
+    (dict(cand_tags=np.array([True, False, True, False])), TypeError,
+     "cand_tags must be an int array, got bool"),
+    (dict(cand_offsets=np.array([0, 3.0, 4])), TypeError,
+     "cand_offsets must be an int array, got float64"),
+    (dict(tri_tags="float"), TypeError, "tri_tags must be an int array, got float64"),
+    (dict(tri_tags="wrap"), ValueError, "tri_tags must lie in the int32 range"),
+    (dict(bos=True), TypeError, r"bos must be an int in \[0, n_states=6\), got True"),
+    # a truthy string ran the parallel kernel
+    (dict(parallel="no"), TypeError, "parallel must be True or False, got 'no'"),
+])
+def test_bad_candidate_tags_and_ids(change, exc, match):
+    args = _good_args()
+    args.update(_LAT, cand_tags=np.array([0, 1, 2, 3]), cand_logp=np.array([-1.0, -2, -3, -4]))
+    if change.get("tri_tags") == "float":
+        change = dict(tri_tags=args["tri_tags"].astype(float))
+    elif change.get("tri_tags") == "wrap":
+        change = dict(tri_tags=args["tri_tags"].astype(np.int64) + 2**32)
+    args.update(change)
+    with pytest.raises(exc, match=match):
+        kbest_viterbi(**args)
+
+
+def test_valid_unusual_input_unchanged():
+    """Candidates out of order, -inf emissions, narrow / unsigned ids and (S, S) tables."""
+    rng = np.random.default_rng(8)
+    trans, dense = random_model(rng)
+    lat = random_lattice(rng, [3, 2])
+    lat["cand_logp"][[1, 4]] = -np.inf
+    ref = decode(lat, trans, 6)
+    for i in range(2):
+        want = brute_force(lat, dense, trans["bos"], trans["eos"], i)[:6]
+        got = ref[3][ref[2][i]:ref[2][i + 1]]
+        np.testing.assert_allclose(got, [s for s, _ in want])
+    # reverse each token's candidates (with their emissions): same sequences and scores
+    # (finite emissions here: the order among tied -inf paths is not specified)
+    lat = random_lattice(rng, [3, 2, 4])
+    ref = decode(lat, trans, 6)
+    co = lat["cand_offsets"]
+    perm = np.concatenate([np.arange(co[j + 1] - 1, co[j] - 1, -1) for j in range(co.size - 1)])
+    shuffled = dict(lat, cand_tags=lat["cand_tags"][perm], cand_logp=lat["cand_logp"][perm],
+                    cand_offsets=co.astype(np.uint32), sent_offsets=lat["sent_offsets"].astype(
+                        np.int16))
+    out = kbest_viterbi(**shuffled, **dict(trans, tri_tags=trans["tri_tags"].astype(np.uint8)),
+                        k=6, parallel=np.bool_(False))
+    for x, y in zip(ref, out):
+        np.testing.assert_array_equal(x, y)
