@@ -305,32 +305,41 @@ def _with(arr, i, value):
     return arr
 
 
-def test_bad_tables():
-    """NaN / +inf in a table, tri_tags out of order, bos == eos: each was decoded silently."""
-    args = _good_args()
+def _bad_table(case, args):
     S = args["n_states"]
     c, rev = _reversed_context(args)
-    cases = [
-        (dict(bigram_logp=_with(args["bigram_logp"], 0, np.nan)),
-         r"bigram_logp must be finite or -inf \(log-probabilities\), got nan at index 0"),
-        (dict(bigram_logp=np.full(S * S, np.inf)), r"bigram_logp .*got inf at index 0"),
-        (dict(context_adj=_with(args["context_adj"], 7, np.nan)),
-         r"context_adj must be finite or -inf .*got nan at index 7"),
-        (dict(tri_logp=np.full(args["tri_logp"].size, np.nan)),
-         r"tri_logp must be finite or -inf .*got nan at index 0"),
-        (dict(cand_logp=_with(args["cand_logp"], 0, np.inf)),
-         r"cand_logp must be finite or -inf .*got inf at index 0"),
-        (dict(tri_tags=rev), rf"tri_tags must be sorted \(ascending, without repeats\) within "
-                             rf"each context; context {c} \(t2={c // S}, t1={c % S}\) is not"),
-        (dict(bos=5, eos=5), "bos and eos must be different states, got both 5"),
-    ]
-    for change, match in cases:
+    return {
+        "bigram_nan": (dict(bigram_logp=_with(args["bigram_logp"], 0, np.nan)),
+                       r"bigram_logp must be finite or -inf \(log-probabilities\), got nan at "
+                       r"index 0"),
+        "bigram_inf": (dict(bigram_logp=np.full(S * S, np.inf)),
+                       r"bigram_logp .*got inf at index 0"),
+        "adj_nan": (dict(context_adj=_with(args["context_adj"], 7, np.nan)),
+                    r"context_adj must be finite or -inf .*got nan at index 7"),
+        "tri_nan": (dict(tri_logp=np.full(args["tri_logp"].size, np.nan)),
+                    r"tri_logp must be finite or -inf .*got nan at index 0"),
+        "cand_inf": (dict(cand_logp=_with(args["cand_logp"], 0, np.inf)),
+                     r"cand_logp must be finite or -inf .*got inf at index 0"),
+        "tri_unsorted": (dict(tri_tags=rev),
+                         rf"tri_tags must be sorted \(ascending, without repeats\) within each "
+                         rf"context; context {c} \(t2={c // S}, t1={c % S}\) is not"),
+        "bos_is_eos": (dict(bos=5, eos=5), "bos and eos must be different states, got both 5"),
+    }[case]
+
+
+@pytest.mark.parametrize("case", ["bigram_nan", "bigram_inf", "adj_nan", "tri_nan", "cand_inf",
+                                  "tri_unsorted", "bos_is_eos"])
+def test_bad_tables(case):
+    """NaN / +inf in a table, tri_tags out of order, bos == eos: each was decoded silently."""
+    args = _good_args()
+    change, match = _bad_table(case, args)
+    with pytest.raises(ValueError, match=match):
+        kbest_viterbi(**{**args, **change})
+    if case == "bigram_nan":
+        seq = dict(seq_sent=[0], seq_tags=args["cand_tags"][[0, 0]], seq_offsets=[0, 2])
+        no_k = {key: v for key, v in args.items() if key != "k"}
         with pytest.raises(ValueError, match=match):
-            kbest_viterbi(**{**args, **change})
-    seq = dict(seq_sent=[0], seq_tags=args["cand_tags"][[0, 0]], seq_offsets=[0, 2])
-    no_k = {key: v for key, v in args.items() if key != "k"}
-    with pytest.raises(ValueError, match="bigram_logp must be finite or -inf"):
-        sequence_logprob(**{**no_k, **seq, "bigram_logp": _with(args["bigram_logp"], 3, np.nan)})
+            sequence_logprob(**{**no_k, **seq, **change})
 
 
 _LAT = dict(sent_offsets=np.array([0, 2]), cand_offsets=np.array([0, 3, 4]))
