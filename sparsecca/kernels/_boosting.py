@@ -265,12 +265,16 @@ def boosting_path(D, margins, n_rounds, *, eps=0.0025, l1=0.0, refresh=256):
     l1 = check_real("l1", l1, 0.0, strict=False)
     eps = check_real("eps", eps, 0.0, strict=l1 == 0.0)
     indptr, indices, data, (n_pairs, n_features) = _csr_arrays("D", D)
+    # a copy: sum_duplicates and eliminate_zeros work in place, on arrays that may be D's own
+    Dc = sp.csr_matrix((data, indices, indptr), shape=(n_pairs, n_features), copy=True)
+    # the kernel adds up duplicate entries: two stored +1s at one place act as a 2
+    Dc.sum_duplicates()
+    data = Dc.data
     if data.size and not np.all((data == 1.0) | (data == -1.0) | (data == 0.0)):
         bad = data[(data != 1.0) & (data != -1.0) & (data != 0.0)][0]
-        raise ValueError(f"D must have values in {{-1, 0, +1}} (binary feature differences), "
-                         f"got {bad}")
+        raise ValueError(f"D must have values in {{-1, 0, +1}} (binary feature differences; "
+                         f"duplicate entries summed), got {bad}")
     m0 = _float_vector("margins", margins, n_pairs)
-    Dc = sp.csr_matrix((data, indices, indptr), shape=(n_pairs, n_features))
     Dc.eliminate_zeros()
     indptr, indices, data = (Dc.indptr.astype(np.int64), Dc.indices.astype(np.int64),
                              Dc.data.astype(np.float64))

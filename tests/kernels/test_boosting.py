@@ -552,3 +552,25 @@ def test_perceptron_int_dtypes_and_numpy_bool_same_result():
                                  "averaged": np.bool_(True)})
     np.testing.assert_array_equal(W, W2)
     np.testing.assert_array_equal(n, n2)
+
+
+def test_boosting_path_sums_duplicate_entries():
+    # two stored +1s at one (pair, feature) acted as a 2 in the kernel
+    dup = sp.csr_matrix((np.array([1.0, 1.0, -1.0]), np.array([0, 0, 1]), np.array([0, 2, 3])),
+                        shape=(2, 2))
+    with pytest.raises(ValueError, match=r"D must have values in \{-1, 0, \+1\} .*got 2"):
+        boosting_path(dup, np.zeros(2), 3)
+    # a +1 and a -1 stored at one place sum to 0: the same path as without the entry
+    cancel = sp.csr_matrix((np.array([1.0, -1.0, 1.0, -1.0]), np.array([0, 0, 1, 1]),
+                            np.array([0, 3, 4])), shape=(2, 2))
+    plain = sp.csr_matrix(np.array([[0.0, 1.0], [0.0, -1.0]]))
+    m0 = np.array([0.3, -0.2])
+    for x, y in zip(boosting_path(cancel, m0, 3), boosting_path(plain, m0, 3)):
+        np.testing.assert_array_equal(x, y)
+    # D itself is left as it was (duplicates, order and explicit zeros kept)
+    D = sp.csr_matrix((np.array([0.0, 1.0, -1.0, 1.0]), np.array([1, 0, 0, 1], dtype=np.int64),
+                       np.array([0, 3, 4], dtype=np.int64)), shape=(2, 2))
+    before = [a.copy() for a in (D.data, D.indices, D.indptr)]
+    boosting_path(D, m0, 3)
+    for a, b in zip((D.data, D.indices, D.indptr), before):
+        np.testing.assert_array_equal(a, b)
