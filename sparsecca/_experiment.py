@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ._atomic import atomic_write, atomic_write_bytes
+from ._params import check_bool
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
 
@@ -392,10 +393,13 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
     Raises
     ------
     TypeError, ValueError
-        ``results`` is not such a list; checked before anything is created.
+        ``results`` is not such a list, or ``overwrite`` is not True or False; checked
+        before anything is created.
     NotADirectoryError
         ``out_dir`` is an existing file.
     """
+    # a truthy string such as 'no' must not replace an existing report
+    overwrite = check_bool("overwrite", overwrite)
     _check_results(results)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():

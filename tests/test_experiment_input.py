@@ -1,5 +1,7 @@
 """The experiment runner's refusals of data-set directories it cannot run, naming the file."""
 
+import os
+
 import pytest
 
 import sparsecca
@@ -150,4 +152,16 @@ def test_write_report_refuses_to_overwrite(tmp_path):
     (tmp_path / "report.md").write_text("keep me", encoding="utf-8")
     with pytest.raises(FileExistsError, match=r"report.md exists; pass overwrite=True"):
         sparsecca.write_report([_result()], tmp_path)
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == "keep me"
+
+
+@pytest.mark.parametrize("overwrite", ["no", "False", 1, None])
+def test_write_report_overwrite_must_be_a_bool(tmp_path, overwrite):
+    # any truthy value replaced report.md and report.json: 'no' meant yes
+    (tmp_path / "report.md").write_text("keep me", encoding="utf-8")
+    with pytest.raises(TypeError, match=r"^overwrite must be True or False, got "):
+        sparsecca.write_report([_result()], tmp_path, overwrite=overwrite)
+    with pytest.raises(TypeError, match=r"^overwrite must be True or False, got 'no'$"):
+        sparsecca.write_report([_result()], tmp_path / "new", overwrite="no")
+    assert os.listdir(tmp_path) == ["report.md"]
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == "keep me"
