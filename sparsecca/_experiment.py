@@ -10,6 +10,7 @@ the softened model (Figure 1).
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -127,7 +128,8 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     k, folds, rerankers, random_state, progress, tagger
         As in :func:`experiment_on_corpora`.
     name : str, optional
-        Data-set name in the report (default: the directory name).
+        Data-set name in the report (default: the directory name); a plain file name (see
+        :func:`check_set_name`).
 
     Returns
     -------
@@ -135,12 +137,18 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
         See :func:`experiment_on_corpora`; also ``paths`` and a ``read`` timing.
     """
     _check_rerankers(rerankers)  # before the data is read
+    if name is not None:
+        check_set_name(name)
     t0 = time.perf_counter()
     data = load_splits(data_dir, tags)
     t_read = time.perf_counter() - t0
     check_folds(data, folds)
+    if name is None:
+        # absolute: '.' has no name of its own (a symlink keeps its name)
+        name = check_set_name(Path(os.path.abspath(data_dir)).name or "data",
+                              f"the name of {data_dir} (give name=)")
     out = experiment_on_corpora(data["train"], data["dev"], data["test"],
-                                name=name or Path(data_dir).name, tags=tags, k=k, folds=folds,
+                                name=name, tags=tags, k=k, folds=folds,
                                 rerankers=rerankers, random_state=random_state,
                                 progress=progress, tagger=tagger)
     out["paths"] = data["paths"]
@@ -157,7 +165,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     ----------
     train, dev, test : TaggedCorpus
     name : str
-        Data-set name in the report.
+        Data-set name in the report; a plain file name (see :func:`check_set_name`).
     tags : str
         Which tag column (for the report only).
     k : int >= 2
@@ -183,6 +191,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     from .tagging import TrigramHMM, jackknife_nbest
     from .tagging._jackknife import clone
 
+    check_set_name(name)
     if not isinstance(k, (int, np.integer)) or k < 2:
         raise ValueError(f"k must be an int >= 2 (reranking needs candidates), got {k!r}")
     _check_rerankers(rerankers)
@@ -345,16 +354,60 @@ def _plot_grid(result: dict, path: Path) -> bool:
 #: the keys of an experiment result that write_report reads
 _RESULT_KEYS = ("name", "tags", "k", "folds", "sizes", "rows", "table3", "grids")
 
+#: a set name names ``<name>_grid.png`` in the report directory (a separator would put it
+#: elsewhere) and columns of report.md's tables ('|' would split one)
+_NAME_FORBIDDEN = "/\\|"
+
+
+def check_set_name(name, label: str = "name") -> str:
+    """``name`` if it can name a data set in a report, else an error naming ``label``.
+
+    The name becomes the file ``<name>_grid.png`` in the report directory, keys of
+    report.json and column heads of report.md, so it must be a non-empty ``str`` without a
+    path separator, ``|`` or a control character.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"{label} must be a str (it names the report's columns and the file "
+                        f"<name>_grid.png), got {name!r}")
+    if not name.strip():
+        raise ValueError(f"{label} must be a non-empty name, got {name!r}")
+    bad = next((c for c in name if c in _NAME_FORBIDDEN or not c.isprintable()), None)
+    if bad is not None:
+        raise ValueError(f"{label} {name!r} holds {bad!r}: a data-set name must be a plain "
+                         f"file name (it names <name>_grid.png and the report's columns), "
+                         f"without a path separator, '|' or a control character")
+    return name
+
+
+def check_set_names(names, labels) -> None:
+    """Refuse (naming the labels) invalid names or two that would name the same file.
+
+    Names equal up to case are refused too: on a case-insensitive file system (macOS,
+    Windows) their figures would overwrite each other.
+    """
+    seen: dict[str, int] = {}
+    for i, (name, label) in enumerate(zip(names, labels, strict=True)):
+        check_set_name(name, f"{label} name")
+        key = name.casefold()
+        if key in seen:
+            j = seen[key]
+            if names[j] == name:
+                raise ValueError(f"{label} has the name {name!r} of {labels[j]}; the names "
+                                 f"must differ (they name the report's columns and files)")
+            raise ValueError(f"{label} has the name {name!r}, which names the same file as "
+                             f"{labels[j]} ({names[j]!r}) on a case-insensitive file system "
+                             f"('{name}_grid.png'); the names must differ in more than case")
+        seen[key] = i
+
 
 def _check_results(results) -> None:
-    """A non-empty list of experiment results with distinct names (they name the files)."""
+    """A non-empty list of experiment results with distinct names that can name files."""
     if isinstance(results, (Mapping, str, bytes)) or not isinstance(results, Sequence):
         hint = "; wrap one result in a list" if isinstance(results, Mapping) else ""
         raise TypeError(f"results must be a list of experiment results (the dicts returned "
                         f"by experiment), got {type(results).__name__}{hint}")
     if not results:
         raise ValueError("results must hold at least one experiment result, got an empty list")
-    names: dict = {}
     for i, r in enumerate(results):
         if not isinstance(r, Mapping):
             raise TypeError(f"results[{i}] must be an experiment result (a dict returned by "
@@ -363,11 +416,9 @@ def _check_results(results) -> None:
         if missing:
             raise ValueError(f"results[{i}] is not an experiment result: no key "
                              f"{', '.join(map(repr, missing))}")
-        if r["name"] in names:
-            raise ValueError(f"results[{i}] has the name {r['name']!r} of "
-                             f"results[{names[r['name']]}]; the names must differ (they name "
-                             f"the report's columns and files)")
-        names[r["name"]] = i
+    # '1' and 1 differ but name the same file and JSON key; '../x' names a file elsewhere
+    check_set_names([r["name"] for r in results],
+                    [f"results[{i}]" for i in range(len(results))])
 
 
 def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> dict:

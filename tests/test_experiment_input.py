@@ -74,6 +74,28 @@ BAD_RESULTS = [
      r"^results\[1\] is not an experiment result: no key 'grids'$"),
     ([_result("en"), _result("fr"), _result("en")], ValueError,
      r"^results\[2\] has the name 'en' of results\[0\]; the names must differ"),
+    # '1' != 1, but both wrote 1_grid.png and the JSON key "1": the first set was lost
+    ([_result("1"), _result(1)], TypeError,
+     r"^results\[1\] name must be a str \(it names the report's columns and the file "
+     r"<name>_grid.png\), got 1$"),
+    ([_result(None)], TypeError, r"^results\[0\] name must be a str .* got None$"),
+    ([_result("")], ValueError, r"^results\[0\] name must be a non-empty name, got ''$"),
+    ([_result(" ")], ValueError, r"^results\[0\] name must be a non-empty name, got ' '$"),
+    # written outside out_dir, or into a directory that does not exist
+    ([_result("../escape")], ValueError,
+     r"^results\[0\] name '\.\./escape' holds '/': a data-set name must be a plain file "
+     r"name \(it names <name>_grid.png and the report's columns\), without a path "
+     r"separator, '\|' or a control character$"),
+    ([_result("a/b")], ValueError, r"^results\[0\] name 'a/b' holds '/'"),
+    ([_result("ok"), _result("a\\b")], ValueError, r"^results\[1\] name 'a\\\\b' holds '\\\\'"),
+    # '|' split the markdown table's column, a newline its row
+    ([_result("a|b")], ValueError, r"^results\[0\] name 'a\|b' holds '\|'"),
+    ([_result("a\nb")], ValueError, r"^results\[0\] name 'a\\nb' holds '\\n'"),
+    # one file on a case-insensitive file system
+    ([_result("en"), _result("EN")], ValueError,
+     r"^results\[1\] has the name 'EN', which names the same file as results\[0\] \('en'\) "
+     r"on a case-insensitive file system \('EN_grid.png'\); the names must differ in more "
+     r"than case$"),
 ]
 
 
@@ -165,3 +187,25 @@ def test_write_report_overwrite_must_be_a_bool(tmp_path, overwrite):
         sparsecca.write_report([_result()], tmp_path / "new", overwrite="no")
     assert os.listdir(tmp_path) == ["report.md"]
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == "keep me"
+
+
+@pytest.mark.parametrize("name,exc,match", [
+    (123, TypeError, r"^name must be a str \(it names the report's columns and the file "
+                     r"<name>_grid.png\), got 123$"),
+    ("", ValueError, r"^name must be a non-empty name, got ''$"),
+    ("../x", ValueError, r"^name '\.\./x' holds '/': a data-set name must be a plain file"),
+])
+def test_experiment_refuses_a_bad_name_before_running(tmp_path, name, exc, match):
+    # a name that cannot name the report's files was refused by write_report, at the end
+    d = _write(tmp_path / "set", {"train": 3, "dev": 2, "test": 2})
+    with pytest.raises(exc, match=match):
+        sparsecca.experiment(d, name=name)  # before check_folds refuses the 3 sentences
+    with pytest.raises(exc, match=match):
+        sparsecca._experiment.experiment_on_corpora(None, None, None, name=name)
+
+
+def test_experiment_default_name_must_name_a_file(tmp_path):
+    d = _write(tmp_path / "a|b", {"train": 12, "dev": 4, "test": 4})
+    with pytest.raises(ValueError, match=r"^the name of \S*a\|b \(give name=\) 'a\|b' "
+                                         r"holds '\|'"):
+        sparsecca.experiment(d, k=2, folds=2)
