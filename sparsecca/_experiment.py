@@ -21,6 +21,8 @@ from ._atomic import atomic_write, atomic_write_bytes
 from ._params import check_bool
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
+from .exceptions import TagsetMismatchError
+from .linalg._validation import check_random_state
 
 __all__ = ["DatasetError", "load_splits", "experiment", "experiment_on_corpora", "write_report",
            "format_table"]
@@ -74,8 +76,23 @@ def load_splits(data_dir, tags: str = "upos") -> dict:
             # named here: downstream the empty corpus would be refused without its file
             raise DatasetError(f"{paths[s]}: no sentences (the {s} split is empty or holds "
                                f"only comments)")
+    for s in ("dev", "test"):
+        check_eval_split(out[s], paths[s])
     out["paths"] = {s: str(p) for s, p in paths.items()}
     return out
+
+
+def check_eval_split(corpus, where) -> None:
+    """Refuse, naming ``where``, a dev or test corpus of fewer than 2 non-empty sentences.
+
+    The paired bootstrap resamples sentences: on one sentence it would only say which
+    system won on it, and it refused that only after the tagger and a reranker had run.
+    """
+    n = int(np.count_nonzero(np.diff(corpus.offsets)))
+    if n < 2:
+        raise DatasetError(f"{where}: {n} non-empty sentence{'s' * (n != 1)}; the "
+                           f"significance tests (paired bootstrap over sentences) need at "
+                           f"least 2")
 
 
 def check_folds(data, folds):
@@ -115,6 +132,29 @@ def _significance(base_choice_nb, nbest, choice):
             "gain": boot["gain"], "n01": mc["n01"], "n10": mc["n10"]}
 
 
+def _check_path(name: str, value) -> None:
+    # pathlib's own message ("expected str, bytes or os.PathLike object") names no argument
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or path-like), got {value!r}")
+
+
+def _check_run_options(random_state, progress) -> None:
+    """Refuse a bad ``random_state`` or ``progress`` before any work, naming the argument."""
+    check_bool("progress", progress)  # 'no' showed the bars
+    if not isinstance(random_state, np.random.RandomState):
+        # validation only: the seed itself is passed on (a RandomState would be advanced)
+        check_random_state(random_state)
+
+
+def _in_context(exc: Exception, context: str) -> Exception:
+    """``exc`` as the same exception type with ``context`` before its message."""
+    try:
+        return type(exc)(f"{context}: {exc}")
+    except Exception:  # an exception type with another constructor: keep it, add a note
+        exc.add_note(context)
+        return exc
+
+
 def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, rerankers=None,
                random_state=0, progress: bool = False, name: str | None = None,
                tagger=None) -> dict:
@@ -136,7 +176,9 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     dict
         See :func:`experiment_on_corpora`; also ``paths`` and a ``read`` timing.
     """
+    _check_path("data_dir", data_dir)
     _check_rerankers(rerankers)  # before the data is read
+    _check_run_options(random_state, progress)
     if name is not None:
         check_set_name(name)
     t0 = time.perf_counter()
@@ -150,7 +192,7 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     out = experiment_on_corpora(data["train"], data["dev"], data["test"],
                                 name=name, tags=tags, k=k, folds=folds,
                                 rerankers=rerankers, random_state=random_state,
-                                progress=progress, tagger=tagger)
+                                progress=progress, tagger=tagger, sources=data["paths"])
     out["paths"] = data["paths"]
     out["timings"] = {"read": t_read, **out["timings"]}
     return out
@@ -158,7 +200,7 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
 
 def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int = 10,
                           folds: int = 10, rerankers=None, random_state=0,
-                          progress: bool = False, tagger=None) -> dict:
+                          progress: bool = False, tagger=None, sources=None) -> dict:
     """Run the Table 2 protocol on three tagged corpora.
 
     Parameters
@@ -174,11 +216,15 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
         Jackknife folds for the training n-best lists.
     rerankers : dict name -> unfitted reranker, optional
         Default: :func:`sparsecca.rerank.default_rerankers`.
-    random_state : int
+    random_state : None, int >= 0 or numpy Generator
+        Seed of the jackknife folds and the default rerankers.
     progress : bool
         tqdm progress bars on the long steps.
     tagger : unfitted tagger, optional
         Default: ``TrigramHMM()``.
+    sources : dict split -> str, optional
+        Where ``train``, ``dev`` and ``test`` came from (e.g. their files), named in error
+        messages; default "the train split" etc.
 
     Returns
     -------
@@ -195,6 +241,11 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     if not isinstance(k, (int, np.integer)) or k < 2:
         raise ValueError(f"k must be an int >= 2 (reranking needs candidates), got {k!r}")
     _check_rerankers(rerankers)
+    _check_run_options(random_state, progress)
+    where = {s: str(sources[s]) if sources and s in sources else f"the {s} split"
+             for s in _SPLITS}
+    for s, corpus in (("dev", dev), ("test", test)):
+        check_eval_split(corpus, where[s])
     timings: dict[str, float] = {}
     tagger = TrigramHMM() if tagger is None else tagger
 
@@ -206,8 +257,14 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
                                progress=progress)
     timings["jackknife"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    dev_nb = hmm.nbest(dev, k=k)
-    test_nb = hmm.nbest(test, k=k)
+    decoded = {}
+    for s, corpus in (("dev", dev), ("test", test)):
+        try:
+            decoded[s] = hmm.nbest(corpus, k=k)
+        except TagsetMismatchError as exc:  # the message named neither file
+            raise TagsetMismatchError(f"{where[s]}: {exc} (the tagger was trained on "
+                                      f"{where['train']})") from None
+    dev_nb, test_nb = decoded["dev"], decoded["test"]
     timings["decode_dev_test"] = time.perf_counter() - t0
 
     rows: dict[str, dict] = {
@@ -231,7 +288,14 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
             # (a caller's models keep the parameters they were given)
             model.set_params(progress=True)
         t0 = time.perf_counter()
-        model.fit(train_nb, dev_nb)
+        try:
+            model.fit(train_nb, dev_nb)
+        except ValueError as exc:
+            # e.g. a train split too small for the model's n_components, which an
+            # experiment user never chose: say which row and which data
+            raise _in_context(exc, f"{model_name} (reranker), fitted on {where['train']} "
+                                   f"({train.n_sentences} sentences) and tuned on "
+                                   f"{where['dev']}") from exc
         fit_s = time.perf_counter() - t0
         choice_dev = model.rerank(dev_nb)
         choice_test = model.rerank(test_nb)
@@ -452,6 +516,7 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
     # a truthy string such as 'no' must not replace an existing report
     overwrite = check_bool("overwrite", overwrite)
     _check_results(results)
+    _check_path("out_dir", out_dir)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out}: exists and is not a directory (out_dir)")

@@ -432,7 +432,8 @@ def _run_protocol(sets, args, rerankers_spec, seed):
         t0 = time.perf_counter()
         r = experiment_on_corpora(data["train"], data["dev"], data["test"], name=name,
                                   tags=tags, k=args.k, folds=args.folds, rerankers=models,
-                                  random_state=seed, progress=_progress(args))
+                                  random_state=seed, progress=_progress(args),
+                                  sources=data.get("paths"))
         if "paths" in data:
             r["paths"] = data["paths"]
         r["timings"]["total"] = time.perf_counter() - t0
