@@ -10,6 +10,7 @@ the softened model (Figure 1).
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,8 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from ._atomic import atomic_write, atomic_write_bytes
+from ._params import check_bool
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
+from .exceptions import TagsetMismatchError
+from .linalg._validation import check_random_state
 
 __all__ = ["DatasetError", "load_splits", "experiment", "experiment_on_corpora", "write_report",
            "format_table"]
@@ -72,8 +76,23 @@ def load_splits(data_dir, tags: str = "upos") -> dict:
             # named here: downstream the empty corpus would be refused without its file
             raise DatasetError(f"{paths[s]}: no sentences (the {s} split is empty or holds "
                                f"only comments)")
+    for s in ("dev", "test"):
+        check_eval_split(out[s], paths[s])
     out["paths"] = {s: str(p) for s, p in paths.items()}
     return out
+
+
+def check_eval_split(corpus, where) -> None:
+    """Refuse, naming ``where``, a dev or test corpus of fewer than 2 non-empty sentences.
+
+    The paired bootstrap resamples sentences: on one sentence it would only say which
+    system won on it, and it refused that only after the tagger and a reranker had run.
+    """
+    n = int(np.count_nonzero(np.diff(corpus.offsets)))
+    if n < 2:
+        raise DatasetError(f"{where}: {n} non-empty sentence{'s' * (n != 1)}; the "
+                           f"significance tests (paired bootstrap over sentences) need at "
+                           f"least 2")
 
 
 def check_folds(data, folds):
@@ -113,6 +132,29 @@ def _significance(base_choice_nb, nbest, choice):
             "gain": boot["gain"], "n01": mc["n01"], "n10": mc["n10"]}
 
 
+def _check_path(name: str, value) -> None:
+    # pathlib's own message ("expected str, bytes or os.PathLike object") names no argument
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or path-like), got {value!r}")
+
+
+def _check_run_options(random_state, progress) -> None:
+    """Refuse a bad ``random_state`` or ``progress`` before any work, naming the argument."""
+    check_bool("progress", progress)  # 'no' showed the bars
+    if not isinstance(random_state, np.random.RandomState):
+        # validation only: the seed itself is passed on (a RandomState would be advanced)
+        check_random_state(random_state)
+
+
+def _in_context(exc: Exception, context: str) -> Exception:
+    """``exc`` as the same exception type with ``context`` before its message."""
+    try:
+        return type(exc)(f"{context}: {exc}")
+    except Exception:  # an exception type with another constructor: keep it, add a note
+        exc.add_note(context)
+        return exc
+
+
 def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, rerankers=None,
                random_state=0, progress: bool = False, name: str | None = None,
                tagger=None) -> dict:
@@ -126,22 +168,31 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     k, folds, rerankers, random_state, progress, tagger
         As in :func:`experiment_on_corpora`.
     name : str, optional
-        Data-set name in the report (default: the directory name).
+        Data-set name in the report (default: the directory name); a plain file name (see
+        :func:`check_set_name`).
 
     Returns
     -------
     dict
         See :func:`experiment_on_corpora`; also ``paths`` and a ``read`` timing.
     """
+    _check_path("data_dir", data_dir)
     _check_rerankers(rerankers)  # before the data is read
+    _check_run_options(random_state, progress)
+    if name is not None:
+        check_set_name(name)
     t0 = time.perf_counter()
     data = load_splits(data_dir, tags)
     t_read = time.perf_counter() - t0
     check_folds(data, folds)
+    if name is None:
+        # absolute: '.' has no name of its own (a symlink keeps its name)
+        name = check_set_name(Path(os.path.abspath(data_dir)).name or "data",
+                              f"the name of {data_dir} (give name=)")
     out = experiment_on_corpora(data["train"], data["dev"], data["test"],
-                                name=name or Path(data_dir).name, tags=tags, k=k, folds=folds,
+                                name=name, tags=tags, k=k, folds=folds,
                                 rerankers=rerankers, random_state=random_state,
-                                progress=progress, tagger=tagger)
+                                progress=progress, tagger=tagger, sources=data["paths"])
     out["paths"] = data["paths"]
     out["timings"] = {"read": t_read, **out["timings"]}
     return out
@@ -149,14 +200,14 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
 
 def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int = 10,
                           folds: int = 10, rerankers=None, random_state=0,
-                          progress: bool = False, tagger=None) -> dict:
+                          progress: bool = False, tagger=None, sources=None) -> dict:
     """Run the Table 2 protocol on three tagged corpora.
 
     Parameters
     ----------
     train, dev, test : TaggedCorpus
     name : str
-        Data-set name in the report.
+        Data-set name in the report; a plain file name (see :func:`check_set_name`).
     tags : str
         Which tag column (for the report only).
     k : int >= 2
@@ -165,11 +216,15 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
         Jackknife folds for the training n-best lists.
     rerankers : dict name -> unfitted reranker, optional
         Default: :func:`sparsecca.rerank.default_rerankers`.
-    random_state : int
+    random_state : None, int >= 0 or numpy Generator
+        Seed of the jackknife folds and the default rerankers.
     progress : bool
         tqdm progress bars on the long steps.
     tagger : unfitted tagger, optional
         Default: ``TrigramHMM()``.
+    sources : dict split -> str, optional
+        Where ``train``, ``dev`` and ``test`` came from (e.g. their files), named in error
+        messages; default "the train split" etc.
 
     Returns
     -------
@@ -182,9 +237,15 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     from .tagging import TrigramHMM, jackknife_nbest
     from .tagging._jackknife import clone
 
+    check_set_name(name)
     if not isinstance(k, (int, np.integer)) or k < 2:
         raise ValueError(f"k must be an int >= 2 (reranking needs candidates), got {k!r}")
     _check_rerankers(rerankers)
+    _check_run_options(random_state, progress)
+    where = {s: str(sources[s]) if sources and s in sources else f"the {s} split"
+             for s in _SPLITS}
+    for s, corpus in (("dev", dev), ("test", test)):
+        check_eval_split(corpus, where[s])
     timings: dict[str, float] = {}
     tagger = TrigramHMM() if tagger is None else tagger
 
@@ -196,8 +257,14 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
                                progress=progress)
     timings["jackknife"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    dev_nb = hmm.nbest(dev, k=k)
-    test_nb = hmm.nbest(test, k=k)
+    decoded = {}
+    for s, corpus in (("dev", dev), ("test", test)):
+        try:
+            decoded[s] = hmm.nbest(corpus, k=k)
+        except TagsetMismatchError as exc:  # the message named neither file
+            raise TagsetMismatchError(f"{where[s]}: {exc} (the tagger was trained on "
+                                      f"{where['train']})") from None
+    dev_nb, test_nb = decoded["dev"], decoded["test"]
     timings["decode_dev_test"] = time.perf_counter() - t0
 
     rows: dict[str, dict] = {
@@ -221,7 +288,14 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
             # (a caller's models keep the parameters they were given)
             model.set_params(progress=True)
         t0 = time.perf_counter()
-        model.fit(train_nb, dev_nb)
+        try:
+            model.fit(train_nb, dev_nb)
+        except ValueError as exc:
+            # e.g. a train split too small for the model's n_components, which an
+            # experiment user never chose: say which row and which data
+            raise _in_context(exc, f"{model_name} (reranker), fitted on {where['train']} "
+                                   f"({train.n_sentences} sentences) and tuned on "
+                                   f"{where['dev']}") from exc
         fit_s = time.perf_counter() - t0
         choice_dev = model.rerank(dev_nb)
         choice_test = model.rerank(test_nb)
@@ -344,16 +418,60 @@ def _plot_grid(result: dict, path: Path) -> bool:
 #: the keys of an experiment result that write_report reads
 _RESULT_KEYS = ("name", "tags", "k", "folds", "sizes", "rows", "table3", "grids")
 
+#: a set name names ``<name>_grid.png`` in the report directory (a separator would put it
+#: elsewhere) and columns of report.md's tables ('|' would split one)
+_NAME_FORBIDDEN = "/\\|"
+
+
+def check_set_name(name, label: str = "name") -> str:
+    """``name`` if it can name a data set in a report, else an error naming ``label``.
+
+    The name becomes the file ``<name>_grid.png`` in the report directory, keys of
+    report.json and column heads of report.md, so it must be a non-empty ``str`` without a
+    path separator, ``|`` or a control character.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"{label} must be a str (it names the report's columns and the file "
+                        f"<name>_grid.png), got {name!r}")
+    if not name.strip():
+        raise ValueError(f"{label} must be a non-empty name, got {name!r}")
+    bad = next((c for c in name if c in _NAME_FORBIDDEN or not c.isprintable()), None)
+    if bad is not None:
+        raise ValueError(f"{label} {name!r} holds {bad!r}: a data-set name must be a plain "
+                         f"file name (it names <name>_grid.png and the report's columns), "
+                         f"without a path separator, '|' or a control character")
+    return name
+
+
+def check_set_names(names, labels) -> None:
+    """Refuse (naming the labels) invalid names or two that would name the same file.
+
+    Names equal up to case are refused too: on a case-insensitive file system (macOS,
+    Windows) their figures would overwrite each other.
+    """
+    seen: dict[str, int] = {}
+    for i, (name, label) in enumerate(zip(names, labels, strict=True)):
+        check_set_name(name, f"{label} name")
+        key = name.casefold()
+        if key in seen:
+            j = seen[key]
+            if names[j] == name:
+                raise ValueError(f"{label} has the name {name!r} of {labels[j]}; the names "
+                                 f"must differ (they name the report's columns and files)")
+            raise ValueError(f"{label} has the name {name!r}, which names the same file as "
+                             f"{labels[j]} ({names[j]!r}) on a case-insensitive file system "
+                             f"('{name}_grid.png'); the names must differ in more than case")
+        seen[key] = i
+
 
 def _check_results(results) -> None:
-    """A non-empty list of experiment results with distinct names (they name the files)."""
+    """A non-empty list of experiment results with distinct names that can name files."""
     if isinstance(results, (Mapping, str, bytes)) or not isinstance(results, Sequence):
         hint = "; wrap one result in a list" if isinstance(results, Mapping) else ""
         raise TypeError(f"results must be a list of experiment results (the dicts returned "
                         f"by experiment), got {type(results).__name__}{hint}")
     if not results:
         raise ValueError("results must hold at least one experiment result, got an empty list")
-    names: dict = {}
     for i, r in enumerate(results):
         if not isinstance(r, Mapping):
             raise TypeError(f"results[{i}] must be an experiment result (a dict returned by "
@@ -362,11 +480,9 @@ def _check_results(results) -> None:
         if missing:
             raise ValueError(f"results[{i}] is not an experiment result: no key "
                              f"{', '.join(map(repr, missing))}")
-        if r["name"] in names:
-            raise ValueError(f"results[{i}] has the name {r['name']!r} of "
-                             f"results[{names[r['name']]}]; the names must differ (they name "
-                             f"the report's columns and files)")
-        names[r["name"]] = i
+    # '1' and 1 differ but name the same file and JSON key; '../x' names a file elsewhere
+    check_set_names([r["name"] for r in results],
+                    [f"results[{i}]" for i in range(len(results))])
 
 
 def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> dict:
@@ -392,11 +508,15 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
     Raises
     ------
     TypeError, ValueError
-        ``results`` is not such a list; checked before anything is created.
+        ``results`` is not such a list, or ``overwrite`` is not True or False; checked
+        before anything is created.
     NotADirectoryError
         ``out_dir`` is an existing file.
     """
+    # a truthy string such as 'no' must not replace an existing report
+    overwrite = check_bool("overwrite", overwrite)
     _check_results(results)
+    _check_path("out_dir", out_dir)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out}: exists and is not a directory (out_dir)")

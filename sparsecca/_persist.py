@@ -37,6 +37,7 @@ import numpy as np
 
 from . import __version__
 from ._atomic import atomic_write
+from ._params import check_bool
 from .exceptions import ModelFormatError, NotFittedError
 
 __all__ = [
@@ -103,6 +104,8 @@ def save_model_file(path, cls_name: str, params: dict, arrays: dict, *, extra: d
 
     Raises
     ------
+    TypeError
+        ``overwrite`` is not True or False.
     FileExistsError
         The file exists and ``overwrite`` is False.
     IsADirectoryError
@@ -110,6 +113,8 @@ def save_model_file(path, cls_name: str, params: dict, arrays: dict, *, extra: d
     FileNotFoundError
         The directory of ``path`` does not exist.
     """
+    # a truthy string such as 'no' must not replace the user's file
+    overwrite = check_bool("overwrite", overwrite)
     p = _npz_path(path)
     for q in (Path(path), p):
         # checked before appending .npz, which would write a sibling file never named
@@ -603,6 +608,8 @@ class PersistMixin:
 
         Raises
         ------
+        TypeError
+            ``overwrite`` is not True or False.
         FileExistsError
             The file exists and ``overwrite`` is False.
         IsADirectoryError

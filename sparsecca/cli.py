@@ -432,7 +432,8 @@ def _run_protocol(sets, args, rerankers_spec, seed):
         t0 = time.perf_counter()
         r = experiment_on_corpora(data["train"], data["dev"], data["test"], name=name,
                                   tags=tags, k=args.k, folds=args.folds, rerankers=models,
-                                  random_state=seed, progress=_progress(args))
+                                  random_state=seed, progress=_progress(args),
+                                  sources=data.get("paths"))
         if "paths" in data:
             r["paths"] = data["paths"]
         r["timings"]["total"] = time.perf_counter() - t0
@@ -526,7 +527,7 @@ def _parse_dataset(spec: str, default_tags, default_view):
 
 
 def _cmd_experiment(args) -> int:
-    from ._experiment import _find_split, check_folds, load_splits
+    from ._experiment import _find_split, check_folds, check_set_names, load_splits
 
     specs = [_parse_dataset(s, args.tags, args.input_view) for s in args.data_dirs]
     for d, _, _ in specs:  # every directory is checked before anything runs
@@ -535,8 +536,11 @@ def _cmd_experiment(args) -> int:
     names, seen = [], {}
     for d, _, _ in specs:
         base = d.resolve().name or "data"
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+        # by case too: EN/ and en/ would share a figure on a case-insensitive file system
+        n = seen[base.casefold()] = seen.get(base.casefold(), 0) + 1
+        names.append(base if n == 1 else f"{base}-{n}")
+    # a directory name that cannot name the report's files fails now, not after training
+    check_set_names(names, [f"data set {d}" for d, _, _ in specs])
     out = Path(args.out)
     _report_targets(out, names, args.force)
     _pick_rerankers(args.models, args.seed)  # unknown names fail now, not after hours

@@ -9,6 +9,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from .data._corpus import _as_ids
+from .linalg._validation import check_random_state
+
 __all__ = ["token_accuracy", "accuracy_report", "paired_bootstrap", "mcnemar"]
 
 
@@ -54,6 +57,8 @@ def token_accuracy(pred, gold, mask=None) -> float:
 
     Raises
     ------
+    TypeError
+        ``pred`` or ``gold`` is not an array of integers (tag strings, floats, None, bools).
     ValueError
         No tokens at all, arrays of different lengths, or a mask that is not boolean.
     """
@@ -64,6 +69,10 @@ def token_accuracy(pred, gold, mask=None) -> float:
     if not pred.size:
         # an accuracy of nothing is undefined: NaN would pass silently into a table
         raise ValueError("pred and gold are empty: no tokens to evaluate")
+    # tag strings never equal tag ids (accuracy 0.0), and float or object ids compare
+    # after whatever rounding made them
+    pred = _as_ids("pred", pred, np.int64)
+    gold = _as_ids("gold", gold, np.int64)
     ok = pred == gold
     if mask is not None:
         mask = _bool("mask", mask)
@@ -98,13 +107,18 @@ def _pair(correct_a, correct_b):
     return ca, cb
 
 
-def _per_sentence(correct, offsets):
-    offsets = _flat("offsets", offsets, np.int64)
-    if offsets.size < 1 or offsets[0] != 0 or offsets[-1] != correct.size \
+def _offsets(offsets, n_tokens):
+    # refused, not cast: a cast would truncate 3.9 to 3 and move a sentence boundary
+    offsets = _as_ids("offsets", _flat("offsets", offsets), np.int64)
+    if offsets.size < 1 or offsets[0] != 0 or offsets[-1] != n_tokens \
             or np.any(np.diff(offsets) < 0):
         raise ValueError(
-            f"offsets must start at 0, be non-decreasing and end at n_tokens={correct.size}"
+            f"offsets must start at 0, be non-decreasing and end at n_tokens={n_tokens}"
         )
+    return offsets
+
+
+def _per_sentence(correct, offsets):
     csum = np.concatenate([[0], np.cumsum(correct, dtype=np.int64)])
     return csum[offsets[1:]] - csum[offsets[:-1]]
 
@@ -122,8 +136,9 @@ def paired_bootstrap(correct_a, correct_b, offsets, n_resamples: int = 10_000,
     correct_a, correct_b : bool arrays, shape (n_tokens,)
         Per-token correctness of the two systems on the same tokens.
     offsets : int array, shape (n_sentences + 1,)
+        Sentence boundaries (float or bool arrays are refused, not truncated).
     n_resamples : int >= 100
-    random_state : int or numpy Generator
+    random_state : None, int >= 0 or numpy Generator
 
     Returns
     -------
@@ -131,15 +146,19 @@ def paired_bootstrap(correct_a, correct_b, offsets, n_resamples: int = 10_000,
 
     Raises
     ------
+    TypeError
+        ``offsets`` is not an array of integers, or ``random_state`` is not one of the above.
     ValueError
         Correctness arrays that are not boolean (True/False or 0/1) or differ in length, bad
-        offsets, fewer than 2 non-empty sentences, or ``n_resamples`` < 100.
+        offsets, fewer than 2 non-empty sentences, ``n_resamples`` < 100, or a negative
+        ``random_state``.
     """
     ca, cb = _pair(correct_a, correct_b)
     if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 100:
         raise ValueError(f"n_resamples must be an int >= 100, got {n_resamples!r}")
+    offsets = _offsets(offsets, ca.size)
     diff = (_per_sentence(cb, offsets) - _per_sentence(ca, offsets)).astype(np.float64)
-    lengths = np.diff(np.asarray(offsets, dtype=np.int64)).astype(np.float64)
+    lengths = np.diff(offsets).astype(np.float64)
     n = diff.size
     n_filled = int(np.count_nonzero(lengths))
     if n_filled < 2:
@@ -147,7 +166,7 @@ def paired_bootstrap(correct_a, correct_b, offsets, n_resamples: int = 10_000,
         # say whether B beat A on it
         raise ValueError(f"paired_bootstrap needs at least 2 non-empty sentences to "
                          f"resample, got {n_filled}")
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     worse = 0
     # resample in chunks to bound memory at ~ chunk * n indices
     chunk = max(1, min(n_resamples, 2_000_000 // max(n, 1)))
@@ -175,9 +194,13 @@ def mcnemar(correct_a, correct_b) -> dict:
     Raises
     ------
     ValueError
-        Correctness arrays that are not boolean (True/False or 0/1) or differ in length.
+        Correctness arrays that are not boolean (True/False or 0/1), differ in length or
+        are empty.
     """
     ca, cb = _pair(correct_a, correct_b)
+    if not ca.size:
+        # no tokens is no evidence, not "no difference" (p = 1)
+        raise ValueError("correct_a and correct_b are empty: no tokens to compare")
     n01 = int(np.count_nonzero(~ca & cb))
     n10 = int(np.count_nonzero(ca & ~cb))
     p = 1.0 if n01 + n10 == 0 else float(stats.binomtest(n01, n01 + n10, 0.5).pvalue)

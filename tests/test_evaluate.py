@@ -103,6 +103,59 @@ def test_non_numeric_correctness_refused(call):
         call()
 
 
+OK3 = [True, False, True]
+BAD_TYPED = [
+    # tag strings never equal tag ids: the accuracy was 0.0
+    (lambda: token_accuracy(["NOUN", "VERB"], [0, 1]), TypeError,
+     r"^pred must be an array of integers, got dtype <U4$"),
+    (lambda: token_accuracy([0, 1], ["NOUN", "VERB"]), TypeError,
+     r"^gold must be an array of integers, got dtype <U4$"),
+    # float and object ids compared after rounding: 0.5, with 0.9 == 0 false and 1.0 == 1 true
+    (lambda: token_accuracy([0.9, 1.0], [0, 1]), TypeError,
+     r"^pred must be an array of integers, got dtype float64$"),
+    (lambda: token_accuracy([None, 1], [0, 1]), TypeError,
+     r"^pred must be an array of integers, got dtype object$"),
+    (lambda: token_accuracy([True, False], [1, 0]), TypeError,
+     r"^pred must be an array of integers, got dtype bool$"),
+    (lambda: accuracy_report([0, 1], [0.0, 1.0], [True, False]), TypeError,
+     r"^gold must be an array of integers, got dtype float64$"),
+    # no tokens is no evidence, but the p-value was 1.0
+    (lambda: mcnemar([], []), ValueError,
+     r"^correct_a and correct_b are empty: no tokens to compare$"),
+    # float offsets were truncated: 3.9 moved a boundary to 3
+    (lambda: paired_bootstrap(OK3, OK3, [0, 1.9, 3]), TypeError,
+     r"^offsets must be an array of integers, got dtype float64$"),
+    (lambda: paired_bootstrap(OK3, OK3, [0.0, 1.0, 3.0]), TypeError,
+     r"^offsets must be an array of integers, got dtype float64$"),
+    (lambda: paired_bootstrap(OK3, OK3, np.array([0, 1, 3], dtype=object)), TypeError,
+     r"^offsets must be an array of integers, got dtype object$"),
+    # numpy's own SeedSequence errors, naming no argument
+    (lambda: paired_bootstrap(OK3, OK3, [0, 1, 3], random_state="x"), TypeError,
+     r"^random_state must be None, an int >= 0 or a numpy Generator, got 'x'$"),
+    (lambda: paired_bootstrap(OK3, OK3, [0, 1, 3], random_state=1.5), TypeError,
+     r"^random_state must be None, an int >= 0 or a numpy Generator, got 1.5$"),
+    (lambda: paired_bootstrap(OK3, OK3, [0, 1, 3], random_state=-1), ValueError,
+     r"^random_state must be None, an int >= 0 or a numpy Generator, got -1$"),
+]
+
+
+@pytest.mark.parametrize(("call", "exc", "pattern"), BAD_TYPED)
+def test_bad_kinds_refused(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+def test_int_ids_of_any_width_and_seeds_are_accepted():
+    assert token_accuracy(np.array([0, 1, 2], np.uint8), np.array([0, 1, 1], np.int64)) \
+        == pytest.approx(2 / 3)
+    a, b = np.array(OK3 * 4), np.ones(12, bool)
+    off = np.arange(0, 13, 3, dtype=np.int32)
+    r = paired_bootstrap(a, b, off, n_resamples=200, random_state=np.int64(5))
+    assert r == paired_bootstrap(a, b, off.astype(np.uint64), n_resamples=200, random_state=5)
+    assert r == paired_bootstrap(a, b, off, n_resamples=200,
+                                 random_state=np.random.default_rng(5))
+
+
 def test_zero_one_correctness_is_accepted_as_boolean():
     a = np.array([1, 0, 1, 1, 0, 1])
     b = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 1.0])

@@ -1,8 +1,12 @@
 """The experiment runner's refusals of data-set directories it cannot run, naming the file."""
 
+import os
+
+import numpy as np
 import pytest
 
 import sparsecca
+import sparsecca.exceptions
 import sparsecca.rerank
 from sparsecca._experiment import DatasetError, load_splits
 
@@ -72,6 +76,28 @@ BAD_RESULTS = [
      r"^results\[1\] is not an experiment result: no key 'grids'$"),
     ([_result("en"), _result("fr"), _result("en")], ValueError,
      r"^results\[2\] has the name 'en' of results\[0\]; the names must differ"),
+    # '1' != 1, but both wrote 1_grid.png and the JSON key "1": the first set was lost
+    ([_result("1"), _result(1)], TypeError,
+     r"^results\[1\] name must be a str \(it names the report's columns and the file "
+     r"<name>_grid.png\), got 1$"),
+    ([_result(None)], TypeError, r"^results\[0\] name must be a str .* got None$"),
+    ([_result("")], ValueError, r"^results\[0\] name must be a non-empty name, got ''$"),
+    ([_result(" ")], ValueError, r"^results\[0\] name must be a non-empty name, got ' '$"),
+    # written outside out_dir, or into a directory that does not exist
+    ([_result("../escape")], ValueError,
+     r"^results\[0\] name '\.\./escape' holds '/': a data-set name must be a plain file "
+     r"name \(it names <name>_grid.png and the report's columns\), without a path "
+     r"separator, '\|' or a control character$"),
+    ([_result("a/b")], ValueError, r"^results\[0\] name 'a/b' holds '/'"),
+    ([_result("ok"), _result("a\\b")], ValueError, r"^results\[1\] name 'a\\\\b' holds '\\\\'"),
+    # '|' split the markdown table's column, a newline its row
+    ([_result("a|b")], ValueError, r"^results\[0\] name 'a\|b' holds '\|'"),
+    ([_result("a\nb")], ValueError, r"^results\[0\] name 'a\\nb' holds '\\n'"),
+    # one file on a case-insensitive file system
+    ([_result("en"), _result("EN")], ValueError,
+     r"^results\[1\] has the name 'EN', which names the same file as results\[0\] \('en'\) "
+     r"on a case-insensitive file system \('EN_grid.png'\); the names must differ in more "
+     r"than case$"),
 ]
 
 
@@ -151,3 +177,116 @@ def test_write_report_refuses_to_overwrite(tmp_path):
     with pytest.raises(FileExistsError, match=r"report.md exists; pass overwrite=True"):
         sparsecca.write_report([_result()], tmp_path)
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == "keep me"
+
+
+@pytest.mark.parametrize("overwrite", ["no", "False", 1, None])
+def test_write_report_overwrite_must_be_a_bool(tmp_path, overwrite):
+    # any truthy value replaced report.md and report.json: 'no' meant yes
+    (tmp_path / "report.md").write_text("keep me", encoding="utf-8")
+    with pytest.raises(TypeError, match=r"^overwrite must be True or False, got "):
+        sparsecca.write_report([_result()], tmp_path, overwrite=overwrite)
+    with pytest.raises(TypeError, match=r"^overwrite must be True or False, got 'no'$"):
+        sparsecca.write_report([_result()], tmp_path / "new", overwrite="no")
+    assert os.listdir(tmp_path) == ["report.md"]
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == "keep me"
+
+
+@pytest.mark.parametrize("name,exc,match", [
+    (123, TypeError, r"^name must be a str \(it names the report's columns and the file "
+                     r"<name>_grid.png\), got 123$"),
+    ("", ValueError, r"^name must be a non-empty name, got ''$"),
+    ("../x", ValueError, r"^name '\.\./x' holds '/': a data-set name must be a plain file"),
+])
+def test_experiment_refuses_a_bad_name_before_running(tmp_path, name, exc, match):
+    # a name that cannot name the report's files was refused by write_report, at the end
+    d = _write(tmp_path / "set", {"train": 3, "dev": 2, "test": 2})
+    with pytest.raises(exc, match=match):
+        sparsecca.experiment(d, name=name)  # before check_folds refuses the 3 sentences
+    with pytest.raises(exc, match=match):
+        sparsecca._experiment.experiment_on_corpora(None, None, None, name=name)
+
+
+def test_experiment_default_name_must_name_a_file(tmp_path):
+    d = _write(tmp_path / "a|b", {"train": 12, "dev": 4, "test": 4})
+    with pytest.raises(ValueError, match=r"^the name of \S*a\|b \(give name=\) 'a\|b' "
+                                         r"holds '\|'"):
+        sparsecca.experiment(d, k=2, folds=2)
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_a_one_sentence_dev_or_test_split_is_named(tmp_path, split):
+    # paired_bootstrap refused it at the end, after the tagger and a reranker, without the file
+    d = _write(tmp_path / "set", {"train": 12, "dev": 4, "test": 4} | {split: 1})
+    pattern = (rf"set/{split}.conllu: 1 non-empty sentence; the significance tests \(paired "
+               rf"bootstrap over sentences\) need at least 2$")
+    with pytest.raises(DatasetError, match=pattern):
+        load_splits(d)
+    with pytest.raises(DatasetError, match=pattern):
+        sparsecca.experiment(d, k=2, folds=2, rerankers={})
+    data = load_splits(_write(tmp_path / "ok", {"train": 12, "dev": 4, "test": 4}))
+    data[split] = data[split].select([0])
+    with pytest.raises(DatasetError, match=rf"^the {split} split: 1 non-empty sentence;"):
+        sparsecca._experiment.experiment_on_corpora(data["train"], data["dev"], data["test"],
+                                                    name="x", k=2, folds=2, rerankers={})
+
+
+def test_a_tagset_mismatch_names_the_files(tmp_path):
+    d = _write(tmp_path / "set", {"train": 12, "dev": 4, "test": 4})
+    text = (d / "test.conllu").read_text(encoding="utf-8")
+    (d / "test.conllu").write_text(text.replace("NOUN", "QN").replace("VERB", "QV"),
+                                   encoding="utf-8")
+    # "corpus gold tags: 100.0% ... are not in the tagset of this TrigramHMM": which corpus?
+    with pytest.raises(sparsecca.exceptions.TagsetMismatchError,
+                       match=r"^\S*set/test.conllu: corpus gold tags: 100.0% of the tag tokens "
+                             r"\(12 of 12\) are not in the tagset of this TrigramHMM .* \(the "
+                             r"tagger was trained on \S*set/train.conllu\)$"):
+        sparsecca.experiment(d, k=2, folds=2, rerankers={})
+
+
+def test_a_reranker_failing_on_a_tiny_train_split_is_named(tmp_path):
+    # e.g. "n_components=100 ... exceeds ...": an experiment user never chose n_components,
+    # and the message named neither the row nor the data
+    d = _write(tmp_path / "tiny", {"train": 4, "dev": 4, "test": 4})
+    with pytest.raises(ValueError, match=r"^G \(reranker\), fitted on \S*tiny/train.conllu \(4 "
+                                         r"sentences\) and tuned on \S*tiny/dev.conllu: \S"):
+        sparsecca.experiment(d, k=3, folds=2,
+                             rerankers={"G": sparsecca.rerank.GenerativeReranker()})
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    # numpy's "expected non-negative integer", raised from the jackknife after the tagger
+    ({"random_state": -1}, ValueError,
+     r"^random_state must be None, an int >= 0 or a numpy Generator, got -1$"),
+    ({"random_state": "x"}, TypeError, r"^random_state must be None, an int >= 0 .* got 'x'$"),
+    ({"random_state": 1.5}, TypeError, r"^random_state must be None, an int >= 0 .* got 1.5$"),
+    # 'no' showed the progress bars
+    ({"progress": "no"}, TypeError, r"^progress must be True or False, got 'no'$"),
+    ({"progress": None}, TypeError, r"^progress must be True or False, got None$"),
+])
+def test_experiment_checks_seed_and_progress_first(tmp_path, kwargs, exc, match):
+    d = _write(tmp_path / "set", {"train": 12, "dev": 4, "test": 4})
+    with pytest.raises(exc, match=match):
+        sparsecca.experiment(d, k=2, folds=2, rerankers={}, **kwargs)
+    data = load_splits(d)
+    with pytest.raises(exc, match=match):
+        sparsecca._experiment.experiment_on_corpora(data["train"], data["dev"], data["test"],
+                                                    name="x", k=2, folds=2, rerankers={},
+                                                    **kwargs)
+
+
+def test_paths_that_are_not_paths_are_named(tmp_path):
+    # pathlib's "expected str, bytes or os.PathLike object, not NoneType"
+    with pytest.raises(TypeError, match=r"^data_dir must be a path \(str or path-like\), got "
+                                        r"None$"):
+        sparsecca.experiment(None)
+    with pytest.raises(TypeError, match=r"^out_dir must be a path \(str or path-like\), got "
+                                        r"None$"):
+        sparsecca.write_report([_result()], None)
+
+
+def test_seeds_and_generators_are_accepted(tmp_path):
+    d = _write(tmp_path / "set", {"train": 12, "dev": 4, "test": 4})
+    a = sparsecca.experiment(d, k=2, folds=2, rerankers={}, random_state=None)
+    b = sparsecca.experiment(d, k=2, folds=2, rerankers={},
+                             random_state=np.random.default_rng(0), progress=np.False_)
+    assert a["rows"]["Baseline"]["test"] == b["rows"]["Baseline"]["test"]

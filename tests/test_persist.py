@@ -30,6 +30,17 @@ def test_refuses_overwrite(tmp_path):
     assert p.exists()
 
 
+@pytest.mark.parametrize("overwrite", ["no", "False", "0", 0, 1, None, [0], np.int64(1)])
+def test_overwrite_must_be_a_bool(tmp_path, overwrite):
+    # any truthy value replaced the file: 'no' meant yes
+    p = _save(tmp_path)
+    before = p.read_bytes()
+    with pytest.raises(TypeError, match=r"^overwrite must be True or False, got "):
+        _save(tmp_path, overwrite=overwrite)
+    assert p.read_bytes() == before
+    _save(tmp_path, overwrite=np.True_)  # NumPy's bool is a bool
+
+
 def test_wrong_class(tmp_path):
     p = _save(tmp_path)
     with pytest.raises(ModelFormatError, match="holds a 'Thing', not a 'Other'"):

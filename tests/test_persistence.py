@@ -8,7 +8,9 @@ inconsistent arrays check that validation catches what would otherwise reach a k
 
 import functools
 import json
+import os
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -394,6 +396,19 @@ def test_round_trip_every_class(tmp_path, name):
         assert type(back) is type(model)
         for a, b in zip(MODELS[name][1](back), MODELS[name][1](model), strict=True):
             assert_same(a, b)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("overwrite", ["no", 1, None])
+def test_save_overwrite_must_be_a_bool(tmp_path, name, overwrite):
+    # any truthy value replaced the file: 'no' meant yes
+    path = tmp_path / "m.npz"
+    path.write_bytes(b"precious")
+    with pytest.raises(TypeError, match=rf"^overwrite must be True or False, got "
+                                        rf"{re.escape(repr(overwrite))}$"):
+        fitted(name).save(path, overwrite=overwrite)
+    assert path.read_bytes() == b"precious"
+    assert os.listdir(tmp_path) == ["m.npz"]
 
 
 @pytest.mark.parametrize("name", list(MODELS))

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .._atomic import atomic_write_bytes
+from .._params import check_bool
 from ._corpus import TaggedCorpus, Vocabulary
 
 __all__ = ["CorpusFormatError", "read_conllu", "write_conllu", "read_tokenized", "read_text"]
@@ -246,6 +247,8 @@ def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: b
     ValueError
         A word or tag that would not read back: empty or only whitespace, with a tab or a
         newline, or (tags) ``_`` or with leading or trailing whitespace.
+    TypeError
+        ``overwrite`` is not True or False.
     FileExistsError
         ``path`` exists and ``overwrite`` is False.
     FileNotFoundError, IsADirectoryError
@@ -254,6 +257,8 @@ def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: b
     _check_tags_arg(tags)
     if tags is None:
         raise ValueError("write_conllu needs tags='upos' or 'xpos'")
+    # a truthy string such as 'no' must not replace the user's file
+    overwrite = check_bool("overwrite", overwrite)
     if not isinstance(corpus, TaggedCorpus):
         raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
     wl = corpus.words.items

@@ -2,6 +2,7 @@
 
 import gzip
 import pickle
+import shutil
 
 import numpy as np
 import pytest
@@ -29,6 +30,9 @@ def bad_files(dataset, tagger, tmp_path_factory):
         for split, sents in (("train", train), ("dev", dev), ("test", sentences)):
             text = "\n\n".join(sents) + ("\n\n" if sents else "")
             (d / name / f"{split}.conllu").write_text(text, encoding="utf-8")
+    # directories whose names cannot name a report's files, or name the same one
+    for name in ("pipe|set", "x/en", "y/EN", "z/EN-2"):
+        shutil.copytree(d / "tiny-train", d / name)
     raw = tagger.read_bytes()
     (d / "truncated.npz").write_bytes(raw[: len(raw) // 2])
     (d / "evil.npz").write_bytes(pickle.dumps({"lambdas": np.ones(3)}))
@@ -124,6 +128,14 @@ CASES = {
     "k 1 for a reranker": (["train-reranker", "--tagger", "{tagger}", "{train}", "{dev}",
                             "--model", "generative", "-k", "1", "-o", "{bad}/r"],
                            r"-k must be an int >= 2 \(reranking needs candidates\), got 1"),
+    # the name was used for the report's files only at the end, after the training
+    "directory name with a pipe": (["experiment", "{bad}/pipe|set", "--tags", "upos"],
+                                   r"data set \S*pipe\|set name 'pipe\|set' holds '\|': a "
+                                   r"data-set name must be a plain file name"),
+    # EN is named EN-2 after en (one file on a case-insensitive file system), then z/EN-2
+    "directory names that collide": (
+        ["experiment", "{bad}/x/en", "{bad}/y/EN", "{bad}/z/EN-2", "--tags", "upos"],
+        r"data set \S*z/EN-2 has the name 'EN-2' of data set \S*y/EN; the names must differ"),
     "k 1 for an experiment": (["experiment", "{dir}", "--tags", "upos", "-k", "1"],
                               r"-k must be an int >= 2 \(reranking needs candidates\), got 1"),
     "top 0": (["rerank", "--tagger", "{tagger}", "--reranker", "{tagger}", "{test}", "--top",

@@ -1,6 +1,7 @@
 import codecs
 import gzip
 import io
+import os
 
 import numpy as np
 import pytest
@@ -130,6 +131,19 @@ def test_roundtrip_synthetic(tmp_path, tags, suffix):
     write_conllu(back, p2, tags=tags)
     assert gzip.decompress(p.read_bytes()) == gzip.decompress(p2.read_bytes()) \
         if suffix.endswith(".gz") else p.read_bytes() == p2.read_bytes()
+
+
+@pytest.mark.parametrize("overwrite", ["no", "False", 1, None, [0]])
+def test_write_overwrite_must_be_a_bool(tmp_path, overwrite):
+    # any truthy value replaced the file: 'no' meant yes
+    p = tmp_path / "x.conllu"
+    p.write_text("precious")
+    with pytest.raises(TypeError, match=r"^overwrite must be True or False, got "):
+        write_conllu(synthetic_corpus(3, random_state=0), p, overwrite=overwrite)
+    with pytest.raises(TypeError, match=r"^overwrite must be True or False, got 'no'$"):
+        write_conllu(synthetic_corpus(3, random_state=0), tmp_path / "new.conllu",
+                     overwrite="no")
+    assert os.listdir(tmp_path) == ["x.conllu"] and p.read_text() == "precious"
 
 
 def test_write_refuses_overwrite(tmp_path):
