@@ -1,4 +1,6 @@
-"""The scikit-learn parameter protocol shared by every estimator (no scikit-learn needed)."""
+"""The scikit-learn parameter protocol shared by every estimator (no scikit-learn needed), and
+the argument checks every layer uses (one copy each, so that a message reads the same
+wherever a user meets it)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import inspect
 
 import numpy as np
 
-__all__ = ["ParamsMixin", "check_bool"]
+__all__ = ["ParamsMixin", "as_int_array", "check_bool", "check_float_dtype", "check_int"]
 
 
 def check_bool(name: str, value) -> bool:
@@ -15,6 +17,46 @@ def check_bool(name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def check_int(name: str, value, low: int) -> int:
+    """``value`` as an int if it is an integer (not a bool) >= ``low``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value}")
+    return int(value)
+
+
+def as_int_array(name: str, a, dtype) -> np.ndarray:
+    """``a`` as a contiguous ``dtype`` array, refusing what the cast would silently alter.
+
+    A float or bool array is a TypeError (0.9 would be truncated to 0), values outside the
+    range of ``dtype`` a ValueError (they would wrap).
+    """
+    a = np.asarray(a)
+    # an empty list is float64 to NumPy; no value of it is truncated
+    if a.size and a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an array of integers, got dtype {a.dtype}")
+    if a.size and not np.can_cast(a.dtype, dtype):
+        info = np.iinfo(dtype)
+        lo, hi = int(a.min()), int(a.max())
+        if lo < info.min or hi > info.max:
+            raise ValueError(f"{name} must lie in the {np.dtype(dtype)} range "
+                             f"[{info.min}, {info.max}], got values in [{lo}, {hi}]")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def check_float_dtype(value, name: str = "dtype") -> np.dtype:
+    """``np.dtype(value)`` if it is float32 or float64, else a ValueError naming ``name``
+    (also for a value NumPy cannot read as a dtype, such as 'nonsense')."""
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        raise ValueError(f"{name} must be float32 or float64, got {value!r}") from None
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"{name} must be float32 or float64, got {dt}")
+    return dt
 
 
 class ParamsMixin:

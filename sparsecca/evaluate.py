@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from .data._corpus import _as_ids
+from ._params import as_int_array
 from .linalg._validation import check_random_state
 
 __all__ = ["token_accuracy", "accuracy_report", "paired_bootstrap", "mcnemar"]
@@ -71,8 +71,8 @@ def token_accuracy(pred, gold, mask=None) -> float:
         raise ValueError("pred and gold are empty: no tokens to evaluate")
     # tag strings never equal tag ids (accuracy 0.0), and float or object ids compare
     # after whatever rounding made them
-    pred = _as_ids("pred", pred, np.int64)
-    gold = _as_ids("gold", gold, np.int64)
+    pred = as_int_array("pred", pred, np.int64)
+    gold = as_int_array("gold", gold, np.int64)
     ok = pred == gold
     if mask is not None:
         mask = _bool("mask", mask)
@@ -109,7 +109,7 @@ def _pair(correct_a, correct_b):
 
 def _offsets(offsets, n_tokens):
     # refused, not cast: a cast would truncate 3.9 to 3 and move a sentence boundary
-    offsets = _as_ids("offsets", _flat("offsets", offsets), np.int64)
+    offsets = as_int_array("offsets", _flat("offsets", offsets), np.int64)
     if offsets.size < 1 or offsets[0] != 0 or offsets[-1] != n_tokens \
             or np.any(np.diff(offsets) < 0):
         raise ValueError(

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from .._params import as_int_array
+
 __all__ = ["Vocabulary", "TaggedCorpus", "train_test_split", "kfold_indices"]
 
 
@@ -76,21 +78,6 @@ class Vocabulary:
         return other.ids(self._items, default=default)
 
 
-def _as_ids(name: str, a, dtype) -> np.ndarray:
-    """``a`` as a contiguous ``dtype`` array, refusing what the cast would silently alter."""
-    a = np.asarray(a)
-    # an empty list is float64 to NumPy; no value of it is truncated
-    if a.size and a.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be an array of integers, got dtype {a.dtype}")
-    if a.size and not np.can_cast(a.dtype, dtype):
-        info = np.iinfo(dtype)
-        lo, hi = int(a.min()), int(a.max())
-        if lo < info.min or hi > info.max:
-            raise ValueError(f"{name} must lie in the {np.dtype(dtype)} range, got values in "
-                             f"[{lo}, {hi}]")
-    return np.ascontiguousarray(a, dtype=dtype)
-
-
 def _check_sentence(k: int, sent) -> None:
     # a str is a sequence too: iterating it would make each character a token
     if isinstance(sent, (str, bytes)):
@@ -141,8 +128,8 @@ class TaggedCorpus:
     """
 
     def __init__(self, word_ids, tag_ids, offsets, words, tags):
-        word_ids = _as_ids("word_ids", word_ids, np.int32)
-        offsets = _as_ids("offsets", offsets, np.int64)
+        word_ids = as_int_array("word_ids", word_ids, np.int32)
+        offsets = as_int_array("offsets", offsets, np.int64)
         words = words if isinstance(words, Vocabulary) else Vocabulary(words)
         if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0:
             raise ValueError("offsets must be a 1-d array starting at 0")
@@ -154,7 +141,7 @@ class TaggedCorpus:
         if word_ids.size and (word_ids.min() < 0 or word_ids.max() >= len(words)):
             raise ValueError(f"word_ids must lie in [0, {len(words)}), the word vocabulary size")
         if tag_ids is not None:
-            tag_ids = _as_ids("tag_ids", tag_ids, np.int32)
+            tag_ids = as_int_array("tag_ids", tag_ids, np.int32)
             tags = tags if isinstance(tags, Vocabulary) else Vocabulary(tags)
             if tag_ids.shape != word_ids.shape:
                 raise ValueError(

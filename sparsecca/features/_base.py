@@ -74,16 +74,6 @@ def check_state_size(n_features: int, max_features) -> None:
                                f"max_features={max_features}")
 
 
-def check_dtype(value) -> np.dtype:
-    try:
-        dt = np.dtype(value)
-    except TypeError:
-        raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {value!r}") from None
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dt}")
-    return dt
-
-
 def check_corpus(corpus, name: str = "corpus", *, tagged: bool = False) -> TaggedCorpus:
     if not isinstance(corpus, TaggedCorpus):
         raise TypeError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import check_bool
+from .._params import check_bool, check_float_dtype
 from .._persist import (
     ModelFormatError,
     check_index,
@@ -20,7 +20,6 @@ from ._base import (
     BaseView,
     NotFittedError,
     check_corpus,
-    check_dtype,
     check_id_array,
     check_int_tuple,
     check_max_features,
@@ -119,7 +118,7 @@ class JointView(BaseView):
         if not isinstance(self.kind, str) or self.kind not in _KINDS:
             raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
         p = dict(kind=self.kind, lowercase=check_bool("lowercase", self.lowercase),
-                 dtype=check_dtype(self.dtype))
+                 dtype=check_float_dtype(self.dtype))
         if self.kind == "suffix":
             p["lengths"] = check_int_tuple("lengths", self.lengths)
         return p

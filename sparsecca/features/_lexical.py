@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import check_bool
+from .._params import check_bool, check_float_dtype
 from .._persist import pack_strings, state_value, unpack_strings
 from ..data import TaggedCorpus, Vocabulary
 from ._base import (
     BaseView,
     check_corpus,
-    check_dtype,
     check_id_array,
     check_int_tuple,
     check_max_features,
@@ -220,7 +219,7 @@ class SuffixView(_LexicalView):
     def _validated(self) -> dict:
         return dict(lengths=check_int_tuple("lengths", self.lengths),
                     lowercase=check_bool("lowercase", self.lowercase),
-                    dtype=check_dtype(self.dtype))
+                    dtype=check_float_dtype(self.dtype))
 
     def _featurizer(self, params):
         lengths = params["lengths"]
@@ -261,7 +260,7 @@ class CharNgramView(_LexicalView):
     def _validated(self) -> dict:
         return dict(n=check_int_tuple("n", self.n),
                     lowercase=check_bool("lowercase", self.lowercase),
-                    dtype=check_dtype(self.dtype))
+                    dtype=check_float_dtype(self.dtype))
 
     def _featurizer(self, params):
         ns = params["n"]
@@ -294,7 +293,7 @@ class WordView(_LexicalView):
 
     def _validated(self) -> dict:
         return dict(lowercase=check_bool("lowercase", self.lowercase),
-                    dtype=check_dtype(self.dtype))
+                    dtype=check_float_dtype(self.dtype))
 
     def _featurizer(self, params):
         return lambda w: [w]

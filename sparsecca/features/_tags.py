@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import check_bool
+from .._params import check_bool, check_float_dtype
 from .._persist import (
     check_index,
     pack_strings,
@@ -18,7 +18,6 @@ from ..data import TaggedCorpus, Vocabulary
 from ._base import (
     BaseView,
     check_corpus,
-    check_dtype,
     check_id_array,
     check_int_tuple,
     check_max_features,
@@ -155,7 +154,7 @@ class TagNgramView(BaseView):
         """
         orders = check_int_tuple("orders", self.orders)
         params = dict(orders=orders, boundaries=check_bool("boundaries", self.boundaries),
-                      dtype=check_dtype(self.dtype))
+                      dtype=check_float_dtype(self.dtype))
         min_count = check_min_count(self.min_count)
         max_features = check_max_features(self.max_features)
         corpus = check_corpus(corpus, tagged=True)
@@ -205,7 +204,7 @@ class TagNgramView(BaseView):
     def _set_state(self, arrays, extra):
         orders = check_int_tuple("orders", self.orders)
         params = dict(orders=orders, boundaries=check_bool("boundaries", self.boundaries),
-                      dtype=check_dtype(self.dtype))
+                      dtype=check_float_dtype(self.dtype))
         check_min_count(self.min_count)
         tags = Vocabulary(unpack_strings(arrays, "tags"))
         T = len(tags)

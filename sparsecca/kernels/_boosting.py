@@ -19,9 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
-from .._params import check_bool
+from .._params import check_bool, check_int
 from .._sparse import check_sparse_structure
-from ._checks import check_int, check_real, int_array, real_array
+from ._checks import check_real, int_array, real_array
 
 __all__ = ["boosting_path", "path_losses", "perceptron_train"]
 

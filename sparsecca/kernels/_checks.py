@@ -9,16 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_int", "check_real", "int_array", "real_array", "first_unsorted_segment"]
+from .._params import as_int_array
 
-
-def check_int(name: str, value, low: int) -> int:
-    """``value`` as an int if it is an integer (not a bool) >= ``low``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value}")
-    return int(value)
+__all__ = ["check_real", "int_array", "real_array", "first_unsorted_segment"]
 
 
 def check_real(name: str, value, low: float, strict: bool) -> float:
@@ -68,17 +61,7 @@ def int_array(name: str, x, dtype=np.int64, *, ndim: int | None = 1) -> np.ndarr
         For the wrong number of dimensions, or values outside the range of ``dtype`` (they
         would wrap).
     """
-    a = _with_ndim(name, x, ndim)
-    # an empty list is float64 to NumPy; no value of it is truncated
-    if a.size and a.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be an int array, got {a.dtype}")
-    if a.size and not np.can_cast(a.dtype, dtype):
-        info = np.iinfo(dtype)
-        lo, hi = int(a.min()), int(a.max())
-        if lo < info.min or hi > info.max:
-            raise ValueError(f"{name} must lie in the {np.dtype(dtype)} range "
-                             f"[{info.min}, {info.max}], got values in [{lo}, {hi}]")
-    return np.ascontiguousarray(a, dtype=dtype)
+    return as_int_array(name, _with_ndim(name, x, ndim), dtype)
 
 
 def real_array(name: str, x, *, ndim: int | None = 1) -> np.ndarray:

@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
+from .._params import check_float_dtype
 from .._sparse import check_sparse_structure
 from ._checks import check_real, int_array, real_array
 
@@ -112,16 +113,6 @@ def _check_segments(sent_offsets, n_candidates, n_sentences=None):
     return off
 
 
-def _check_dtype(dtype):
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"dtype must be float32 or float64, got {dtype!r}") from None
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(f"dtype must be float32 or float64, got {dt}")
-    return dt
-
-
 def aggregate_residuals(Y, Y_hat, weights, sent_offsets, dtype=np.float64):
     """Weighted mean residuals R, row i = (1/m_i) sum_j w_ij (y_i - yhat_ij).
 
@@ -153,7 +144,7 @@ def aggregate_residuals(Y, Y_hat, weights, sent_offsets, dtype=np.float64):
     R : scipy.sparse.csr_matrix, shape (n, d2)
         Rows of sentences without candidates are zero.
     """
-    dtype = _check_dtype(dtype)
+    dtype = check_float_dtype(dtype)
     Y = _as_csr("Y", Y)
     Y_hat = _as_csr("Y_hat", Y_hat, n_cols=Y.shape[1])
     n = Y.shape[0]

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 
-from .._params import ParamsMixin
+from .._params import ParamsMixin, check_int
 from ..kernels import boosting_path, path_losses
 from ..tagging import NBestList
 from ._base import (
@@ -30,7 +30,6 @@ from ._joint_features import (
     check_bool,
     check_float,
     check_grid,
-    check_int,
     check_kind,
     check_lengths,
     oracle_global,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import ParamsMixin, check_bool
+from .._params import ParamsMixin, check_bool, check_int
 from .._persist import (
     ModelFormatError,
     check_index,
@@ -40,14 +40,6 @@ DECODER_FEATURE = "<decoder score>"
 
 
 # -- shared helpers --------------------------------------------------------------------------
-
-def check_int(name: str, value, low: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value}")
-    return int(value)
-
 
 def check_float(name: str, value, low: float, *, strict: bool, high: float | None = None) -> float:
     """A finite real number above ``low`` (``> low`` when ``strict``), at most ``high``."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import ParamsMixin
+from .._params import ParamsMixin, check_int
 from ..kernels import perceptron_train
 from ..tagging import NBestList
 from ._base import (
@@ -21,7 +21,6 @@ from ._joint_features import (
     PersistMixin,
     check_bool,
     check_grid,
-    check_int,
     check_kind,
     check_lengths,
     check_random_state,

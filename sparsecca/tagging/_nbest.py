@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._params import as_int_array
 from .._persist import (
     ModelFormatError,
     PersistMixin,
@@ -17,7 +18,6 @@ from .._persist import (
     unpack_strings,
 )
 from ..data import TaggedCorpus, Vocabulary
-from ..data._corpus import _as_ids
 
 __all__ = ["NBestList", "concatenate"]
 
@@ -165,9 +165,9 @@ class NBestList(PersistMixin):
         if not isinstance(tags, Vocabulary):
             tags = Vocabulary(tags)
         # as TaggedCorpus: a float or bool id array is refused, not truncated
-        tag_ids = _as_ids("tag_ids", tag_ids, np.int32)
-        cand_offsets = _as_ids("cand_offsets", cand_offsets, np.int64)
-        sent_offsets = _as_ids("sent_offsets", sent_offsets, np.int64)
+        tag_ids = as_int_array("tag_ids", tag_ids, np.int32)
+        cand_offsets = as_int_array("cand_offsets", cand_offsets, np.int64)
+        sent_offsets = as_int_array("sent_offsets", sent_offsets, np.int64)
         scores = np.ascontiguousarray(scores, dtype=np.float64)
         n_sent = corpus.n_sentences
         if sent_offsets.shape != (n_sent + 1,) or sent_offsets[0] != 0 \

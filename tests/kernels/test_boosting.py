@@ -474,15 +474,17 @@ _WP_ARGS = dict(base_scores=[0.0, 1.0, 0.0, 2.0, 1.0], model_scores=np.zeros(5),
 @pytest.mark.parametrize("kwargs, exc, match", [
     # the chosen losses sum to 1.8, but int64 truncation made it 0
     (dict(losses=np.array([1, 0.9, 0, 0.9, 1])), TypeError,
-     "losses must be an int array, got float64"),
+     "losses must be an array of integers, got dtype float64"),
     # NaN became INT64_MIN
     (dict(losses=np.array([1, np.nan, 0, 0, 1])), TypeError,
-     "losses must be an int array, got float64"),
-    (dict(losses=np.ones(5, dtype=bool)), TypeError, "losses must be an int array, got bool"),
+     "losses must be an array of integers, got dtype float64"),
+    (dict(losses=np.ones(5, dtype=bool)), TypeError,
+     "losses must be an array of integers, got dtype bool"),
     (dict(losses=np.array([0, 0, 0, 0, 2**63], dtype=np.uint64)), ValueError,
      r"losses must lie in the int64 range .*, got values in \[0, 9223372036854775808\]"),
-    (dict(losses=["a"] * 5), TypeError, "losses must be an int array, got <U1"),
-    (dict(sent_offsets=[0, 2.5, 5]), TypeError, "sent_offsets must be an int array, got float64"),
+    (dict(losses=["a"] * 5), TypeError, "losses must be an array of integers, got dtype <U1"),
+    (dict(sent_offsets=[0, 2.5, 5]), TypeError,
+     "sent_offsets must be an array of integers, got dtype float64"),
     (dict(weights=[[0.0, 1.0]]), ValueError, r"weights must be 1-d, got shape \(1, 2\)"),
     (dict(weights=["a"]), TypeError, "weights must be a real .*array, got <U1"),
     (dict(model_scores=np.zeros(5) + 1j), TypeError, "model_scores must be a real .*complex128"),
@@ -508,10 +510,14 @@ _PL_ARGS = dict(H=sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])),
 
 @pytest.mark.parametrize("kwargs, exc, match", [
     # feature 1.9 was used as feature 1
-    (dict(features=[0, 1.9, 1]), TypeError, "features must be an int array, got float64"),
-    (dict(features=[True, False, True]), TypeError, "features must be an int array, got bool"),
-    (dict(losses=[2.0, 0.0, 1.5]), TypeError, "losses must be an int array, got float64"),
-    (dict(sent_offsets=[0.0, 3.0]), TypeError, "sent_offsets must be an int array, got float64"),
+    (dict(features=[0, 1.9, 1]), TypeError,
+     "features must be an array of integers, got dtype float64"),
+    (dict(features=[True, False, True]), TypeError,
+     "features must be an array of integers, got dtype bool"),
+    (dict(losses=[2.0, 0.0, 1.5]), TypeError,
+     "losses must be an array of integers, got dtype float64"),
+    (dict(sent_offsets=[0.0, 3.0]), TypeError,
+     "sent_offsets must be an array of integers, got dtype float64"),
 ])
 def test_path_losses_refuses_float_ids(kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -532,10 +538,12 @@ _PT_ARGS = dict(H=sp.csr_matrix(np.eye(3)), base_scores=[0.0, 1.0, 0.0], sent_of
 
 @pytest.mark.parametrize("kwargs, exc, match", [
     # candidate 0.5 was used as candidate 0
-    (dict(oracle=np.array([0.5, 2])), TypeError, "oracle must be an int array, got float64"),
-    (dict(losses=np.array([0, 1.0, 0])), TypeError, "losses must be an int array, got float64"),
+    (dict(oracle=np.array([0.5, 2])), TypeError,
+     "oracle must be an array of integers, got dtype float64"),
+    (dict(losses=np.array([0, 1.0, 0])), TypeError,
+     "losses must be an array of integers, got dtype float64"),
     (dict(sent_offsets=np.array([0, 2, 3.0])), TypeError,
-     "sent_offsets must be an int array, got float64"),
+     "sent_offsets must be an array of integers, got dtype float64"),
     # a truthy string switched averaging on, None switched it off
     (dict(averaged="no"), TypeError, "averaged must be True or False, got 'no'"),
     (dict(averaged=None), TypeError, "averaged must be True or False, got None"),

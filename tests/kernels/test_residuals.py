@@ -167,14 +167,14 @@ _AGG = dict(Y=_Y, Y_hat=_YH, weights=[1.0, 1.0, 1.0], sent_offsets=[0, 1, 3])
     (dict(dtype=bool), ValueError, "dtype must be float32 or float64, got bool"),
     # float16 gave a matrix whose .toarray() raised
     (dict(dtype=np.float16), ValueError, "dtype must be float32 or float64, got float16"),
-    (dict(dtype="no such dtype"), TypeError, "dtype must be float32 or float64, got 'no such"),
+    (dict(dtype="no such dtype"), ValueError, "dtype must be float32 or float64, got 'no such"),
     (dict(Y=sp.csr_matrix([[1.0, np.nan], [0.0, 1.0]])), ValueError, "Y must have finite values"),
     (dict(Y=np.array([[1.0, 0.0], [np.inf, 1.0]])), ValueError, "Y must have finite values"),
     (dict(Y_hat=sp.csr_matrix([[0.0, 1.0], [1.0, 0.0], [0.5, -np.inf]])), ValueError,
      "Y_hat must have finite values"),
     # offset 2.9 was used as 2
     (dict(sent_offsets=np.array([0, 1.0, 3])), TypeError,
-     "sent_offsets must be an int array, got float64"),
+     "sent_offsets must be an array of integers, got dtype float64"),
     (dict(sent_offsets=np.array([0, 1, 3])[None]), ValueError,
      r"sent_offsets must be 1-d, got shape \(1, 3\)"),
     (dict(weights=["a"] * 3), TypeError, "weights must be a real .*array, got <U1"),
@@ -201,7 +201,7 @@ _SLACK = dict(margins=np.array([0.2, 2.0, 0.5]), losses=np.array([1.0, 1.0, 2.0]
 @pytest.mark.parametrize(("kw", "exc", "pattern"), [
     # offset 2.5 was used as 2
     (dict(sent_offsets=np.array([0, 2.5, 3])), TypeError,
-     "sent_offsets must be an int array, got float64"),
+     "sent_offsets must be an array of integers, got dtype float64"),
     (dict(sent_offsets=[]), ValueError, r"sent_offsets must start at 0, .*; got 0 entries"),
     (dict(gamma="0.1"), TypeError, "gamma must be a real number, got '0.1'"),
     (dict(gamma=None), TypeError, "gamma must be a real number, got None"),
