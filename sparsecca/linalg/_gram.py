@@ -617,6 +617,10 @@ class CrossCovariance(LinearOperator):
     center : bool, default False
         Centre X implicitly.  Since Xc^T M = Xc^T Mc, this is the centred cross-covariance.
 
+    Attributes
+    ----------
+    n_samples : int, the number of rows of X and M
+
     Notes
     -----
     Kept factored: ``C_xy @ V = Xc^T (M V)`` costs nnz(X) + nnz(M) per column, usually far
@@ -642,6 +646,7 @@ class CrossCovariance(LinearOperator):
         self._rank_one = None
         self._single_ok = None
         self.center = bool(center)
+        self.n_samples = self._x.n
         super().__init__(dtype=np.float64, shape=(self._x.d, M.shape[1]))
 
     @classmethod
@@ -704,6 +709,7 @@ class CrossCovariance(LinearOperator):
         self._single_ok = None
         self._sparse = (C, sx, sm, n)
         self.center = bool(center)
+        self.n_samples = int(n)
         LinearOperator.__init__(self, dtype=np.float64, shape=C.shape)
         return self
 
