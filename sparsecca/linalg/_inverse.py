@@ -40,6 +40,7 @@ import scipy.linalg.blas as blas
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from .._params import check_bool
 from ._gram import RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
 from ._split import tall_matmul, tall_tmatmul, wide_blas
@@ -118,6 +119,7 @@ class GramFactor:
     """
 
     def __init__(self, X, center: bool = False, random_state=None):
+        center = check_bool("center", center)
         self._src = _source(X, center)
         self.center = bool(center)
         self.n_samples = self._src.n
@@ -339,6 +341,7 @@ class RegularizedInverse(LinearOperator):
                  tail="diagonal", maxiter=None, random_state=None, dense_space="auto",
                  name="C"):
         tau = check_tau(tau)
+        center = check_bool("center", center)
         method = check_choice(method, "method", METHODS)
         tail = check_choice(tail, "tail", TAILS + ("auto",))
         dense_space = check_choice(dense_space, "dense_space", ("auto", "primal", "dual"))
@@ -670,8 +673,10 @@ class RegularizedInverse(LinearOperator):
         for j in range(0, B.shape[1], w):
             sl = slice(j, min(j + w, B.shape[1]))
             x0 = None if X0 is None else np.asarray(X0)[:, sl]
-            Zc, info = block_cg(self.covariance, B[:, sl], M=self._precond, X0=x0,
-                                rtol=self.rtol, maxiter=self.maxiter)
+            # the operators and settings are the inverse's own, checked at construction
+            with small_blas(sl.stop - sl.start):
+                Zc, info = _block_cg(self.covariance, np.ascontiguousarray(B[:, sl]),
+                                     self._precond, x0, self.rtol, self.maxiter)
             Z[:, sl] = Zc
             R[:, sl] = info.pop("residual_block")
             self.n_iter_ += info["n_iter"]
@@ -914,9 +919,9 @@ def block_cg(A, B, *, M=None, X0=None, rtol=1e-8, maxiter=500):
     M : (d, d) operator, optional
         Symmetric positive definite preconditioner (an approximation of A^-1).
     X0 : (d, m) initial guess, optional
-    rtol : float
+    rtol : float in (0, 1)
         Stop when every column has ||r||_M <= rtol ||b||_M.
-    maxiter : int
+    maxiter : int >= 0
 
     Returns
     -------
@@ -928,12 +933,48 @@ def block_cg(A, B, *, M=None, X0=None, rtol=1e-8, maxiter=500):
     Raises
     ------
     FactorizationError
-        If A is found not to be positive definite (a non-positive curvature direction).
+        If A is found not to be positive definite (a non-positive curvature direction), or
+        M (b^T M b <= 0 for a nonzero right-hand side b).
     """
-    B, one_d = _as_block(B)
+    B, one_d, X0, rtol, maxiter = _check_block_cg(A, B, M, X0, rtol, maxiter)
     with small_blas(B.shape[1]):
         X, info = _block_cg(A, B, M, X0, rtol, maxiter)
     return (X[:, 0] if one_d else X), info
+
+
+def _check_block_cg(A, B, M, X0, rtol, maxiter):
+    """The arguments of :func:`block_cg`: B as a finite (d, m) float64 block (and whether it
+    was 1-D), X0 as (d, m) or None, rtol and maxiter; O(d m), once per call."""
+    try:
+        B, one_d = _as_block(B)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"B must be a (d,) or (d, m) real array, got {type(B).__name__} "
+                        f"({exc})") from None
+    if B.ndim != 2:
+        raise ValueError(f"B must be a (d,) or (d, m) array, got shape {B.shape}")
+    if not np.all(np.isfinite(B)):
+        raise ValueError("B must contain only finite values")
+    d = B.shape[0]
+    for name, op in (("A", A), ("M", M)):
+        if op is None and name == "M":
+            continue
+        shape = getattr(op, "shape", None)
+        if shape is None or not hasattr(op, "__matmul__"):
+            raise TypeError(f"{name} must be a (d, d) array or LinearOperator, got "
+                            f"{type(op).__name__}")
+        if tuple(shape) != (d, d):
+            raise ValueError(f"{name} must be (d, d) = ({d}, {d}) like the rows of B, got "
+                             f"shape {tuple(shape)}")
+    if X0 is not None:
+        X0 = np.asarray(X0, dtype=np.float64)
+        want = (d,) if one_d else B.shape
+        if X0.shape != want and not (one_d and X0.shape == B.shape):
+            raise ValueError(f"X0 must have the shape of B, {want}, got {X0.shape}")
+        if not np.all(np.isfinite(X0)):
+            raise ValueError("X0 must contain only finite values")
+    rtol = check_tolerance(rtol, "rtol")
+    maxiter = check_positive_int(maxiter, "maxiter", minimum=0)
+    return B, one_d, X0, rtol, maxiter
 
 
 def _block_cg(A, B, M, X0, rtol, maxiter):
@@ -952,7 +993,16 @@ def _block_cg(A, B, M, X0, rtol, maxiter):
         X = np.array(X0, dtype=np.float64).reshape(d, m)
         R = B - Aop(X)
     MB = Mop(B)
-    bnorm = np.sqrt(np.maximum((B * MB).sum(axis=0), 0.0))
+    bmb = (B * MB).sum(axis=0)
+    if not np.all(bmb > 0):
+        # b^T M b <= 0 for b != 0 (M zero or indefinite) would read as a zero residual and
+        # "converge" at once; b = 0 columns are legitimately 0
+        bad = ~(bmb > 0) & np.any(B != 0, axis=0)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise FactorizationError(f"the preconditioner M is not positive definite (b^T M b "
+                                     f"= {bmb[j]:.3g} <= 0 for column {j} of B)")
+    bnorm = np.sqrt(np.maximum(bmb, 0.0))
     bnorm[bnorm == 0] = 1.0
     Z = MB if X0 is None else Mop(R)
     res = np.sqrt(np.maximum((R * Z).sum(axis=0), 0.0)) / bnorm
