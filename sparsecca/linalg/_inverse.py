@@ -31,6 +31,7 @@ the randomized Nystrom factor -- lives in :class:`GramFactor`, so a grid of tau 
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from contextlib import contextmanager, nullcontext
 
@@ -213,6 +214,9 @@ class GramFactor:
         cap = min(self.n_samples, self.n_features)
         if rank is None and tol is None:
             raise ValueError("lowrank needs rank or tol, got neither")
+        block_size = check_positive_int(block_size, "block_size")
+        n_iter = check_positive_int(n_iter, "n_iter", minimum=0)
+        max_rank = check_positive_int(max_rank, "max_rank", allow_none=True)
         if rank is not None:
             rank = min(check_positive_int(rank, "rank"), cap)
             if self.rank_ >= rank and self._lowrank is not None:
@@ -220,11 +224,13 @@ class GramFactor:
                 return V[:, :rank], lam[:rank]
             target_rank, target_tol = rank, 0.0
         else:
+            if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real):
+                raise TypeError(f"tol must be a real number > 0, got {tol!r}")
             if not tol > 0:
                 raise ValueError(f"tol must be > 0, got {tol!r}")
             if self._lowrank is not None and self.range_error_ <= tol:
                 return self._lowrank
-            target_rank = cap if max_rank is None else min(int(max_rank), cap)
+            target_rank = cap if max_rank is None else min(max_rank, cap)
             target_tol = float(tol)
         G = _GramOperator(self._src)
         # an existing factor's V is the basis to extend: orthonormal, and its span (that of
@@ -255,6 +261,8 @@ class GramFactor:
 
         ``e.sum()`` is a deterministic upper bound on ||G - V diag(lam) V^T||_2 (PSD residual).
         """
+        if self._lowrank is None:
+            raise ValueError("tail_diagonal needs a low-rank factor: call lowrank first")
         V, lam = self._lowrank
         r = V.shape[1] if rank is None else min(int(rank), V.shape[1])
         # tau-independent: a tau grid's inverses share it (cached for this factor and rank)
@@ -479,8 +487,14 @@ class RegularizedInverse(LinearOperator):
         """
         if self.method != "randomized":
             raise ValueError(f"sandwich needs method='randomized', got {self.method!r}")
+        d, m = self._check_block(B, "B")
+        if (u is None) != (v is None):
+            raise ValueError(f"u and v go together (the rank-one term u v^T); got "
+                             f"{'u without v' if v is None else 'v without u'}")
+        if u is not None and (np.shape(u) != (d,) or np.shape(v) != (m,)):
+            raise ValueError(f"u and v must have shapes (d,) = ({d},) and (m,) = ({m},), got "
+                             f"{np.shape(u)} and {np.shape(v)}")
         U = self._woodbury_basis()
-        d, m = B.shape
         if sp.issparse(B):
             F = (sp.diags(self._isd) @ sp.csr_matrix(B, dtype=np.float64)).tocsc()
             dense = (F.nnz >= SANDWICH_DENSE_MIN_DENSITY * d * m
@@ -518,6 +532,17 @@ class RegularizedInverse(LinearOperator):
         with small_blas(Q.shape[0]):
             G -= Q.T @ self._woodbury_core_solve(Q)
         return 0.5 * (G + G.T)
+
+    def _check_block(self, B, name):
+        """(d, m) of a 2-D block B with d rows like C (O(1))."""
+        shape = getattr(B, "shape", None)
+        if shape is None or len(shape) != 2:
+            got = f"shape {shape}" if shape is not None else type(B).__name__
+            raise ValueError(f"{name} must be a 2-D (d, m) = ({self.shape[0]}, m) block, got "
+                             f"{got}")
+        if shape[0] != self.shape[0]:
+            raise ValueError(f"{name} must have d = {self.shape[0]} rows, got {shape[0]}")
+        return shape
 
     def _woodbury_basis(self):
         """U of C^-1 = S (I - U K^-1 U^T) S: P (orthonormal, identity tail) or W'."""
@@ -618,7 +643,7 @@ class RegularizedInverse(LinearOperator):
         if self.method == "dense":
             raise ValueError("lowrank_galerkin needs a 'randomized' or 'iterative' inverse "
                              "(a low-rank-plus-diagonal model), got method='dense'")
-        d, c = B.shape
+        d, c = self._check_block(B, "B")
         U = self._woodbury_basis()
         G = np.zeros((c, c))
         UtSB = np.zeros((U.shape[1], c))

@@ -248,3 +248,52 @@ def test_gram_stats_by_hand_equals_accumulated():
     np.testing.assert_allclose(RegularizedGram(total, 0.3, center=True).toarray(),
                                RegularizedGram(X, 0.3, center=True).toarray(), atol=1e-12)
 
+
+# -- low-rank factor and its inverse --------------------------------------------------------
+
+X12 = sp.random(80, 12, density=0.4, random_state=1, format="csr")
+RINV = RegularizedInverse(X12, 0.3, "randomized", rank=4)
+
+BAD_LOWRANK_BLOCKS = [
+    ("galerkin-rows", lambda: RINV.lowrank_galerkin(np.ones((5, 2))),
+     r"^B must have d = 12 rows, got 5$"),
+    ("galerkin-1d", lambda: RINV.lowrank_galerkin(np.ones(12)),
+     r"^B must be a 2-D \(d, m\) = \(12, m\) block, got shape \(12,\)$"),
+    ("sandwich-u-only", lambda: RINV.sandwich(np.ones((12, 2)), u=np.ones(12)),
+     r"^u and v go together \(the rank-one term u v\^T\); got u without v$"),
+    ("sandwich-v-only", lambda: RINV.sandwich(np.ones((12, 2)), v=np.ones(2)),
+     r"^u and v go together \(the rank-one term u v\^T\); got v without u$"),
+    ("sandwich-rows", lambda: RINV.sandwich(np.ones((5, 2))), r"^B must have d = 12 rows, got 5$"),
+    ("sandwich-v-shape", lambda: RINV.sandwich(np.ones((12, 2)), u=np.ones(12), v=np.ones(3)),
+     r"^u and v must have shapes \(d,\) = \(12,\) and \(m,\) = \(2,\), got \(12,\) and \(3,\)$"),
+]
+
+
+@pytest.mark.parametrize("case,call,match", BAD_LOWRANK_BLOCKS,
+                         ids=[c[0] for c in BAD_LOWRANK_BLOCKS])
+def test_lowrank_blocks_are_checked(case, call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+BAD_LOWRANK = [
+    (dict(tol=1e-6, max_rank=0), ValueError, r"^max_rank must be an int >= 1, got 0$"),
+    (dict(tol=1e-6, max_rank=-3), ValueError, r"^max_rank must be an int >= 1, got -3$"),
+    (dict(tol=1e-12, max_rank=2.9), TypeError, r"^max_rank must be an int >= 1, got 2.9$"),
+    (dict(rank=4, block_size=0), ValueError, r"^block_size must be an int >= 1, got 0$"),
+    (dict(rank=4, block_size=2.5), TypeError, r"^block_size must be an int >= 1, got 2.5$"),
+    (dict(rank=4, n_iter="a"), TypeError, r"^n_iter must be an int >= 0, got 'a'$"),
+    (dict(tol="a"), TypeError, r"^tol must be a real number > 0, got 'a'$"),
+]
+
+
+@pytest.mark.parametrize("kw,exc,match", BAD_LOWRANK, ids=[repr(k) for k, _, _ in BAD_LOWRANK])
+def test_gram_factor_lowrank_bad_arguments(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        GramFactor(X12).lowrank(**kw)
+
+
+def test_tail_diagonal_needs_a_factor():
+    with pytest.raises(ValueError, match=r"^tail_diagonal needs a low-rank factor: call "
+                                         r"lowrank first$"):
+        GramFactor(X12).tail_diagonal()
