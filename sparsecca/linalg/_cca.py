@@ -199,6 +199,10 @@ class CCAEngine:
         solver = check_choice(solver, "solver", SOLVERS)
         self.preconditioner = check_choice(preconditioner, "preconditioner", PRECONDITIONERS)
         self.verbose = check_verbose(verbose)
+        center = check_bool("center", center)
+        merge_duplicates = check_bool("merge_duplicates", merge_duplicates)
+        adaptive_rank = check_bool("adaptive_rank", adaptive_rank)
+        lowrank_y = check_bool("lowrank_y", lowrank_y)
         # the caller's Y object, so that solve(M=that Y) is recognised as plain CCA
         # (check_matrix returns a new CSR object even when it copies nothing); weakly, so
         # that a converted original is not kept alive beside its conversion
@@ -521,6 +525,7 @@ class CCAEngine:
 
     def column_sums(self, which):
         """Column sums of the given X or Y ('X' or 'Y'), (d,) float64 (cached)."""
+        which = check_choice(which, "which", ("X", "Y"))
         if which not in self._colsums:
             M = self.X if which == "X" else self.Y
             self._colsums[which] = np.asarray(M.sum(axis=0, dtype=np.float64)).ravel()

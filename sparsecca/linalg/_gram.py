@@ -18,8 +18,15 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from .._params import check_bool
 from ._split import SPLIT_MIN_FLOPS, run_pair, tall_matmul, tall_tmatmul
-from ._validation import check_matrix, check_same_rows, check_tau, small_blas
+from ._validation import (
+    check_matrix,
+    check_positive_int,
+    check_same_rows,
+    check_tau,
+    small_blas,
+)
 
 __all__ = ["GramStats", "RegularizedGram", "CrossCovariance", "column_mean",
            "centred_projection"]
@@ -389,16 +396,54 @@ class GramStats:
     ----------
     gram : sparse (d, d) X^T X (uncentred)
     colsum : (d,) column sums
-    n_samples : int
+    n_samples : int >= 1
     dtype : dtype of the blocks (float32 or float64); the statistics are kept in float64
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``gram`` is not a finite symmetric (d, d) matrix, ``colsum`` not a finite (d,)
+        vector or ``n_samples`` not an int >= 1 (one pass over the stored values of gram).
     """
 
     def __init__(self, gram, colsum, n_samples, dtype=np.float64):
-        self.gram = sp.csr_matrix(gram, dtype=np.float64)
-        self.colsum = np.asarray(colsum, dtype=np.float64)
-        self.n_samples = int(n_samples)
-        self.n_features = self.gram.shape[0]
+        n_samples = check_positive_int(n_samples, "n_samples")
+        try:
+            gram = sp.csr_matrix(gram, dtype=np.float64)
+            colsum = np.asarray(colsum, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"gram and colsum must be a (d, d) matrix and a (d,) vector of "
+                            f"reals ({exc})") from None
+        d = gram.shape[0]
+        if gram.shape != (d, d) or d < 1:
+            raise ValueError(f"gram must be a square (d, d) matrix X^T X, got shape "
+                             f"{gram.shape}")
+        if colsum.shape != (d,):
+            raise ValueError(f"colsum must have shape (d,) = ({d},) like gram, got "
+                             f"{colsum.shape}")
+        if not (np.all(np.isfinite(gram.data)) and np.all(np.isfinite(colsum))):
+            raise ValueError("gram and colsum must contain only finite values")
+        # X^T X from sparse products can differ from its transpose by rounding
+        asym = abs(gram - gram.T).max() if gram.nnz else 0.0
+        if asym > 1e-8 * max(abs(gram).max(), 1e-300):
+            raise ValueError(f"gram must be symmetric (X^T X), got max |gram - gram^T| = "
+                             f"{asym:.3g}")
+        self._set(gram, colsum, n_samples, dtype)
+
+    def _set(self, gram, colsum, n_samples, dtype):
+        self.gram = gram
+        self.colsum = colsum
+        self.n_samples = n_samples
+        self.n_features = gram.shape[0]
         self.dtype = np.dtype(dtype)
+
+    @classmethod
+    def _of_sums(cls, gram, colsum, n_samples, dtype):
+        """From sums that are valid by construction (blocks, additions): no checks."""
+        self = cls.__new__(cls)
+        self._set(sp.csr_matrix(gram, dtype=np.float64), np.asarray(colsum, dtype=np.float64),
+                  int(n_samples), dtype)
+        return self
 
     @classmethod
     def from_blocks(cls, blocks, name: str = "blocks"):
@@ -452,8 +497,8 @@ class GramStats:
     def _of_block(cls, B, label):
         B = check_matrix(B, label)
         Bs = sp.csr_matrix(B, dtype=np.float64)
-        return cls((Bs.T @ Bs).tocsr(), np.asarray(Bs.sum(axis=0)).ravel(), Bs.shape[0],
-                   B.dtype)
+        return cls._of_sums((Bs.T @ Bs).tocsr(), np.asarray(Bs.sum(axis=0)).ravel(),
+                            Bs.shape[0], B.dtype)
 
     def _add(self, other, label):
         """The statistics of the union of both row sets."""
@@ -462,8 +507,9 @@ class GramStats:
                              f"block, got {other.n_features}")
         gram = self.gram + other.gram
         gram.sum_duplicates()
-        return GramStats(gram, self.colsum + other.colsum, self.n_samples + other.n_samples,
-                         np.promote_types(self.dtype, other.dtype))
+        return GramStats._of_sums(gram, self.colsum + other.colsum,
+                                  self.n_samples + other.n_samples,
+                                  np.promote_types(self.dtype, other.dtype))
 
 
 class _StatsSource:
@@ -530,6 +576,7 @@ class RegularizedGram(LinearOperator):
 
     def __init__(self, X, tau, center: bool = False, dtype=None):
         tau = check_tau(tau)
+        center = check_bool("center", center)
         self._src = _source(X, center)
         self.tau = tau
         self.center = bool(center)
@@ -541,7 +588,12 @@ class RegularizedGram(LinearOperator):
 
     @classmethod
     def from_blocks(cls, blocks, tau, center: bool = False):
-        """Accumulate from an iterable of CSR row blocks (same result as the stacked matrix)."""
+        """Accumulate from an iterable of CSR row blocks (same result as the stacked matrix).
+
+        ``tau`` and ``center`` are checked before the first block is read: a one-shot
+        stream is not used up for an error the arguments show."""
+        check_tau(tau)
+        check_bool("center", center)
         return cls(GramStats.from_blocks(blocks), tau, center=center)
 
     @property
@@ -617,6 +669,10 @@ class CrossCovariance(LinearOperator):
     center : bool, default False
         Centre X implicitly.  Since Xc^T M = Xc^T Mc, this is the centred cross-covariance.
 
+    Attributes
+    ----------
+    n_samples : int, the number of rows of X and M
+
     Notes
     -----
     Kept factored: ``C_xy @ V = Xc^T (M V)`` costs nnz(X) + nnz(M) per column, usually far
@@ -625,6 +681,7 @@ class CrossCovariance(LinearOperator):
     """
 
     def __init__(self, X, M, center: bool = False):
+        center = check_bool("center", center)
         if isinstance(X, _DataMatrix):
             if X.center != bool(center):
                 raise ValueError(f"X was built with center={X.center}, got center={center}")
@@ -642,11 +699,14 @@ class CrossCovariance(LinearOperator):
         self._rank_one = None
         self._single_ok = None
         self.center = bool(center)
+        self.n_samples = self._x.n
         super().__init__(dtype=np.float64, shape=(self._x.d, M.shape[1]))
 
     @classmethod
     def from_blocks(cls, pairs, center: bool = False):
-        """Accumulate X^T M from an iterable of (X_block, M_block) row-block pairs."""
+        """Accumulate X^T M from an iterable of (X_block, M_block) row-block pairs
+        (``center`` is checked before the first pair is read)."""
+        center = check_bool("center", center)
         total = None
         for i, pair in enumerate(pairs):
             try:
@@ -683,6 +743,7 @@ class CrossCovariance(LinearOperator):
         """
         from ._dask import reduce_row_blocks
 
+        center = check_bool("center", center)
         total = reduce_row_blocks(
             [X, M], ["X", "M"],
             lambda Xb, Mb, label: _cross_of_blocks(Xb, Mb, f"X {label}", f"M {label}"),
@@ -704,6 +765,7 @@ class CrossCovariance(LinearOperator):
         self._single_ok = None
         self._sparse = (C, sx, sm, n)
         self.center = bool(center)
+        self.n_samples = int(n)
         LinearOperator.__init__(self, dtype=np.float64, shape=C.shape)
         return self
 

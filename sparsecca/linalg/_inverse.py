@@ -31,6 +31,7 @@ the randomized Nystrom factor -- lives in :class:`GramFactor`, so a grid of tau 
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from contextlib import contextmanager, nullcontext
 
@@ -40,6 +41,7 @@ import scipy.linalg.blas as blas
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from .._params import check_bool
 from ._gram import RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
 from ._split import tall_matmul, tall_tmatmul, wide_blas
@@ -118,6 +120,7 @@ class GramFactor:
     """
 
     def __init__(self, X, center: bool = False, random_state=None):
+        center = check_bool("center", center)
         self._src = _source(X, center)
         self.center = bool(center)
         self.n_samples = self._src.n
@@ -211,6 +214,9 @@ class GramFactor:
         cap = min(self.n_samples, self.n_features)
         if rank is None and tol is None:
             raise ValueError("lowrank needs rank or tol, got neither")
+        block_size = check_positive_int(block_size, "block_size")
+        n_iter = check_positive_int(n_iter, "n_iter", minimum=0)
+        max_rank = check_positive_int(max_rank, "max_rank", allow_none=True)
         if rank is not None:
             rank = min(check_positive_int(rank, "rank"), cap)
             if self.rank_ >= rank and self._lowrank is not None:
@@ -218,11 +224,13 @@ class GramFactor:
                 return V[:, :rank], lam[:rank]
             target_rank, target_tol = rank, 0.0
         else:
+            if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real):
+                raise TypeError(f"tol must be a real number > 0, got {tol!r}")
             if not tol > 0:
                 raise ValueError(f"tol must be > 0, got {tol!r}")
             if self._lowrank is not None and self.range_error_ <= tol:
                 return self._lowrank
-            target_rank = cap if max_rank is None else min(int(max_rank), cap)
+            target_rank = cap if max_rank is None else min(max_rank, cap)
             target_tol = float(tol)
         G = _GramOperator(self._src)
         # an existing factor's V is the basis to extend: orthonormal, and its span (that of
@@ -253,6 +261,8 @@ class GramFactor:
 
         ``e.sum()`` is a deterministic upper bound on ||G - V diag(lam) V^T||_2 (PSD residual).
         """
+        if self._lowrank is None:
+            raise ValueError("tail_diagonal needs a low-rank factor: call lowrank first")
         V, lam = self._lowrank
         r = V.shape[1] if rank is None else min(int(rank), V.shape[1])
         # tau-independent: a tau grid's inverses share it (cached for this factor and rank)
@@ -339,6 +349,7 @@ class RegularizedInverse(LinearOperator):
                  tail="diagonal", maxiter=None, random_state=None, dense_space="auto",
                  name="C"):
         tau = check_tau(tau)
+        center = check_bool("center", center)
         method = check_choice(method, "method", METHODS)
         tail = check_choice(tail, "tail", TAILS + ("auto",))
         dense_space = check_choice(dense_space, "dense_space", ("auto", "primal", "dual"))
@@ -476,8 +487,14 @@ class RegularizedInverse(LinearOperator):
         """
         if self.method != "randomized":
             raise ValueError(f"sandwich needs method='randomized', got {self.method!r}")
+        d, m = self._check_block(B, "B")
+        if (u is None) != (v is None):
+            raise ValueError(f"u and v go together (the rank-one term u v^T); got "
+                             f"{'u without v' if v is None else 'v without u'}")
+        if u is not None and (np.shape(u) != (d,) or np.shape(v) != (m,)):
+            raise ValueError(f"u and v must have shapes (d,) = ({d},) and (m,) = ({m},), got "
+                             f"{np.shape(u)} and {np.shape(v)}")
         U = self._woodbury_basis()
-        d, m = B.shape
         if sp.issparse(B):
             F = (sp.diags(self._isd) @ sp.csr_matrix(B, dtype=np.float64)).tocsc()
             dense = (F.nnz >= SANDWICH_DENSE_MIN_DENSITY * d * m
@@ -515,6 +532,17 @@ class RegularizedInverse(LinearOperator):
         with small_blas(Q.shape[0]):
             G -= Q.T @ self._woodbury_core_solve(Q)
         return 0.5 * (G + G.T)
+
+    def _check_block(self, B, name):
+        """(d, m) of a 2-D block B with d rows like C (O(1))."""
+        shape = getattr(B, "shape", None)
+        if shape is None or len(shape) != 2:
+            got = f"shape {shape}" if shape is not None else type(B).__name__
+            raise ValueError(f"{name} must be a 2-D (d, m) = ({self.shape[0]}, m) block, got "
+                             f"{got}")
+        if shape[0] != self.shape[0]:
+            raise ValueError(f"{name} must have d = {self.shape[0]} rows, got {shape[0]}")
+        return shape
 
     def _woodbury_basis(self):
         """U of C^-1 = S (I - U K^-1 U^T) S: P (orthonormal, identity tail) or W'."""
@@ -615,7 +643,7 @@ class RegularizedInverse(LinearOperator):
         if self.method == "dense":
             raise ValueError("lowrank_galerkin needs a 'randomized' or 'iterative' inverse "
                              "(a low-rank-plus-diagonal model), got method='dense'")
-        d, c = B.shape
+        d, c = self._check_block(B, "B")
         U = self._woodbury_basis()
         G = np.zeros((c, c))
         UtSB = np.zeros((U.shape[1], c))
@@ -670,8 +698,10 @@ class RegularizedInverse(LinearOperator):
         for j in range(0, B.shape[1], w):
             sl = slice(j, min(j + w, B.shape[1]))
             x0 = None if X0 is None else np.asarray(X0)[:, sl]
-            Zc, info = block_cg(self.covariance, B[:, sl], M=self._precond, X0=x0,
-                                rtol=self.rtol, maxiter=self.maxiter)
+            # the operators and settings are the inverse's own, checked at construction
+            with small_blas(sl.stop - sl.start):
+                Zc, info = _block_cg(self.covariance, np.ascontiguousarray(B[:, sl]),
+                                     self._precond, x0, self.rtol, self.maxiter)
             Z[:, sl] = Zc
             R[:, sl] = info.pop("residual_block")
             self.n_iter_ += info["n_iter"]
@@ -914,9 +944,9 @@ def block_cg(A, B, *, M=None, X0=None, rtol=1e-8, maxiter=500):
     M : (d, d) operator, optional
         Symmetric positive definite preconditioner (an approximation of A^-1).
     X0 : (d, m) initial guess, optional
-    rtol : float
+    rtol : float in (0, 1)
         Stop when every column has ||r||_M <= rtol ||b||_M.
-    maxiter : int
+    maxiter : int >= 0
 
     Returns
     -------
@@ -928,12 +958,48 @@ def block_cg(A, B, *, M=None, X0=None, rtol=1e-8, maxiter=500):
     Raises
     ------
     FactorizationError
-        If A is found not to be positive definite (a non-positive curvature direction).
+        If A is found not to be positive definite (a non-positive curvature direction), or
+        M (b^T M b <= 0 for a nonzero right-hand side b).
     """
-    B, one_d = _as_block(B)
+    B, one_d, X0, rtol, maxiter = _check_block_cg(A, B, M, X0, rtol, maxiter)
     with small_blas(B.shape[1]):
         X, info = _block_cg(A, B, M, X0, rtol, maxiter)
     return (X[:, 0] if one_d else X), info
+
+
+def _check_block_cg(A, B, M, X0, rtol, maxiter):
+    """The arguments of :func:`block_cg`: B as a finite (d, m) float64 block (and whether it
+    was 1-D), X0 as (d, m) or None, rtol and maxiter; O(d m), once per call."""
+    try:
+        B, one_d = _as_block(B)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"B must be a (d,) or (d, m) real array, got {type(B).__name__} "
+                        f"({exc})") from None
+    if B.ndim != 2:
+        raise ValueError(f"B must be a (d,) or (d, m) array, got shape {B.shape}")
+    if not np.all(np.isfinite(B)):
+        raise ValueError("B must contain only finite values")
+    d = B.shape[0]
+    for name, op in (("A", A), ("M", M)):
+        if op is None and name == "M":
+            continue
+        shape = getattr(op, "shape", None)
+        if shape is None or not hasattr(op, "__matmul__"):
+            raise TypeError(f"{name} must be a (d, d) array or LinearOperator, got "
+                            f"{type(op).__name__}")
+        if tuple(shape) != (d, d):
+            raise ValueError(f"{name} must be (d, d) = ({d}, {d}) like the rows of B, got "
+                             f"shape {tuple(shape)}")
+    if X0 is not None:
+        X0 = np.asarray(X0, dtype=np.float64)
+        want = (d,) if one_d else B.shape
+        if X0.shape != want and not (one_d and X0.shape == B.shape):
+            raise ValueError(f"X0 must have the shape of B, {want}, got {X0.shape}")
+        if not np.all(np.isfinite(X0)):
+            raise ValueError("X0 must contain only finite values")
+    rtol = check_tolerance(rtol, "rtol")
+    maxiter = check_positive_int(maxiter, "maxiter", minimum=0)
+    return B, one_d, X0, rtol, maxiter
 
 
 def _block_cg(A, B, M, X0, rtol, maxiter):
@@ -952,7 +1018,16 @@ def _block_cg(A, B, M, X0, rtol, maxiter):
         X = np.array(X0, dtype=np.float64).reshape(d, m)
         R = B - Aop(X)
     MB = Mop(B)
-    bnorm = np.sqrt(np.maximum((B * MB).sum(axis=0), 0.0))
+    bmb = (B * MB).sum(axis=0)
+    if not np.all(bmb > 0):
+        # b^T M b <= 0 for b != 0 (M zero or indefinite) would read as a zero residual and
+        # "converge" at once; b = 0 columns are legitimately 0
+        bad = ~(bmb > 0) & np.any(B != 0, axis=0)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise FactorizationError(f"the preconditioner M is not positive definite (b^T M b "
+                                     f"= {bmb[j]:.3g} <= 0 for column {j} of B)")
+    bnorm = np.sqrt(np.maximum(bmb, 0.0))
     bnorm[bnorm == 0] = 1.0
     Z = MB if X0 is None else Mop(R)
     res = np.sqrt(np.maximum((R * Z).sum(axis=0), 0.0)) / bnorm

@@ -33,6 +33,7 @@ pencil of Eq. 11, an a-posteriori bound on the error of each correlation.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 import weakref
 
@@ -42,9 +43,18 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._gram import CrossCovariance, RegularizedGram
+from ._inverse import RegularizedInverse
 from ._rsvd import _orth, _project_out, randomized_svd
 from ._split import run_pair, tall_matmul, tall_tmatmul
-from ._validation import FactorizationError, RankDeficientError, check_choice, small_blas
+from ._validation import (
+    FactorizationError,
+    RankDeficientError,
+    check_choice,
+    check_n_components,
+    check_positive_int,
+    check_tolerance,
+    small_blas,
+)
 
 __all__ = ["CCAResult", "reduced_cca"]
 
@@ -160,6 +170,60 @@ def _top_eigh(H, k):
     return w[::-1], V[:, ::-1]
 
 
+def _check_reduced_cca(xinv, yinv, cross, n_components, oversamples, tol, omega_max,
+                       callback, on_stall, rescue_cost):
+    """The arguments of :func:`reduced_cca`: O(1) checks of kinds, shapes, tau, centring and
+    row counts (the three operators must describe one pair of views).  Returns (k, p)."""
+    for name, inv in (("xinv", xinv), ("yinv", yinv)):
+        if not isinstance(inv, RegularizedInverse):
+            raise TypeError(f"{name} must be a RegularizedInverse, got {type(inv).__name__}")
+    if not isinstance(cross, LinearOperator):
+        hint = (" (wrap an array with scipy.sparse.linalg.aslinearoperator)"
+                if hasattr(cross, "shape") else "")
+        raise TypeError(f"cross must be a (d1, d2) LinearOperator such as CrossCovariance, "
+                        f"got {type(cross).__name__}{hint}")
+    d1, d2 = xinv.shape[0], yinv.shape[0]
+    if tuple(cross.shape) != (d1, d2):
+        raise ValueError(f"cross has shape {tuple(cross.shape)}; xinv is {d1} x {d1} and "
+                         f"yinv {d2} x {d2}, so cross must be ({d1}, {d2})")
+    # one tau on both sides: the Rayleigh-Ritz metrics, the residuals and the bounds of
+    # the solvers all use xinv's (two taus gave B^T Cyy B != I and wrong correlations)
+    if xinv.tau != yinv.tau:
+        raise ValueError(f"xinv.tau ({xinv.tau:g}) and yinv.tau ({yinv.tau:g}) must be equal")
+    fx, fy = xinv.factor, yinv.factor
+    cross_center = getattr(cross, "center", None)  # a CrossCovariance; other operators: None
+    if fx.center != fy.center or cross_center not in (None, fx.center):
+        raise ValueError(f"xinv, yinv and cross must all be centred or all uncentred, got "
+                         f"center={fx.center} (xinv), {fy.center} (yinv)"
+                         + ("" if cross_center is None else f", {cross_center} (cross)"))
+    n_cross = getattr(cross, "n_samples", None)
+    if fx.n_samples != fy.n_samples or n_cross not in (None, fx.n_samples):
+        raise ValueError(f"xinv has {fx.n_samples} samples, yinv {fy.n_samples}"
+                         + ("" if n_cross is None else f", cross {n_cross}")
+                         + ": all must come from the same rows")
+    k = check_n_components(n_components, d1, d2)
+    p = None if oversamples is None else check_positive_int(oversamples, "oversamples",
+                                                             minimum=0)
+    check_tolerance(tol, "tol")
+    if omega_max is not None:
+        if isinstance(omega_max, (bool, np.bool_)) or not isinstance(omega_max, numbers.Real):
+            raise TypeError(f"omega_max must be a real number > 0 or None, got {omega_max!r}")
+        if not (0.0 < omega_max < np.inf):
+            raise ValueError(f"omega_max must be a real number > 0 or None, got {omega_max!r}")
+    if rescue_cost is not None:
+        if isinstance(rescue_cost, (bool, np.bool_)) or not isinstance(rescue_cost,
+                                                                         numbers.Real):
+            raise TypeError(f"rescue_cost must be a real number >= 0 or None, got "
+                            f"{rescue_cost!r}")
+        if not (0.0 <= rescue_cost < np.inf):
+            raise ValueError(f"rescue_cost must be a real number >= 0 or None, got "
+                             f"{rescue_cost!r}")
+    for name, fn in (("callback", callback), ("on_stall", on_stall)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{name} must be callable or None, got {fn!r}")
+    return k, p
+
+
 def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples=None,
                 n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None, start=None,
                 callback=None, omega_max=None, on_stall=None, rescue_cost=None):
@@ -171,8 +235,10 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     Parameters
     ----------
     xinv : RegularizedInverse of C_xx (any method)
-    yinv : RegularizedInverse of C_yy ('dense' or 'randomized': a whitener is needed)
-    cross : (d1, d2) operator, C_xy (e.g. :class:`CrossCovariance`)
+    yinv : RegularizedInverse of C_yy ('dense' or 'randomized': a whitener is needed), with
+        the tau, the centring and the number of samples of ``xinv``
+    cross : (d1, d2) LinearOperator, C_xy (e.g. :class:`CrossCovariance`, whose centring
+        and number of samples must match the inverses')
     n_components : int in [1, min(d1, d2)]
     strategy : {'auto', 'full', 'dual', 'operator', 'krylov', 'lobpcg'}
         'auto': for a dense ``xinv`` 'dual' when it is in its dual (n x n) form (n < d1),
@@ -245,16 +311,25 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         ``lobpcg_error`` (its squared residual over the gap: the estimated relative error
         of the correlations, half that of omega), and ``rescued_after``, the steps after
         which ``on_stall``'s dense factor took over, when it did.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For arguments of the wrong kind or shape, and for operators that do not describe
+        one pair of views (different taus, centring or rows).
+    RankDeficientError
+        If C_xy has fewer than ``n_components`` nonzero correlations.
     """
+    k, p = _check_reduced_cca(xinv, yinv, cross, n_components, oversamples, tol, omega_max,
+                              callback, on_stall, rescue_cost)
     d1, d2 = cross.shape
-    k = int(n_components)
     n_cg = 0
     fallback = False
     strategy = check_choice(strategy, "strategy", STRATEGIES)
     if yinv.method == "iterative":
         raise ValueError("yinv must be a 'dense' or 'randomized' RegularizedInverse (the "
                          "reduced problem whitens C_yy), got method='iterative'")
-    p = _default_oversamples(k) if oversamples is None else int(oversamples)
+    p = _default_oversamples(k) if p is None else p
     if strategy == "auto":
         # the dense reference is always exact ('full'); a direct (randomized) inverse makes
         # the Galerkin matrix cheap while d2 is moderate; with block CG, solving for all d2
@@ -1077,8 +1152,6 @@ def _approx_of(xinv):
     """A whitenable cheap approximation of a RegularizedInverse: a 'randomized' one itself;
     for an iterative one its preconditioner as a 'randomized' inverse sharing the same
     low-rank factor."""
-    from ._inverse import RegularizedInverse
-
     if xinv.method != "iterative":
         return xinv
     return RegularizedInverse(xinv.factor, xinv.tau, method="randomized", rank=xinv.rank_,

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._validation import (
+    FactorizationError,
     check_matrix,
     check_positive_int,
     check_random_state,
@@ -76,6 +77,37 @@ def _rmm(A, U):
     return np.asarray(A.T @ U, dtype=np.float64)
 
 
+def _non_finite_products(what="the products with A"):
+    """The error for NaN / inf out of A's products: an ndarray or sparse A was checked, so
+    they come from an operator whose entries cannot be (or from a non-finite basis)."""
+    return FactorizationError(f"{what} returned non-finite values (a LinearOperator with "
+                              f"NaN/inf?)")
+
+
+def _check_basis(Q, m, name="Q"):
+    """A basis to extend: a finite (m, r) array with orthonormal columns, as float64.
+
+    O(m r^2) once per call (Q^T Q), like one product of A with the basis."""
+    try:
+        Q = np.array(Q, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an (m, r) = ({m}, r) array with orthonormal "
+                        f"columns, got {type(Q).__name__} ({exc})") from None
+    if Q.ndim != 2 or Q.shape[0] != m:
+        raise ValueError(f"{name} must be an (m, r) = ({m}, r) array with orthonormal "
+                         f"columns, got shape {Q.shape}")
+    if Q.shape[1] > m:
+        raise ValueError(f"{name} must have at most m = {m} orthonormal columns, got "
+                         f"{Q.shape[1]}")
+    if not np.all(np.isfinite(Q)):
+        raise ValueError(f"{name} must contain only finite values")
+    dev = float(np.abs(Q.T @ Q - np.eye(Q.shape[1])).max()) if Q.shape[1] else 0.0
+    if not dev <= 1e-6:
+        raise ValueError(f"{name} must have orthonormal columns (Q^T Q = I), got "
+                         f"max |Q^T Q - I| = {dev:.3g}")
+    return Q
+
+
 def _orth(Y):
     """Orthonormal basis of range(Y) by economic QR (Y is tall)."""
     Q, _ = la.qr(Y, mode="economic", check_finite=False, overwrite_a=True)
@@ -130,6 +162,10 @@ def _range_finder(A, size, n_iter, rng):
     for _ in range(n_iter):
         Q = _orth(_rmm(A, Q))
         Q = _orth(_mm(A, Q))
+    # NaN / inf in any product reaches the final orthonormal Q (entries <= 1, so its sum
+    # is finite exactly when every entry is): one pass, once, against 2 n_iter + 1 QRs
+    if not np.isfinite(Q.sum()):
+        raise _non_finite_products()
     return Q
 
 
@@ -162,6 +198,10 @@ def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
     random_state : None, int or numpy Generator
     Q : (m, r0) array with orthonormal columns, optional
         A basis to extend (e.g. from a previous call with a looser tolerance).
+    growth : float >= 1
+        Factor by which the block grows after each step.
+    max_block : int >= 1
+        Largest block.
 
     Returns
     -------
@@ -170,6 +210,12 @@ def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
         The last error estimate: an upper bound (w.p. >= 1 - 10^-b) on ||(I - Q_prev Q_prev^T)
         A|| for the basis before the last block was appended, hence also for the returned Q.
         0.0 when the range of A is exhausted (rank(A) <= r).
+
+    Raises
+    ------
+    FactorizationError
+        If a product with A returns NaN or inf (a LinearOperator cannot be checked
+        beforehand).
     """
     A = _check_operator(A)
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0:
@@ -180,7 +226,12 @@ def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
     max_rank = cap if max_rank is None else min(check_positive_int(max_rank, "max_rank"), cap)
     n_iter = check_positive_int(n_iter, "n_iter", minimum=0)
     rng = check_random_state(random_state)
-    Q = np.zeros((m, 0)) if Q is None else np.asarray(Q, dtype=np.float64)
+    if isinstance(growth, (bool, np.bool_)) or not isinstance(growth, numbers.Real):
+        raise TypeError(f"growth must be a real number >= 1, got {growth!r}")
+    if not growth >= 1:  # also NaN
+        raise ValueError(f"growth must be a real number >= 1, got {growth!r}")
+    max_block = check_positive_int(max_block, "max_block")
+    Q = np.zeros((m, 0)) if Q is None else _check_basis(Q, m)
     return _adaptive(A, float(tol), b, max_rank, n_iter, rng, Q, growth, max_block)
 
 
@@ -200,6 +251,9 @@ def _adaptive(A, tol, b, max_rank, n_iter, rng, Q, growth=2.0, max_block=1024,
         Y = _project_out(Y, Q)
         colnorm = np.sqrt((Y * Y).sum(axis=0))
         err = ERR_FACTOR * float(colnorm.max())
+        if not (np.isfinite(err) and np.isfinite(norm_est)):
+            # NaN compares False with every bound below: the basis would never grow
+            raise _non_finite_products("A @ V")
         if err <= 1e3 * np.finfo(np.float64).eps * norm_est * math.sqrt(n):
             err = 0.0  # range exhausted: what is left is rounding
             break
@@ -210,7 +264,13 @@ def _adaptive(A, tol, b, max_rank, n_iter, rng, Q, growth=2.0, max_block=1024,
             Y = _project_out(_mm(A, Z), Q)
         # drop directions that are numerically already in range(Q)
         Yq, R = la.qr(Y, mode="economic", check_finite=False)
-        keep = np.abs(np.diag(R)) > 1e-10 * max(float(np.abs(np.diag(R)).max()), 1e-300)
+        rdiag = np.abs(np.diag(R))
+        if not np.all(np.isfinite(rdiag)):  # the power iterations (A.T @ U) went non-finite
+            raise _non_finite_products()
+        keep = rdiag > 1e-10 * max(float(rdiag.max()), 1e-300)
+        if not keep.any():  # (only for a broken operator) no new direction: no progress
+            raise FactorizationError("the range finder found no new direction although its "
+                                     f"error estimate {err:.3g} exceeds tol = {tol:.3g}")
         Yq = _project_out(Yq[:, keep], Q)
         Yq = _orth(Yq)
         Q = np.hstack([Q, Yq])

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import scipy.linalg as la
 import scipy.sparse as sp
-from scipy.sparse.linalg import aslinearoperator
+from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 from sparsecca.linalg import (
+    FactorizationError,
     adaptive_range_finder,
     randomized_range_finder,
     randomized_svd,
@@ -114,3 +115,74 @@ def test_randomized_svd_rejects_non_operators():
         randomized_svd(object(), 2)
     with pytest.raises(ValueError, match=r"A must contain only finite values, got NaN"):
         randomized_svd(np.full((4, 3), np.nan), 2)
+
+
+class _CountingOperator(LinearOperator):
+    """A with NaN entries (``bad`` 'A' in A @ V, 'AT' in A.T @ U only, None: none); more than 50
+    products raise, so a range finder that cannot stop fails instead of hanging."""
+
+    def __init__(self, A, bad="A"):
+        super().__init__(dtype=np.float64, shape=A.shape)
+        self.A, self.bad, self.calls = A, bad, 0
+        self.A_nan = A.copy()
+        self.A_nan[0, 0] = np.nan
+
+    def _count(self):
+        self.calls += 1
+        if self.calls > 50:
+            raise RuntimeError("the range finder does not stop on NaN")
+
+    def _matmat(self, V):
+        self._count()
+        return (self.A_nan if self.bad == "A" else self.A) @ V
+
+    def _rmatmat(self, U):
+        self._count()
+        return (self.A_nan if self.bad == "AT" else self.A).T @ U
+
+    def _matvec(self, v):
+        return self._matmat(v.reshape(-1, 1)).ravel()
+
+    def _rmatvec(self, u):
+        return self._rmatmat(u.reshape(-1, 1)).ravel()
+
+
+NON_FINITE = r"returned non-finite values \(a LinearOperator with NaN/inf\?\)"
+
+
+@pytest.mark.parametrize("bad,n_iter", [("A", 0), ("A", 2), ("AT", 2)])
+def test_range_finders_refuse_non_finite_products(bad, n_iter):
+    A = np.random.default_rng(0).standard_normal((30, 20))
+    with pytest.raises(FactorizationError, match=NON_FINITE):
+        adaptive_range_finder(_CountingOperator(A, bad), 1e-3, n_iter=n_iter, random_state=0)
+    with pytest.raises(FactorizationError, match=r"^the products with A " + NON_FINITE):
+        randomized_range_finder(_CountingOperator(A, bad), 3, n_iter=n_iter, random_state=0)
+    with pytest.raises(FactorizationError, match=NON_FINITE):
+        randomized_svd(_CountingOperator(A, bad), 3, n_iter=n_iter, random_state=0)
+
+
+BAD_ADAPTIVE = [
+    (dict(Q=np.full((30, 2), np.nan)), ValueError, r"^Q must contain only finite values$"),
+    (dict(Q=np.ones((30, 2))), ValueError,
+     r"^Q must have orthonormal columns \(Q\^T Q = I\), got max \|Q\^T Q - I\| = 30$"),
+    (dict(Q=np.eye(5)), ValueError,
+     r"^Q must be an \(m, r\) = \(30, r\) array with orthonormal columns, got shape \(5, 5\)"),
+    (dict(Q=np.ones(30)), ValueError, r"^Q must be an \(m, r\) .* got shape \(30,\)"),
+    (dict(Q="basis"), TypeError, r"^Q must be an \(m, r\) = \(30, r\) array"),
+    (dict(growth=0), ValueError, r"^growth must be a real number >= 1, got 0"),
+    (dict(growth=float("nan")), ValueError, r"^growth must be a real number >= 1, got nan"),
+    (dict(growth="x"), TypeError, r"^growth must be a real number >= 1, got 'x'"),
+    (dict(max_block=0), ValueError, r"^max_block must be an int >= 1, got 0"),
+    (dict(max_block=2.5), TypeError, r"^max_block must be an int >= 1, got 2.5"),
+]
+
+
+@pytest.mark.parametrize("kw,exc,match", BAD_ADAPTIVE,
+                         ids=[f"{k}-{i}" for i, (kw, _, _) in enumerate(BAD_ADAPTIVE) for k in kw])
+def test_adaptive_range_finder_bad_arguments(kw, exc, match):
+    A = np.random.default_rng(0).standard_normal((30, 20))
+    # first through the counting operator: a NaN basis made the unchecked loop run forever
+    with pytest.raises(exc, match=match):
+        adaptive_range_finder(_CountingOperator(A, bad=None), 1e-3, **kw)
+    with pytest.raises(exc, match=match):
+        adaptive_range_finder(A, 1e-3, **kw)
