@@ -18,11 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from ._atomic import atomic_write, atomic_write_bytes
-from ._params import check_bool
+from ._params import check_bool, check_random_state
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
 from .exceptions import TagsetMismatchError
-from .linalg._validation import check_random_state
 
 __all__ = ["DatasetError", "load_splits", "experiment", "experiment_on_corpora", "write_report",
            "format_table"]

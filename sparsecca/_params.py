@@ -5,10 +5,12 @@ wherever a user meets it)."""
 from __future__ import annotations
 
 import inspect
+import numbers
 
 import numpy as np
 
-__all__ = ["ParamsMixin", "as_int_array", "check_bool", "check_float_dtype", "check_int"]
+__all__ = ["ParamsMixin", "as_int_array", "check_bool", "check_float", "check_float_dtype",
+           "check_int", "check_random_state"]
 
 
 def check_bool(name: str, value) -> bool:
@@ -26,6 +28,38 @@ def check_int(name: str, value, low: int) -> int:
     if value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value}")
     return int(value)
+
+
+def check_float(name: str, value, low: float, *, strict: bool,
+                high: float | None = None) -> float:
+    """A finite real number above ``low`` (``> low`` when ``strict``), at most ``high``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if not np.isfinite(v) or (v <= low if strict else v < low) or (high is not None
+                                                                    and v > high):
+        bound = (f"{'>' if strict else '>='} {low:g}" if high is None
+                 else f"in {'(' if strict else '['}{low:g}, {high:g}]")
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return v
+
+
+def check_random_state(seed) -> np.random.Generator:
+    """None, an int seed, a numpy Generator or a legacy RandomState -> Generator."""
+    if seed is None or isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(
+            seed, (bool, np.bool_)):
+        if seed is not None and seed < 0:
+            raise ValueError(f"random_state must be None, an int >= 0 or a numpy Generator, "
+                             f"got {seed!r}")
+        return np.random.default_rng(seed)
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, np.random.RandomState):
+        # draw a seed from the legacy stream so that it advances as scikit-learn's would
+        return np.random.default_rng(seed.randint(0, 2**31 - 1))
+    raise TypeError(f"random_state must be None, an int >= 0 or a numpy Generator, "
+                    f"got {seed!r}")
 
 
 def as_int_array(name: str, a, dtype) -> np.ndarray:

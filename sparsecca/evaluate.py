@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ._params import as_int_array
-from .linalg._validation import check_random_state
+from ._params import as_int_array, check_random_state
 
 __all__ = ["token_accuracy", "accuracy_report", "paired_bootstrap", "mcnemar"]
 

@@ -19,9 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
-from .._params import check_bool, check_int
+from .._params import check_bool, check_float, check_int
 from .._sparse import check_sparse_structure
-from ._checks import check_real, int_array, real_array
+from ._checks import int_array, real_array
 
 __all__ = ["boosting_path", "path_losses", "perceptron_train"]
 
@@ -262,8 +262,8 @@ def boosting_path(D, margins, n_rounds, *, eps=0.0025, l1=0.0, refresh=256):
     """
     n_rounds = check_int("n_rounds", n_rounds, 0)
     refresh = check_int("refresh", refresh, 1)
-    l1 = check_real("l1", l1, 0.0, strict=False)
-    eps = check_real("eps", eps, 0.0, strict=l1 == 0.0)
+    l1 = check_float("l1", l1, 0.0, strict=False)
+    eps = check_float("eps", eps, 0.0, strict=l1 == 0.0)
     indptr, indices, data, (n_pairs, n_features) = _csr_arrays("D", D)
     # a copy: sum_duplicates and eliminate_zeros work in place, on arrays that may be D's own
     Dc = sp.csr_matrix((data, indices, indptr), shape=(n_pairs, n_features), copy=True)
@@ -478,7 +478,7 @@ def perceptron_train(H, base_scores, sent_offsets, oracle, losses, orders, decod
     orders = np.ascontiguousarray(orders, dtype=np.int64)
     if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
         raise ValueError(f"orders must hold sentence indices in [0, {n_sent})")
-    dw = check_real("decoder_weight", decoder_weight, -np.inf, strict=False)
+    dw = check_float("decoder_weight", decoder_weight, -np.inf, strict=False)
     averaged = check_bool("averaged", averaged)
     w = np.zeros(n_features, dtype=np.float64)
     acc = np.zeros(n_features, dtype=np.float64)

@@ -11,20 +11,7 @@ import numpy as np
 
 from .._params import as_int_array
 
-__all__ = ["check_real", "int_array", "real_array", "first_unsorted_segment"]
-
-
-def check_real(name: str, value, low: float, strict: bool) -> float:
-    """``value`` as a float if it is a finite real number (not a bool) > / >= ``low``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
-                                                                     np.floating)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    bad = not np.isfinite(value) or (value <= low if strict else value < low)
-    if bad:
-        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, "
-                         f"got {value}")
-    return value
+__all__ = ["int_array", "real_array", "first_unsorted_segment"]
 
 
 def _with_ndim(name: str, x, ndim: int | None) -> np.ndarray:

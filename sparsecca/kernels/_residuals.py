@@ -7,9 +7,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
-from .._params import check_float_dtype
+from .._params import check_float, check_float_dtype
 from .._sparse import check_sparse_structure
-from ._checks import check_real, int_array, real_array
+from ._checks import int_array, real_array
 
 __all__ = ["aggregate_residuals", "slack_update"]
 
@@ -227,7 +227,7 @@ def slack_update(margins, losses, alpha, sent_offsets, gamma):
     if np.any(al < 0):
         raise ValueError(f"alpha must be >= 0 (multipliers of inequality constraints), got "
                          f"minimum {al.min()}")
-    gamma = check_real("gamma", gamma, 0.0, strict=True)
+    gamma = check_float("gamma", gamma, 0.0, strict=True)
     off = _check_segments(sent_offsets, s.size)
     xi = _slack_update_kernel(s, L, al, off, gamma)
     return xi, al

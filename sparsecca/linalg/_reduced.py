@@ -33,7 +33,6 @@ pencil of Eq. 11, an a-posteriori bound on the error of each correlation.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 import weakref
 
@@ -42,6 +41,7 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from .._params import check_float
 from ._gram import CrossCovariance, RegularizedGram
 from ._inverse import RegularizedInverse
 from ._rsvd import _orth, _project_out, randomized_svd
@@ -206,18 +206,9 @@ def _check_reduced_cca(xinv, yinv, cross, n_components, oversamples, tol, omega_
                                                              minimum=0)
     check_tolerance(tol, "tol")
     if omega_max is not None:
-        if isinstance(omega_max, (bool, np.bool_)) or not isinstance(omega_max, numbers.Real):
-            raise TypeError(f"omega_max must be a real number > 0 or None, got {omega_max!r}")
-        if not (0.0 < omega_max < np.inf):
-            raise ValueError(f"omega_max must be a real number > 0 or None, got {omega_max!r}")
+        check_float("omega_max", omega_max, 0.0, strict=True)
     if rescue_cost is not None:
-        if isinstance(rescue_cost, (bool, np.bool_)) or not isinstance(rescue_cost,
-                                                                         numbers.Real):
-            raise TypeError(f"rescue_cost must be a real number >= 0 or None, got "
-                            f"{rescue_cost!r}")
-        if not (0.0 <= rescue_cost < np.inf):
-            raise ValueError(f"rescue_cost must be a real number >= 0 or None, got "
-                             f"{rescue_cost!r}")
+        check_float("rescue_cost", rescue_cost, 0.0, strict=False)
     for name, fn in (("callback", callback), ("on_stall", on_stall)):
         if fn is not None and not callable(fn):
             raise TypeError(f"{name} must be callable or None, got {fn!r}")

@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from .._params import check_random_state  # shared with evaluate and the experiment
 from .._sparse import check_sparse_structure
 
 __all__ = [
@@ -250,23 +251,6 @@ def check_choice(value, name: str, choices) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return value
-
-
-def check_random_state(seed) -> np.random.Generator:
-    """None, an int seed, a numpy Generator or a legacy RandomState -> Generator."""
-    if seed is None or isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(
-            seed, (bool, np.bool_)):
-        if seed is not None and seed < 0:
-            raise ValueError(f"random_state must be None, an int >= 0 or a numpy Generator, "
-                             f"got {seed!r}")
-        return np.random.default_rng(seed)
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, np.random.RandomState):
-        # draw a seed from the legacy stream so that it advances as scikit-learn's would
-        return np.random.default_rng(seed.randint(0, 2**31 - 1))
-    raise TypeError(f"random_state must be None, an int >= 0 or a numpy Generator, "
-                    f"got {seed!r}")
 
 
 # -- BLAS threads -----------------------------------------------------------------------------

@@ -68,8 +68,9 @@ def check_finite_scores(nbest: NBestList, name: str, model: str) -> None:
 def decoder_term(weight: float, scores: np.ndarray) -> np.ndarray:
     """``weight * scores`` with -inf (log 0) kept at -inf whatever the weight's sign, so an
     impossible candidate is never chosen (0 * -inf would be NaN)."""
-    out = weight * np.where(scores == -np.inf, 0.0, scores)
-    out[scores == -np.inf] = -np.inf
+    impossible = scores == -np.inf
+    out = weight * np.where(impossible, 0.0, scores)
+    out[impossible] = -np.inf
     return out
 
 

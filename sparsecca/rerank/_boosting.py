@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 
-from .._params import ParamsMixin, check_int
+from .._params import ParamsMixin, check_bool, check_float, check_int
 from ..kernels import boosting_path, path_losses
 from ..tagging import NBestList
 from ._base import (
@@ -27,8 +27,6 @@ from ._base import (
 from ._joint_features import (
     JointFeatures,
     PersistMixin,
-    check_bool,
-    check_float,
     check_grid,
     check_kind,
     check_lengths,

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._params import ParamsMixin, check_bool
+from .._params import ParamsMixin, check_bool, check_float
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..exceptions import TagsetMismatchError
 from ..features import SuffixView, TagNgramView
@@ -38,7 +38,7 @@ from ._base import (
     plateau_score,
     tune_weight,
 )
-from ._joint_features import check_float, check_grid, check_ints
+from ._joint_features import check_grid, check_ints
 
 __all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import ParamsMixin, check_bool, check_int
+from .._params import ParamsMixin, check_bool, check_float, check_int
 from .._persist import (
     ModelFormatError,
     check_index,
@@ -40,20 +40,6 @@ DECODER_FEATURE = "<decoder score>"
 
 
 # -- shared helpers --------------------------------------------------------------------------
-
-def check_float(name: str, value, low: float, *, strict: bool, high: float | None = None) -> float:
-    """A finite real number above ``low`` (``> low`` when ``strict``), at most ``high``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if not np.isfinite(v) or (v <= low if strict else v < low) or (high is not None
-                                                                    and v > high):
-        bound = (f"{'>' if strict else '>='} {low:g}" if high is None
-                 else f"in {'(' if strict else '['}{low:g}, {high:g}]")
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
-    return v
-
 
 def check_grid(name: str, value, low: float, *, strict: bool,
                high: float | None = None) -> tuple[float, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import ParamsMixin, check_int
+from .._params import ParamsMixin, check_bool, check_int
 from ..kernels import perceptron_train
 from ..tagging import NBestList
 from ._base import (
@@ -19,7 +19,6 @@ from ._base import (
 from ._joint_features import (
     JointFeatures,
     PersistMixin,
-    check_bool,
     check_grid,
     check_kind,
     check_lengths,

@@ -83,13 +83,13 @@ BAD_REDUCED = [
     ("tol-str", lambda: (XINV, YINV, CROSS, 3), dict(tol="a"), TypeError,
      r"^tol must be a real number in \(0, 1\), got 'a'$"),
     ("omega-max", lambda: (XINV, YINV, CROSS, 3), dict(omega_max=-1), ValueError,
-     r"^omega_max must be a real number > 0 or None, got -1$"),
+     r"^omega_max must be a finite number > 0, got -1$"),
     ("callback", lambda: (XINV, YINV, CROSS, 3), dict(callback=5), TypeError,
      r"^callback must be callable or None, got 5$"),
     ("on-stall", lambda: (XINV, YINV, CROSS, 3), dict(on_stall=5), TypeError,
      r"^on_stall must be callable or None, got 5$"),
     ("rescue-cost", lambda: (XINV, YINV, CROSS, 3), dict(rescue_cost=-1.0), ValueError,
-     r"^rescue_cost must be a real number >= 0 or None, got -1.0$"),
+     r"^rescue_cost must be a finite number >= 0, got -1.0$"),
 ]
 
 
