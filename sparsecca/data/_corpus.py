@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .._params import as_int_array
+from .._params import as_int_array, check_random_state
 
 __all__ = ["Vocabulary", "TaggedCorpus", "train_test_split", "kfold_indices"]
 
@@ -354,18 +354,6 @@ class TaggedCorpus:
     __hash__ = None
 
 
-def _check_random_state(random_state) -> np.random.Generator:
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None or isinstance(random_state, (int, np.integer)):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**31))
-    raise TypeError(
-        f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}"
-    )
-
-
 def train_test_split(corpus: TaggedCorpus, test_size: float | int = 0.1, shuffle: bool = True,
                      random_state=None) -> tuple[TaggedCorpus, TaggedCorpus]:
     """Split a corpus into train and test sentences.
@@ -391,7 +379,7 @@ def train_test_split(corpus: TaggedCorpus, test_size: float | int = 0.1, shuffle
             f"test_size gives {n_test} test sentences; it must be in [1, {n - 1}] "
             f"for a corpus of {n} sentences"
         )
-    order = _check_random_state(random_state).permutation(n) if shuffle else np.arange(n)
+    order = check_random_state(random_state).permutation(n) if shuffle else np.arange(n)
     test = np.sort(order[:n_test]) if shuffle else order[n - n_test:]
     mask = np.ones(n, dtype=bool)
     mask[test] = False
@@ -411,7 +399,7 @@ def kfold_indices(n_sentences: int, folds: int = 10, shuffle: bool = True,
         raise ValueError(
             f"folds must be in [2, n_sentences={n_sentences}], got {folds}"
         )
-    order = (_check_random_state(random_state).permutation(n_sentences) if shuffle
+    order = (check_random_state(random_state).permutation(n_sentences) if shuffle
              else np.arange(n_sentences))
     parts = np.array_split(order, folds)
     out = []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._corpus import TaggedCorpus, Vocabulary, _check_random_state
+from .._params import check_random_state
+from ._corpus import TaggedCorpus, Vocabulary
 
 __all__ = ["synthetic_corpus"]
 
@@ -98,7 +99,7 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
         raise ValueError(f"zipf_exponent must be > 1, got {zipf_exponent!r}")
     if not 0.0 <= ambiguity <= 1.0:
         raise ValueError(f"ambiguity must be in [0, 1], got {ambiguity!r}")
-    rng = _check_random_state(random_state)
+    rng = check_random_state(random_state)
     T = len(_TAGS)
     tag_index = {t: i for i, t in enumerate(_TAGS)}
 

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from .._config import JIT_PARALLEL, JIT_SERIAL
-from .._params import check_bool
+from .._params import check_bool, check_int
 from ._checks import first_unsorted_segment, int_array, real_array
 
 __all__ = ["kbest_viterbi", "sequence_logprob"]
@@ -381,11 +381,7 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
         Log-probability of each sequence (transitions, including BOS and EOS, plus
         emissions).
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    k = int(k)
+    k = check_int("k", k, 1)
     parallel = check_bool("parallel", parallel)
     S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos = _check_transitions(
         n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos)

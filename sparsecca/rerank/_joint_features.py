@@ -86,16 +86,6 @@ def check_lengths(value) -> tuple[int, ...]:
     return check_ints("lengths", value, 1)
 
 
-def check_random_state(random_state) -> np.random.Generator:
-    if random_state is None or isinstance(random_state, (int, np.integer)) and not isinstance(
-            random_state, (bool, np.bool_)):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    raise TypeError(f"random_state must be None, an int or a numpy Generator, got "
-                    f"{random_state!r}")
-
-
 def oracle_global(nbest: NBestList) -> np.ndarray:
     """Global index of each sentence's oracle candidate (lowest loss; ties: the earlier one)."""
     return nbest.sent_offsets[:-1] + nbest.oracle_indices()

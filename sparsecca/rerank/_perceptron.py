@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import ParamsMixin, check_bool, check_int
+from .._params import ParamsMixin, check_bool, check_int, check_random_state
 from ..kernels import perceptron_train
 from ..tagging import NBestList
 from ._base import (
@@ -22,7 +22,6 @@ from ._joint_features import (
     check_grid,
     check_kind,
     check_lengths,
-    check_random_state,
     oracle_global,
 )
 

@@ -39,7 +39,7 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-from .._params import ParamsMixin, check_bool
+from .._params import ParamsMixin, check_bool, check_int
 from .._persist import (
     ModelFormatError,
     PersistMixin,
@@ -60,14 +60,6 @@ from ._nbest import NBestList
 __all__ = ["TrigramHMM", "NotFittedError"]
 
 _DIGITS = re.compile(r"[0-9]")
-
-
-def _check_int(name, value, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low or (high is not None and value > high):
-        rng = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {rng}, got {value}")
 
 
 def _check_corpus(name: str, corpus, need_tags: bool) -> TaggedCorpus:
@@ -262,9 +254,9 @@ class TrigramHMM(PersistMixin, ParamsMixin):
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
-        _check_int("rare_threshold", self.rare_threshold, 1)
-        _check_int("max_suffix_length", self.max_suffix_length, 0)
-        _check_int("max_prefix_length", self.max_prefix_length, 0)
+        check_int("rare_threshold", self.rare_threshold, 1)
+        check_int("max_suffix_length", self.max_suffix_length, 0)
+        check_int("max_prefix_length", self.max_prefix_length, 0)
         pw = self.prefix_weight
         if not (isinstance(pw, str) and pw == "auto"):
             if isinstance(pw, bool) or not isinstance(pw, (int, float, np.integer, np.floating)):
@@ -652,10 +644,7 @@ class TrigramHMM(PersistMixin, ParamsMixin):
         """
         self._check_fitted()
         corpus = _check_corpus("corpus", corpus, need_tags=False)
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-            raise TypeError(f"k must be an int, got {type(k).__name__}")
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
+        check_int("k", k, 1)
         if corpus.has_tags:  # losses against another tag column would be meaningless
             check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
                          fitted_what="the tagset of this TrigramHMM")

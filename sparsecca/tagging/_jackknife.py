@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._params import check_int
 from ..data import TaggedCorpus, kfold_indices
 from ._nbest import NBestList, concatenate
 
@@ -51,10 +52,7 @@ def jackknife_nbest(estimator, corpus: TaggedCorpus, k: int = 10, folds: int = 1
         raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
     if not corpus.has_tags:
         raise ValueError("corpus must be tagged (tag_ids is None)")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    check_int("k", k, 1)
     splits = kfold_indices(corpus.n_sentences, folds, shuffle=True, random_state=random_state)
     it = splits
     if progress:

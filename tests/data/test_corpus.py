@@ -83,6 +83,45 @@ def test_kfold_bad_args(n, folds, pattern):
         kfold_indices(n, folds)
 
 
+# one random_state check for the whole library (sparsecca._params.check_random_state)
+RANDOM_STATE_CALLS = {
+    "train_test_split": lambda c, rs: train_test_split(c, test_size=0.25, random_state=rs),
+    "kfold_indices": lambda c, rs: kfold_indices(c.n_sentences, folds=4, random_state=rs),
+    "synthetic_corpus": lambda c, rs: synthetic_corpus(20, random_state=rs),
+}
+
+
+@pytest.mark.parametrize("call", sorted(RANDOM_STATE_CALLS))
+@pytest.mark.parametrize(("seed", "exc", "pattern"), [
+    (True, TypeError, r"^random_state must be None, an int >= 0 or a numpy Generator, got True$"),
+    (-1, ValueError, r"^random_state must be None, an int >= 0 or a numpy Generator, got -1$"),
+    (1.5, TypeError, r"got 1\.5$"),
+    ("7", TypeError, r"got '7'$"),
+])
+def test_random_state_bad_values(corpus, call, seed, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        RANDOM_STATE_CALLS[call](corpus, seed)
+
+
+def _fingerprint(result):
+    if isinstance(result, list):  # folds: (train_idx, heldout_idx) pairs
+        return [[part.tolist() for part in pair] for pair in result]
+    parts = result if isinstance(result, tuple) else (result,)  # a split, or one corpus
+    return [[list(sentence) for sentence in part] for part in parts]
+
+
+@pytest.mark.parametrize("call", sorted(RANDOM_STATE_CALLS))
+def test_random_state_kinds_agree(corpus, call):
+    """An int seed, a Generator seeded alike and a legacy RandomState are all accepted; the
+    first two give the same draw, and a RandomState is reproducible from its own seed."""
+    f = RANDOM_STATE_CALLS[call]
+    by_int = _fingerprint(f(corpus, 5))
+    assert _fingerprint(f(corpus, np.random.default_rng(5))) == by_int
+    assert _fingerprint(f(corpus, 6)) != by_int  # the fingerprint sees the seed
+    assert _fingerprint(f(corpus, np.random.RandomState(9))) == _fingerprint(
+        f(corpus, np.random.RandomState(9)))
+
+
 def test_constructor_validation():
     with pytest.raises(ValueError, match="offsets must be non-decreasing and end at n_tokens=2"):
         TaggedCorpus([0, 1], [0, 0], [0, 1], ["a", "b"], ["T"])

@@ -216,8 +216,8 @@ def _good_args():
 
 
 @pytest.mark.parametrize("change, exc, match", [
-    (dict(k=0), ValueError, r"k must be >= 1, got 0"),
-    (dict(k=-3), ValueError, r"k must be >= 1, got -3"),
+    (dict(k=0), ValueError, r"k must be an int >= 1, got 0"),
+    (dict(k=-3), ValueError, r"k must be an int >= 1, got -3"),
     (dict(k=2.5), TypeError, r"k must be an int"),
     (dict(k=True), TypeError, r"k must be an int"),
     (dict(sent_offsets=np.array([0, 2, 4])), ValueError,

@@ -440,6 +440,9 @@ def test_unfitted(name, method):
     (PerceptronReranker, dict(averaged=1), TypeError, "averaged must be True or False"),
     (PerceptronReranker, dict(shuffle=None), TypeError, "shuffle must be True or False"),
     (PerceptronReranker, dict(random_state="x"), TypeError, "random_state must be None, an int"),
+    (PerceptronReranker, dict(random_state=-1), ValueError,
+     r"random_state must be None, an int >= 0 or a numpy Generator, got -1"),
+    (PerceptronReranker, dict(random_state=True), TypeError, "got True"),
     (PerceptronReranker, dict(features=None), ValueError, "features must be one of"),
 ])
 def test_bad_params(cls, params, err, match):

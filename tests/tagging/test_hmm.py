@@ -330,10 +330,10 @@ def test_fit_on_slice_compacts_vocabularies(train):
 
 
 @pytest.mark.parametrize("params, exc, match", [
-    (dict(rare_threshold=0), ValueError, r"rare_threshold must be >= 1, got 0"),
+    (dict(rare_threshold=0), ValueError, r"rare_threshold must be an int >= 1, got 0"),
     (dict(rare_threshold=2.5), TypeError, r"rare_threshold must be an int"),
-    (dict(max_suffix_length=-1), ValueError, r"max_suffix_length must be >= 0, got -1"),
-    (dict(max_prefix_length=-2), ValueError, r"max_prefix_length must be >= 0, got -2"),
+    (dict(max_suffix_length=-1), ValueError, r"max_suffix_length must be an int >= 0, got -1"),
+    (dict(max_prefix_length=-2), ValueError, r"max_prefix_length must be an int >= 0, got -2"),
     (dict(prefix_weight=1.5), ValueError, r"prefix_weight must be 'auto' or in \[0, 1\], got 1.5"),
     (dict(prefix_weight="big"), TypeError, r"prefix_weight must be 'auto' or a float"),
     (dict(unknown_ratio=1.0), ValueError, r"unknown_ratio must be in \[0, 1\), got 1.0"),
@@ -357,9 +357,9 @@ def test_bad_input(train):
         TrigramHMM().fit(TaggedCorpus.from_words([["a"]]))
     with pytest.raises(ValueError, match="at least one token, got an empty corpus"):
         TrigramHMM().fit(TaggedCorpus.from_sentences([[], []]))
-    with pytest.raises(ValueError, match="k must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="k must be an int >= 1, got 0"):
         model.nbest(train, k=0)
-    with pytest.raises(TypeError, match="k must be an int, got float"):
+    with pytest.raises(TypeError, match="k must be an int >= 1, got 2.0"):
         model.nbest(train, k=2.0)
     with pytest.raises(TypeError, match="corpus must be a TaggedCorpus, got list"):
         model.tag([["a"]])
