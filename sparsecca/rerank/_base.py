@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._params import check_bool
 from .._tagset import check_tagset
 from ..exceptions import NotFittedError
 from ..kernels import weight_path_losses
@@ -104,8 +105,9 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True,
     ----------
     nbest : NBestList with gold
     model_scores : float array, shape (n_candidates,)
-    grid : 1-d array, optional
-        Default: the paper's 0, 1, ..., 100.
+    grid : 1-d array of finite weights >= 0 in increasing order, optional
+        Default: the paper's 0, 1, ..., 100.  (Increasing, because the plateau average runs
+        over neighbours and ties go to the earlier point.)
     refine : bool
         Then search 41 points in [best - 1, best + 1] (clipped at 0).
     window : int >= 0
@@ -129,7 +131,8 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True,
         raise ValueError("model_scores must be finite")
     if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 0:
         raise ValueError(f"window must be an int >= 0, got {window!r}")
-    grid = np.arange(0.0, 101.0) if grid is None else np.asarray(grid, dtype=np.float64)
+    grid = np.arange(0.0, 101.0) if grid is None else _check_weight_grid(grid)
+    refine = check_bool("refine", refine)
     n_tok = nbest.corpus.n_tokens
 
     # sentences without candidates have every token wrong whatever w is
@@ -148,6 +151,24 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True,
         k = int(np.argmax(_smoothed(facc, int(round(2.5 * window)))))
         w_best, a_best = float(fine[k]), float(facc[k])
     return w_best, a_best, (grid, accs)
+
+
+def _check_weight_grid(grid) -> np.ndarray:
+    try:
+        g = np.asarray(grid, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"grid must be a 1-d array of weights, got {grid!r}") from None
+    if g.ndim != 1 or g.size == 0:
+        raise ValueError(f"grid must be a non-empty 1-d array of weights, got shape {g.shape}")
+    bad = ~np.isfinite(g) | (g < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"grid weights must be finite and >= 0, got {g[i]:g} at position {i}")
+    if np.any(np.diff(g) <= 0):
+        i = int(np.flatnonzero(np.diff(g) <= 0)[0])
+        raise ValueError(f"grid must be strictly increasing, got {g[i]:g} then {g[i + 1]:g} "
+                         f"at positions {i}, {i + 1}")
+    return g
 
 
 def plateau_score(curve, w, window: int = 2) -> float:

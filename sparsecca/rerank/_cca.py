@@ -105,6 +105,15 @@ def _cosine_prefix_scores(PX, PY, cand_sent):
     return out
 
 
+def _rank_cause(rank, n_sentences, center):
+    """Why the cross-covariance has so few nonzero correlations, when the training set is why."""
+    bound = n_sentences - int(bool(center))
+    if rank < bound:
+        return ""
+    return (f" (at most one per training sentence{', less one when centred' if center else ''}"
+            f": {n_sentences} sentences; a larger training set lifts it)")
+
+
 class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
     """Shared fitting, tuning and scoring; subclasses define the cross-covariance factor."""
 
@@ -254,14 +263,15 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         X = self.input_view_.fit_transform(train.corpus)
         Y = self.output_view_.fit_transform(train.corpus)
         Yhat = self._candidate_view(train, "train")
-        K = min(int(self.n_components), X.shape[1], Y.shape[1])
-        ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
         # the rank cap is part of the model (rank-plus-ridge C_xx): no adaptive doubling
         # a tag n-gram view too wide for a dense C_yy whitener (en-brown XPOS 1-3 grams:
         # 65,337) gets a rank-2048 one under the randomized solver, part of its model
         engine = CCAEngine(X, Y, solver=self.solver, max_rank=int(self.max_rank),
                            random_state=self.random_state, adaptive_rank=False,
                            center=bool(self.center), lowrank_y=self.solver == "randomized")
+        # identical input columns (a tiny corpus) are merged by the engine: its d1 is the cap
+        K = min(int(self.n_components), engine.n_merged_features_, Y.shape[1])
+        ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
         # training means of the views (zero without centring): every projection is taken
         # of the centred vector, A^T (x - mu_x) and B^T (yhat - mu_y)
         self.x_mean_ = column_mean(X) if self.center else np.zeros(X.shape[1])
@@ -282,12 +292,14 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
                 A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K)
             except RankDeficientError as exc:
                 # say it in the user's terms: K is n_components capped at min(d1, d2)
-                capped = (f" (capped at min(d1, d2) = {K})" if K != self.n_components else "")
+                capped = (f" (capped at min(d1, d2) = {K}, d1 counting identical input "
+                          f"columns once)" if K != self.n_components else "")
                 at = f"tau={tau:g}" + (f", lam={lam:g}" if self._has_lam else "")
                 raise ValueError(
                     f"n_components={self.n_components!r}{capped} exceeds the number of nonzero "
                     f"canonical correlations at {at}: the cross-covariance has rank "
-                    f"{exc.rank}; give n_components <= {exc.rank}") from None
+                    f"{exc.rank}{_rank_cause(exc.rank, X.shape[0], self.center)}; give "
+                    f"n_components <= {exc.rank}") from None
             if dev is None:
                 cand = (-np.inf, -np.inf, tau, lam, K, float(self.w), A, B, omega, info)
             else:

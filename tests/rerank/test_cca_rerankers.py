@@ -284,6 +284,40 @@ def rank_of(nb):
     return np.arange(nb.n_total) - nb.sent_offsets[nb.cand_sentence]
 
 
+@pytest.mark.parametrize(("grid", "exc", "pattern"), [
+    ([[0.0, 1.0], [2.0, 3.0]], ValueError, r"^grid must be a non-empty 1-d array of weights, "
+                                           r"got shape \(2, 2\)$"),
+    ([], ValueError, r"got shape \(0,\)$"),
+    (3.0, ValueError, r"got shape \(\)$"),
+    (["a", "b"], TypeError, r"^grid must be a 1-d array of weights, got \['a', 'b'\]$"),
+    ([0.0, np.nan], ValueError, r"^grid weights must be finite and >= 0, got nan at position 1$"),
+    ([-1.0, 2.0], ValueError, r"got -1 at position 0$"),
+    ([0.0, 2.0, 1.0], ValueError, r"^grid must be strictly increasing, got 2 then 1 at "
+                                  r"positions 1, 2$"),
+    ([0.0, 1.0, 1.0], ValueError, r"strictly increasing, got 1 then 1"),
+])
+def test_tune_weight_grid_validation(grid, exc, pattern):
+    _, dev, _ = lists()
+    with pytest.raises(exc, match=pattern):
+        tune_weight(dev, np.zeros(dev.n_total), grid=grid)
+
+
+def test_tune_weight_refine_must_be_bool():
+    _, dev, _ = lists()
+    with pytest.raises(TypeError, match="^refine must be True or False, got 'no'$"):
+        tune_weight(dev, np.zeros(dev.n_total), refine="no")
+
+
+def test_tune_weight_explicit_grid_equals_default():
+    """The paper's grid passed explicitly gives what the default gives."""
+    _, dev, _ = lists()
+    p = np.random.default_rng(0).normal(size=dev.n_total)
+    got = tune_weight(dev, p, grid=list(range(101)))
+    ref = tune_weight(dev, p)
+    assert got[:2] == ref[:2]
+    np.testing.assert_array_equal(got[2][1], ref[2][1])
+
+
 def test_tune_weight_window_validation():
     _, dev, _ = lists()
     with pytest.raises(ValueError, match="window must be an int >= 0, got -1"):
@@ -436,7 +470,8 @@ def test_more_components_than_correlations_refused_in_the_users_terms(cls):
     train, dev, _ = lists()
     params = dict(FIXED, n_components=10**6, k_grid=None)
     with pytest.raises(ValueError, match=r"^n_components=1000000 \(capped at min\(d1, d2\) = "
-                                         r"\d+\) exceeds the number of nonzero canonical "
+                                         r"\d+, d1 counting identical input columns once\) "
+                                         r"exceeds the number of nonzero canonical "
                                          r"correlations at tau=0\.5.*: the cross-covariance has "
                                          r"rank (\d+); give n_components <= \1$") as info:
         cls(**params).fit(train, dev)
@@ -447,6 +482,42 @@ def test_more_components_than_correlations_refused_in_the_users_terms(cls):
         assert rank == np.linalg.matrix_rank((X.T @ Y).toarray())
     model = cls(**dict(params, n_components=rank)).fit(train, dev)  # the advice works
     assert model.n_components_ <= rank
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_too_few_training_sentences_named_as_the_cause(center):
+    """With fewer training sentences than components the rank bound is the sentence count
+    (less one when centred), and the message says a larger training set lifts it."""
+    train, dev, _ = lists()
+    tiny = train.select(np.arange(4))
+    bound = 4 - int(center)
+    with pytest.raises(ValueError, match=rf"the cross-covariance has rank {bound} \(at most one "
+                                         rf"per training sentence"
+                                         rf"{', less one when centred' if center else ''}: 4 "
+                                         rf"sentences; a larger training set lifts it\); give "
+                                         rf"n_components <= {bound}$"):
+        GenerativeReranker(**dict(FIXED, center=center)).fit(tiny, dev)
+    model = GenerativeReranker(**dict(FIXED, center=center, n_components=bound,
+                                      k_grid=[bound])).fit(tiny, dev)
+    assert model.n_components_ == bound
+
+
+def test_components_capped_by_distinct_input_columns():
+    """The cap min(d1, d2) counts identical input columns once, as the engine does (it merges
+    them): the user's n_components is reported in the reranker's terms, not refused inside
+    the engine with a d1 the user never saw."""
+    from sparsecca.linalg import CCAEngine
+
+    train, dev, _ = lists()
+    tiny = train.select(np.arange(5))
+    X = SuffixView().fit_transform(tiny.corpus)
+    Y = TagNgramView().fit_transform(tiny.corpus)
+    merged = CCAEngine(X, Y, solver="dense").n_merged_features_
+    assert merged < min(X.shape[1], Y.shape[1])  # the case this test is about
+    with pytest.raises(ValueError, match=rf"^n_components=1000000 \(capped at min\(d1, d2\) = "
+                                         rf"{merged}, d1 counting identical input columns "
+                                         rf"once\) exceeds"):
+        GenerativeReranker(**dict(FIXED, n_components=10**6, k_grid=None)).fit(tiny, dev)
 
 
 def test_tuning_needs_dev():
