@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from .._config import JIT_SERIAL
 from .._params import check_bool, check_float, check_int
 from .._sparse import check_sparse_structure
-from ._checks import int_array, real_array
+from ._checks import check_offsets, int_array, real_array
 
 __all__ = ["boosting_path", "path_losses", "perceptron_train"]
 
@@ -344,12 +344,8 @@ def _int_vector(name, x, n):
 
 
 def _check_segments(sent_offsets, n_candidates):
-    off = int_array("sent_offsets", sent_offsets, ndim=None)
-    if off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != n_candidates \
-            or np.any(np.diff(off) < 0):
-        raise ValueError(f"sent_offsets must be non-decreasing from 0 to n_candidates="
-                         f"{n_candidates}")
-    return off
+    return check_offsets("sent_offsets", int_array("sent_offsets", sent_offsets), n_candidates,
+                         "n_candidates")
 
 
 def path_losses(H, base_scores, sent_offsets, losses, features, deltas):

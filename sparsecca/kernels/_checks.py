@@ -11,7 +11,7 @@ import numpy as np
 
 from .._params import as_int_array
 
-__all__ = ["int_array", "real_array", "first_unsorted_segment"]
+__all__ = ["int_array", "real_array", "check_offsets", "first_unsorted_segment"]
 
 
 def _with_ndim(name: str, x, ndim: int | None) -> np.ndarray:
@@ -62,6 +62,24 @@ def real_array(name: str, x, *, ndim: int | None = 1) -> np.ndarray:
     if a.size and a.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a real (int or float) array, got {a.dtype}")
     return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def check_offsets(name: str, off: np.ndarray, end: int, end_name: str) -> np.ndarray:
+    """Refuse offsets ``off`` (an int array) unless they start at 0, never decrease and end
+    at ``end``: a kernel walks ``off[i]:off[i + 1]`` without bounds checks.
+
+    ``end_name`` says what ``end`` counts (e.g. ``'n_candidates'``).
+    """
+    if off.size >= 1 and off[0] == 0 and off[-1] == end and not np.any(off[1:] < off[:-1]):
+        return off
+    got = (f"got {off.size} entries" if not off.size else
+           f"got {off.size} entries, first {off[0]}, last {off[-1]}")
+    down = np.flatnonzero(off[1:] < off[:-1])
+    if down.size:
+        i = int(down[0])
+        got += f", {off[i]} then {off[i + 1]} at positions {i}, {i + 1}"
+    raise ValueError(f"{name} must start at 0, be non-decreasing and end at {end_name}={end}; "
+                     f"{got}")
 
 
 def first_unsorted_segment(indptr: np.ndarray, values: np.ndarray, strict: bool) -> int:

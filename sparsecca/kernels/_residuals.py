@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from .._config import JIT_SERIAL
 from .._params import check_float, check_float_dtype
 from .._sparse import check_sparse_structure
-from ._checks import int_array, real_array
+from ._checks import check_offsets, int_array, real_array
 
 __all__ = ["aggregate_residuals", "slack_update"]
 
@@ -104,13 +104,7 @@ def _check_segments(sent_offsets, n_candidates, n_sentences=None):
         raise ValueError(
             f"sent_offsets must have n_sentences + 1 = {n_sentences + 1} entries, got {off.size}"
         )
-    if off.size < 1 or off[0] != 0 or off[-1] != n_candidates or np.any(off[1:] < off[:-1]):
-        first, last = (off[0], off[-1]) if off.size else (None, None)
-        raise ValueError(
-            f"sent_offsets must start at 0, be non-decreasing and end at the number of "
-            f"candidates ({n_candidates}); got {off.size} entries, first {first}, last {last}"
-        )
-    return off
+    return check_offsets("sent_offsets", off, n_candidates, "n_candidates")
 
 
 def aggregate_residuals(Y, Y_hat, weights, sent_offsets, dtype=np.float64):

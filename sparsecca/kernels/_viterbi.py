@@ -31,7 +31,7 @@ import numpy as np
 
 from .._config import JIT_PARALLEL, JIT_SERIAL
 from .._params import check_bool, check_int
-from ._checks import first_unsorted_segment, int_array, real_array
+from ._checks import check_offsets, first_unsorted_segment, int_array, real_array
 
 __all__ = ["kbest_viterbi", "sequence_logprob"]
 
@@ -224,14 +224,6 @@ def _sequence_logprob(sent_offsets, seq_offsets, seq_sent, seq_tags, cand_offset
 # public wrappers: validate once, convert once, never let a bad array reach numba
 # ---------------------------------------------------------------------------------------
 
-def _check_offsets(name, off, end, end_name):
-    if off.size < 1 or off[0] != 0 or off[-1] != end or np.any(off[1:] < off[:-1]):
-        raise ValueError(
-            f"{name} must be non-decreasing, start at 0 and end at {end_name}={end}; "
-            f"got {off.size} entries ending at {off[-1] if off.size else None}"
-        )
-
-
 def _check_logp(name, a, what="log-probabilities"):
     # NaN makes the kernel's ``v > best`` merge pick paths in arbitrary order, and +inf is no
     # log-probability; -inf (log 0) is a valid value
@@ -269,7 +261,7 @@ def _check_transitions(n_states, bigram_logp, context_adj, tri_indptr, tri_tags,
     if tri_indptr.size != S * S + 1:
         raise ValueError(f"tri_indptr must have n_states**2 + 1={S * S + 1} entries, got "
                          f"{tri_indptr.size}")
-    _check_offsets("tri_indptr", tri_indptr, tri_tags.size, "len(tri_tags)")
+    check_offsets("tri_indptr", tri_indptr, tri_tags.size, "len(tri_tags)")
     if tri_logp.size != tri_tags.size:
         raise ValueError(f"tri_logp has {tri_logp.size} entries, tri_tags {tri_tags.size}")
     if tri_tags.size and (tri_tags.min() < 0 or tri_tags.max() >= S):
@@ -296,8 +288,8 @@ def _check_candidates(sent_offsets, cand_offsets, cand_tags, cand_logp, S, bos, 
     cand_tags = int_array("cand_tags", cand_tags, np.int32)
     cand_logp = real_array("cand_logp", cand_logp)
     n_tokens = cand_offsets.size - 1
-    _check_offsets("sent_offsets", sent_offsets, n_tokens, "n_tokens (len(cand_offsets) - 1)")
-    _check_offsets("cand_offsets", cand_offsets, cand_tags.size, "len(cand_tags)")
+    check_offsets("sent_offsets", sent_offsets, n_tokens, "n_tokens (len(cand_offsets) - 1)")
+    check_offsets("cand_offsets", cand_offsets, cand_tags.size, "len(cand_tags)")
     if cand_logp.size != cand_tags.size:
         raise ValueError(f"cand_logp has {cand_logp.size} entries, cand_tags {cand_tags.size}")
     if n_tokens and np.any(np.diff(cand_offsets) < 1):
@@ -437,7 +429,7 @@ def sequence_logprob(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states,
     if seq_offsets.size != seq_sent.size + 1:
         raise ValueError(f"seq_offsets must have len(seq_sent) + 1={seq_sent.size + 1} "
                          f"entries, got {seq_offsets.size}")
-    _check_offsets("seq_offsets", seq_offsets, seq_tags.size, "len(seq_tags)")
+    check_offsets("seq_offsets", seq_offsets, seq_tags.size, "len(seq_tags)")
     n_sent = sent_offsets.size - 1
     if seq_sent.size and (seq_sent.min() < 0 or seq_sent.max() >= n_sent):
         raise ValueError(f"seq_sent must lie in [0, n_sentences={n_sent})")

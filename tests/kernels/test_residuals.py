@@ -65,7 +65,8 @@ def test_identical_candidates_give_zero_rows():
 @pytest.mark.parametrize(("args", "exc", "pattern"), [
     (dict(weights=np.ones(3)), ValueError, r"weights must have one entry per candidate \(4\)"),
     (dict(sent_offsets=[0, 4]), ValueError, r"sent_offsets must have n_sentences \+ 1 = 3"),
-    (dict(sent_offsets=[0, 1, 3]), ValueError, "end at the number of candidates"),
+    (dict(sent_offsets=[0, 1, 3]), ValueError,
+     r"end at n_candidates=\d+; got 3 entries, first 0, last 3$"),
     (dict(Y_hat=np.ones((4, 5))), ValueError, "Y_hat has 5 columns, expected 3"),
     (dict(weights=np.array([1, np.nan, 1, 1])), ValueError, "weights must be finite"),
     (dict(Y=np.array([["a", "b", "c"], ["a", "b", "c"]])), TypeError, "real numeric dtype"),
@@ -121,7 +122,7 @@ def test_slack_zero_when_all_margins_satisfied():
     (dict(gamma=0.0), r"gamma must be a finite number > 0, got 0.0"),
     (dict(losses=np.array([-1.0, 1.0])), "losses must be >= 0"),
     (dict(margins=np.ones(3)), "equal length"),
-    (dict(sent_offsets=[0, 1]), "end at the number of candidates"),
+    (dict(sent_offsets=[0, 1]), r"end at n_candidates=\d+; got 2 entries, first 0, last 1$"),
 ])
 def test_slack_bad_input(kw, pattern):
     args = dict(margins=np.ones(2), losses=np.ones(2), alpha=np.ones(2), sent_offsets=[0, 2],
