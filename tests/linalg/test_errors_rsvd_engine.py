@@ -201,3 +201,89 @@ def test_randomized_svd_valid_arguments_unchanged(kw):
                                else np.eye(k), atol=1e-10)
     se = np.linalg.svd(A30, compute_uv=False)
     assert np.all(s <= se[:k] * (1 + 1e-12)) and s[0] >= 0.9 * se[0]
+
+
+# --- Dask: row blocks of unknown size (boolean indexing leaves NaN chunk sizes) ---------
+
+
+def _filtered(seed=0, dtype=np.float64):
+    """(n, 6) counts as a dask array of 4 row blocks; block 1 has no row with x0 > 0."""
+    rng = np.random.default_rng(seed)
+    Xn = rng.poisson(1.0, size=(100, 6)).astype(dtype)
+    Xn[:, 0] += 1
+    Xn[25:50, 0] = 0
+    Mn = rng.poisson(2.0, size=(100, 3)).astype(dtype)
+    return Xn, Mn, Xn[:, 0] > 0
+
+
+def test_dask_unknown_size_empty_block_is_skipped():
+    da = pytest.importorskip("dask.array")
+    from sparsecca.linalg import CrossCovariance, GramStats
+
+    Xn, Mn, keep = _filtered()
+    X, M = da.from_array(Xn, chunks=(25, 6)), da.from_array(Mn, chunks=(25, 3))
+    mask = X[:, 0] > 0
+    assert np.isnan(X[mask].chunks[0]).all()
+    st = GramStats.from_dask(X[mask])
+    known = GramStats.from_dask(X[mask].compute_chunk_sizes())
+    assert 0 in X[mask].compute_chunk_sizes().chunks[0]
+    # counts: every tree order sums exactly, so the two are identical
+    np.testing.assert_array_equal(st.gram.toarray(), known.gram.toarray())
+    np.testing.assert_array_equal(st.colsum, known.colsum)
+    assert st.n_samples == known.n_samples == keep.sum()
+    np.testing.assert_array_equal(st.gram.toarray(), Xn[keep].T @ Xn[keep])
+    K = CrossCovariance.from_dask(X[mask], M[mask], center=True)
+    Kk = CrossCovariance.from_dask(X[mask].compute_chunk_sizes(),
+                                   M[mask].compute_chunk_sizes(), center=True)
+    np.testing.assert_array_equal(K.toarray(), Kk.toarray())
+    np.testing.assert_allclose(K.toarray(), CrossCovariance(Xn[keep], Mn[keep],
+                                                            center=True).toarray(),
+                               rtol=1e-13, atol=1e-13)
+
+
+def test_dask_unknown_size_real_valued_data():
+    # real values: the tree adds the same blocks in another order, equal to rounding
+    da = pytest.importorskip("dask.array")
+    from sparsecca.linalg import GramStats
+
+    Xn = np.random.default_rng(1).standard_normal((100, 6))
+    Xn[25:50, 0] = -np.abs(Xn[25:50, 0])
+    X = da.from_array(Xn, chunks=(25, 6))
+    st = GramStats.from_dask(X[X[:, 0] > 0])
+    keep = Xn[:, 0] > 0
+    np.testing.assert_allclose(st.gram.toarray(), Xn[keep].T @ Xn[keep], rtol=1e-13)
+    np.testing.assert_allclose(st.colsum, Xn[keep].sum(axis=0), rtol=1e-13, atol=1e-13)
+
+
+def _dask_bad_unknown(case):
+    da = pytest.importorskip("dask.array")
+    from sparsecca.linalg import CrossCovariance, GramStats
+
+    Xn, Mn, keep = _filtered()
+    if case == "all-empty":
+        X = da.from_array(Xn, chunks=(25, 6))
+        return lambda: GramStats.from_dask(X[X[:, 0] > 100])
+    if case == "nan":
+        Xn[60, 3] = np.nan  # row 60 is kept: its block (2) has unknown size
+        X = da.from_array(Xn, chunks=(25, 6))
+        return lambda: GramStats.from_dask(X[X[:, 0] > 0], name="Y")
+    X, M = da.from_array(Xn, chunks=(25, 6)), da.from_array(Mn, chunks=(25, 3))
+    # different masks, same (unknown) chunk structure: block 1 has 0 rows of X, 25 of M
+    return lambda: CrossCovariance.from_dask(X[X[:, 0] > 0], M[X[:, 0] >= 0])
+
+
+BAD_DASK = [
+    ("all-empty", r"^X must have at least 1 row, got none: every row block computed to "
+                  r"0 rows$"),
+    ("nan", r"^Y row block 2 \(rows unknown until computed\) must contain only finite "
+            r"values, got NaN$"),
+    ("rows-differ", r"^X row block 1 \(rows unknown until computed\) and M row block 1 "
+                    r"\(rows unknown until computed\) must have the same number of rows, "
+                    r"got 0 and 25$"),
+]
+
+
+@pytest.mark.parametrize("case,match", BAD_DASK, ids=[b[0] for b in BAD_DASK])
+def test_dask_unknown_size_errors(case, match):
+    with pytest.raises(ValueError, match=match):
+        _dask_bad_unknown(case)()
