@@ -287,3 +287,99 @@ BAD_DASK = [
 def test_dask_unknown_size_errors(case, match):
     with pytest.raises(ValueError, match=match):
         _dask_bad_unknown(case)()
+
+
+def test_dask_known_chunks_beside_unknown_ones():
+    # X's sizes computed, M's not: compared when the blocks are computed
+    da = pytest.importorskip("dask.array")
+    from sparsecca.linalg import CrossCovariance
+
+    Xn, Mn, keep = _filtered()
+    X, M = da.from_array(Xn, chunks=(25, 6)), da.from_array(Mn, chunks=(25, 3))
+    K = CrossCovariance.from_dask(X[X[:, 0] > 0].compute_chunk_sizes(), M[X[:, 0] > 0])
+    np.testing.assert_array_equal(K.toarray(), Xn[keep].T @ Mn[keep])
+
+
+# --- cca_path / fit_path taus, CCAEngine.x_inverse -------------------------------------
+
+
+def _views():
+    from .conftest import count_problem
+
+    return count_problem(120, 12, 6, seed=31)
+
+
+BAD_TAUS = [
+    ("set", {0.3, 0.1}, TypeError,
+     r"^taus must be an ordered sequence \(a list, tuple or array\) of floats in \[0, 1\]: "
+     r"the results come in its order; got a set \{0.(1|3), 0.(1|3)\}$"),
+    ("frozenset", frozenset([0.3]), TypeError, r"^taus must be an ordered sequence .* got a "
+                                               r"frozenset frozenset\(\{0.3\}\)$"),
+    ("dict", {0.3: "a"}, TypeError, r"^taus must be an ordered sequence .* got a dict"),
+    ("dict-keys", {0.3: "a", 0.1: "b"}.keys(), TypeError,
+     r"^taus must be an ordered sequence .* got a dict_keys"),
+    ("0-d-array", np.array(0.3), TypeError,
+     r"^taus must be a non-empty sequence of floats in \[0, 1\], got array\(0.3\)$"),
+    ("above-1", [0.1, 1.5], ValueError, r"^taus\[1\] must be in \[0, 1\] .*got 1.5$"),
+    ("nan", (0.1, float("nan")), ValueError, r"^taus\[1\] must be in \[0, 1\] .*got nan$"),
+    ("empty", np.array([]), ValueError, r"^taus must be a non-empty sequence"),
+]
+
+
+@pytest.mark.parametrize("taus,exc,match", [b[1:] for b in BAD_TAUS],
+                         ids=[b[0] for b in BAD_TAUS])
+def test_cca_path_bad_taus(taus, exc, match):
+    from sparsecca.linalg import SparseCCA, cca_path
+
+    # X and Y are not even looked at: taus are checked before any work
+    with pytest.raises(exc, match=match):
+        cca_path("not a matrix", None, taus, 2)
+    X, Y = _views()
+    with pytest.raises(exc, match=match):
+        SparseCCA(2, solver="dense").fit_path(X, Y, taus)
+
+
+@pytest.mark.parametrize("taus", [[0.3, 0.1], (0.3, 0.1), np.array([0.3, 0.1]),
+                                  (t for t in (0.3, 0.1))])
+def test_cca_path_ordered_taus_unchanged(taus):
+    from sparsecca.linalg import SparseCCA, cca_path
+
+    X, Y = _views()
+    res = cca_path(X, Y, taus, 2, solver="dense")
+    for r, tau in zip(res, (0.3, 0.1)):
+        ref = SparseCCA(2, tau=tau, solver="dense").fit(X, Y)
+        np.testing.assert_allclose(r.correlations, ref.correlations_, rtol=1e-12)
+
+
+BAD_X_INVERSE = [
+    (dict(tail="x"), ValueError,
+     r"^tail must be one of \('diagonal', 'identity', 'auto'\), got 'x'$"),
+    (dict(tail=None), ValueError, r"^tail must be one of .*, got None$"),
+    (dict(rank=0), ValueError, r"^rank must be an int >= 1, got 0$"),
+    (dict(rank=2.5), TypeError, r"^rank must be an int >= 1, got 2.5$"),
+]
+
+
+@pytest.mark.parametrize("solver", ["dense", "randomized", "iterative"])
+@pytest.mark.parametrize("kw,exc,match", BAD_X_INVERSE)
+def test_x_inverse_checks_rank_and_tail_for_every_solver(solver, kw, exc, match):
+    from sparsecca.linalg import CCAEngine
+
+    X, Y = _views()
+    engine = CCAEngine(X, Y, solver=solver, random_state=0)
+    with pytest.raises(exc, match=match):
+        engine.x_inverse(0.3, **kw)
+
+
+@pytest.mark.parametrize("tail", ["auto", "diagonal", "identity"])
+def test_x_inverse_valid_tail_unchanged_on_dense(tail):
+    # the dense inverse ignores rank and tail: C^-1 as before, against numpy
+    from sparsecca.linalg import CCAEngine
+
+    X, Y = _views()
+    engine = CCAEngine(X, Y, solver="dense")
+    inv = engine.x_inverse(0.3, rank=4, tail=tail)
+    Xd = X.toarray()
+    C = 0.7 * Xd.T @ Xd + 0.3 * np.eye(X.shape[1])
+    B = np.random.default_rng(0).standard_normal((X.shape[1], 3))
+    np.testing.assert_allclose(inv.matmat(B), np.linalg.solve(C, B), rtol=1e-10)
