@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 import warnings
 import weakref
+from collections.abc import Mapping
+from collections.abc import Set as AbcSet
 from contextlib import nullcontext
 
 import numpy as np
@@ -27,7 +29,7 @@ from ._gram import (
     centred_projection,
     column_mean,
 )
-from ._inverse import GramFactor, RegularizedInverse
+from ._inverse import TAILS, GramFactor, RegularizedInverse
 from ._reduced import CCAResult, dense_factor_cost, lobpcg_fits, reduced_cca
 from ._validation import (
     check_choice,
@@ -306,10 +308,24 @@ class CCAEngine:
     def x_inverse(self, tau, rank=None, tail="auto"):
         """The inverse of C_xx used by ``solver_`` for ``tau`` (cached).
 
-        ``rank`` and ``tail`` set the low-rank-plus-``tail`` factor of the 'randomized'
-        inverse and of the 'iterative' one's preconditioner (see :class:`RegularizedInverse`).
+        Parameters
+        ----------
+        tau : float in [0, 1]
+        rank : int >= 1, optional
+        tail : {'auto', 'diagonal', 'identity'}
+            ``rank`` and ``tail`` set the low-rank-plus-``tail`` factor of the 'randomized'
+            inverse and of the 'iterative' one's preconditioner (see
+            :class:`RegularizedInverse`); the 'dense' inverse has no use for them, but they
+            are checked for every solver (a typo is not accepted on one and refused on
+            another).
+
+        Returns
+        -------
+        RegularizedInverse
         """
         tau = check_tau(tau)
+        rank = check_positive_int(rank, "rank", allow_none=True)
+        tail = check_choice(tail, "tail", TAILS + ("auto",))
         key = (tau, rank, tail)
         if key not in self._xinv:
             t0 = time.perf_counter()
@@ -841,7 +857,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
         Parameters
         ----------
         X, Y : as in :meth:`fit`
-        taus : sequence of floats in [0, 1]
+        taus : list, tuple or 1-D array of floats in [0, 1]
+            The fits come in this order (a set, having none, is refused).
 
         Returns
         -------
@@ -1076,7 +1093,16 @@ def _pearson(P, Q):
 
 
 def _check_taus(taus):
-    if isinstance(taus, (str, bytes)) or np.isscalar(taus):
+    """A non-empty ordered sequence of taus in [0, 1], as a list of floats.
+
+    The results come in the order of ``taus``: a set (or a dict, or its keys) has no order
+    of its own to give them, so it is refused rather than followed in hash order."""
+    if isinstance(taus, (AbcSet, Mapping)):
+        raise TypeError(f"taus must be an ordered sequence (a list, tuple or array) of floats "
+                        f"in [0, 1]: the results come in its order; got a "
+                        f"{type(taus).__name__} {taus!r}")
+    if (isinstance(taus, (str, bytes)) or np.isscalar(taus)
+            or isinstance(taus, np.ndarray) and taus.ndim == 0):
         raise TypeError(f"taus must be a non-empty sequence of floats in [0, 1], got {taus!r}")
     vals = list(taus)
     if not vals:
@@ -1091,7 +1117,8 @@ def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
     Parameters
     ----------
     X : (n, d1), Y : (n, d2) arrays or sparse matrices
-    taus : sequence of floats in [0, 1]
+    taus : list, tuple or 1-D array of floats in [0, 1]
+        The results come in this order (a set, having none, is refused).
     n_components : int
     solver, center, tol, max_rank, preconditioner, random_state, verbose : as in
         :class:`SparseCCA`

@@ -14,13 +14,8 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ._validation import (
-    FactorizationError,
-    check_matrix,
-    check_positive_int,
-    check_random_state,
-    small_blas,
-)
+from .._params import check_int, check_random_state
+from ._validation import FactorizationError, check_matrix, small_blas
 
 __all__ = ["svd_flip", "randomized_range_finder", "adaptive_range_finder", "randomized_svd"]
 
@@ -37,13 +32,45 @@ def svd_flip(u, vt):
 
     Parameters
     ----------
-    u : (m, k) array
-    vt : (k, n) array
+    u : (m, k) array of real numbers, m >= 1, finite
+    vt : (k, n) array of real numbers
 
     Returns
     -------
-    u, vt : flipped copies
+    u, vt : flipped copies (float64 unless float32 came in)
+
+    Raises
+    ------
+    TypeError
+        If ``u`` or ``vt`` is not a real numeric array.
+    ValueError
+        If either is not 2-D, ``u.shape[1] != vt.shape[0]``, ``u`` has no rows, or ``u``
+        holds NaN / inf (its signs would turn a whole row of ``vt`` into NaN).
     """
+    u, vt = _flip_operand(u, "u"), _flip_operand(vt, "vt")
+    if u.shape[1] != vt.shape[0]:
+        raise ValueError(f"u and vt must be (m, k) and (k, n) with the same k, got shapes "
+                         f"{u.shape} and {vt.shape}")
+    if u.shape[0] < 1:
+        raise ValueError(f"u must have at least 1 row (its largest entry per column sets the "
+                         f"sign), got shape {u.shape}")
+    if not np.isfinite(u).all():
+        raise ValueError("u must contain only finite values")
+    return _svd_flip(u, vt)
+
+
+def _flip_operand(a, name):
+    """``a`` as a 2-D real float array (float32 kept, integers and bools to float64)."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {a.dtype}")
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got an array with shape {a.shape}")
+    return a if a.dtype.kind == "f" else a.astype(np.float64)
+
+
+def _svd_flip(u, vt):
+    """:func:`svd_flip` without the checks (u, vt are valid float arrays: copies are made)."""
     u = np.array(u, copy=True)
     vt = np.array(vt, copy=True)
     idx = np.argmax(np.abs(u), axis=0)
@@ -55,18 +82,67 @@ def svd_flip(u, vt):
 
 
 def _check_operator(A, name="A"):
-    """ndarray / sparse (validated) or anything with ``shape``, ``@`` and ``.T``."""
+    """ndarray / sparse (validated), or a LinearOperator / anything with ``shape``, ``@``
+    and ``.T``, wrapped so that its first product each way is shape-checked."""
     if isinstance(A, LinearOperator):
-        return check_matrix(A, name, allow_operator=True)
+        A = check_matrix(A, name, allow_operator=True)
+        return _CheckedProducts(A, tuple(int(x) for x in A.shape), name)
     if isinstance(A, np.ndarray) or sp.issparse(A) or isinstance(A, (list, tuple)):
         return check_matrix(A, name)
     shape = getattr(A, "shape", None)
-    if shape is None or len(shape) != 2 or not hasattr(A, "T") or not hasattr(A, "__matmul__"):
+    try:
+        ndim = len(shape)
+    except TypeError:  # None, or a shape that is a single number
+        ndim = None
+    if ndim != 2 or not hasattr(A, "T") or not hasattr(A, "__matmul__"):
         raise TypeError(f"{name} must be an array, a scipy.sparse matrix, a LinearOperator or "
                         f"an object with a 2-D shape, '@' and '.T', got {type(A).__name__}")
-    if min(shape) < 1:
-        raise ValueError(f"{name} must have at least 1 row and 1 column, got shape {shape}")
-    return A
+    # a float entry would reach numpy's random generator as a size ('float' object cannot
+    # be interpreted as an integer)
+    if not all(isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+               and x >= 1 for x in shape):
+        raise ValueError(f"{name}.shape must be two ints >= 1 (at least 1 row and 1 column), "
+                         f"got {tuple(shape)!r}")
+    return _CheckedProducts(A, (int(shape[0]), int(shape[1])), name)
+
+
+class _CheckedProducts:
+    """A LinearOperator or duck-typed A whose first product each way is shape-checked.
+
+    Nothing else checks what a user's ``A @ V`` returns: a wrong shape surfaced as a numpy
+    or scipy error deep in the next product or QR.  The check runs once per direction and
+    call, not in every power iteration (the products are the hot path).  ``.T`` is made
+    once and kept: its ``.T`` is this object again, so both checks are shared.
+    """
+
+    __slots__ = ("_op", "shape", "_name", "_checked", "_transposed")
+
+    def __init__(self, op, shape, name, transposed=None):
+        self._op, self.shape, self._name = op, shape, name
+        self._checked = False
+        self._transposed = transposed
+
+    @property
+    def T(self):
+        if self._transposed is None:
+            self._transposed = _CheckedProducts(self._op.T, self.shape[::-1],
+                                                f"{self._name}.T", self)
+        return self._transposed
+
+    def __matmul__(self, V):
+        if self._checked:
+            return self._op @ V
+        expected = (self.shape[0], V.shape[1])
+        try:
+            Y = self._op @ V
+        except ValueError as exc:  # e.g. scipy reshaping a matvec of the wrong length
+            raise ValueError(f"{self._name} @ V failed for V of shape {V.shape} (it must "
+                             f"return shape {expected}): {exc}") from exc
+        if tuple(np.shape(Y)) != expected:
+            raise ValueError(f"{self._name} @ V returned shape {tuple(np.shape(Y))} for V of "
+                             f"shape {V.shape}, expected {expected}")
+        self._checked = True
+        return Y
 
 
 def _mm(A, V):
@@ -123,13 +199,30 @@ def _project_out(Y, Q):
     return Y
 
 
+def _as_int(name, value, low, allowed):
+    """:func:`check_int`'s test, its message saying what is ``allowed`` in full."""
+    try:
+        return check_int(name, value, low)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name} must be {allowed}, got {value!r}") from None
+
+
+def _check_rank(name, value, cap):
+    """An int in [1, cap], cap = min(A.shape); both ends named in one message."""
+    allowed = f"an int in [1, min(A.shape)] = [1, {cap}]"
+    value = _as_int(name, value, 1, allowed)
+    if value > cap:
+        raise ValueError(f"{name} must be {allowed}, got {value}")
+    return value
+
+
 def _check_n_iter(n_iter, k, shape):
     if isinstance(n_iter, str):
         if n_iter != "auto":
             raise ValueError(f"n_iter must be 'auto' or an int >= 0, got {n_iter!r}")
         # scikit-learn's choice: more passes when k is a small fraction of the spectrum
         return 7 if k < 0.1 * min(shape) else 4
-    return check_positive_int(n_iter, "n_iter", minimum=0)
+    return _as_int("n_iter", n_iter, 0, "'auto' or an int >= 0")
 
 
 def randomized_range_finder(A, size, n_iter=2, random_state=None):
@@ -149,10 +242,8 @@ def randomized_range_finder(A, size, n_iter=2, random_state=None):
     Q : (m, size) float64 array with orthonormal columns
     """
     A = _check_operator(A)
-    size = check_positive_int(size, "size")
-    if size > min(A.shape):
-        raise ValueError(f"size must be in [1, min(A.shape)] = [1, {min(A.shape)}], got {size}")
-    n_iter = check_positive_int(n_iter, "n_iter", minimum=0)
+    size = _check_rank("size", size, min(A.shape))
+    n_iter = check_int("n_iter", n_iter, 0)
     rng = check_random_state(random_state)
     return _range_finder(A, size, n_iter, rng)
 
@@ -220,17 +311,17 @@ def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
     A = _check_operator(A)
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0:
         raise ValueError(f"tol must be a real number > 0, got {tol!r}")
-    b = check_positive_int(block_size, "block_size")
+    b = check_int("block_size", block_size, 1)
     m, n = A.shape
     cap = min(m, n)
-    max_rank = cap if max_rank is None else min(check_positive_int(max_rank, "max_rank"), cap)
-    n_iter = check_positive_int(n_iter, "n_iter", minimum=0)
+    max_rank = cap if max_rank is None else min(check_int("max_rank", max_rank, 1), cap)
+    n_iter = check_int("n_iter", n_iter, 0)
     rng = check_random_state(random_state)
     if isinstance(growth, (bool, np.bool_)) or not isinstance(growth, numbers.Real):
         raise TypeError(f"growth must be a real number >= 1, got {growth!r}")
     if not growth >= 1:  # also NaN
         raise ValueError(f"growth must be a real number >= 1, got {growth!r}")
-    max_block = check_positive_int(max_block, "max_block")
+    max_block = check_int("max_block", max_block, 1)
     Q = np.zeros((m, 0)) if Q is None else _check_basis(Q, m)
     return _adaptive(A, float(tol), b, max_rank, n_iter, rng, Q, growth, max_block)
 
@@ -299,6 +390,15 @@ def randomized_svd(A, k, oversamples=10, n_iter="auto", random_state=None):
     s : (k,) float64, descending
     Vt : (k, n) float64, orthonormal rows
 
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument; for a duck-typed ``A`` whose shape is not two ints >= 1; and
+        when the first ``A @ V`` or ``A.T @ U`` of a LinearOperator or duck-typed ``A``
+        fails or returns the wrong shape (later products are not checked again).
+    FactorizationError
+        If a product with A returns NaN or inf.
+
     Notes
     -----
     Signs follow scikit-learn's ``svd_flip`` convention: the largest-magnitude entry of each
@@ -307,10 +407,8 @@ def randomized_svd(A, k, oversamples=10, n_iter="auto", random_state=None):
     """
     A = _check_operator(A)
     m, n = A.shape
-    k = check_positive_int(k, "k")
-    if k > min(m, n):
-        raise ValueError(f"k must be in [1, min(A.shape)] = [1, {min(m, n)}], got {k}")
-    p = check_positive_int(oversamples, "oversamples", minimum=0)
+    k = _check_rank("k", k, min(m, n))
+    p = check_int("oversamples", oversamples, 0)
     n_iter = _check_n_iter(n_iter, k, A.shape)
     rng = check_random_state(random_state)
     size = min(k + p, m, n)
@@ -323,5 +421,5 @@ def randomized_svd(A, k, oversamples=10, n_iter="auto", random_state=None):
         U = Q @ Ub
     if transpose:
         U, Vt = Vt.T, U.T
-    U, Vt = svd_flip(U[:, :k], Vt[:k])
+    U, Vt = _svd_flip(U[:, :k], Vt[:k])
     return U, s[:k].copy(), Vt

@@ -93,9 +93,9 @@ def test_adaptive_range_finder_extends_a_basis():
 
 
 BAD = [
-    (dict(k=0), ValueError, r"k must be an int >= 1, got 0"),
-    (dict(k=11), ValueError, r"k must be in \[1, min\(A.shape\)\] = \[1, 10\], got 11"),
-    (dict(k=2.5), TypeError, r"k must be an int >= 1, got 2.5"),
+    (dict(k=0), ValueError, r"k must be an int in \[1, min\(A.shape\)\] = \[1, 10\], got 0"),
+    (dict(k=11), ValueError, r"k must be an int in \[1, min\(A.shape\)\] = \[1, 10\], got 11"),
+    (dict(k=2.5), TypeError, r"k must be an int in \[1, min\(A.shape\)\] = \[1, 10\], got 2.5"),
     (dict(k=2, oversamples=-1), ValueError, r"oversamples must be an int >= 0, got -1"),
     (dict(k=2, n_iter="many"), ValueError, r"n_iter must be 'auto' or an int >= 0, got 'many'"),
     (dict(k=2, random_state="x"), TypeError, r"random_state must be None, an int >= 0"),
