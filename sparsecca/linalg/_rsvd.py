@@ -14,7 +14,7 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_int, check_random_state
+from .._params import check_float, check_int, check_random_state
 from ._validation import FactorizationError, check_matrix, small_blas
 
 __all__ = ["svd_flip", "randomized_range_finder", "adaptive_range_finder", "randomized_svd"]
@@ -309,21 +309,17 @@ def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
         beforehand).
     """
     A = _check_operator(A)
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0:
-        raise ValueError(f"tol must be a real number > 0, got {tol!r}")
+    tol = check_float("tol", tol, 0, strict=True)  # inf would stop before the first block
     b = check_int("block_size", block_size, 1)
     m, n = A.shape
     cap = min(m, n)
     max_rank = cap if max_rank is None else min(check_int("max_rank", max_rank, 1), cap)
     n_iter = check_int("n_iter", n_iter, 0)
     rng = check_random_state(random_state)
-    if isinstance(growth, (bool, np.bool_)) or not isinstance(growth, numbers.Real):
-        raise TypeError(f"growth must be a real number >= 1, got {growth!r}")
-    if not growth >= 1:  # also NaN
-        raise ValueError(f"growth must be a real number >= 1, got {growth!r}")
+    growth = check_float("growth", growth, 1, strict=False)
     max_block = check_int("max_block", max_block, 1)
     Q = np.zeros((m, 0)) if Q is None else _check_basis(Q, m)
-    return _adaptive(A, float(tol), b, max_rank, n_iter, rng, Q, growth, max_block)
+    return _adaptive(A, tol, b, max_rank, n_iter, rng, Q, growth, max_block)
 
 
 def _adaptive(A, tol, b, max_rank, n_iter, rng, Q, growth=2.0, max_block=1024,

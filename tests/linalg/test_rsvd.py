@@ -169,9 +169,13 @@ BAD_ADAPTIVE = [
      r"^Q must be an \(m, r\) = \(30, r\) array with orthonormal columns, got shape \(5, 5\)"),
     (dict(Q=np.ones(30)), ValueError, r"^Q must be an \(m, r\) .* got shape \(30,\)"),
     (dict(Q="basis"), TypeError, r"^Q must be an \(m, r\) = \(30, r\) array"),
-    (dict(growth=0), ValueError, r"^growth must be a real number >= 1, got 0"),
-    (dict(growth=float("nan")), ValueError, r"^growth must be a real number >= 1, got nan"),
-    (dict(growth="x"), TypeError, r"^growth must be a real number >= 1, got 'x'"),
+    (dict(growth=0), ValueError, r"^growth must be a finite number >= 1, got 0"),
+    (dict(growth=float("nan")), ValueError, r"^growth must be a finite number >= 1, got nan"),
+    (dict(growth=float("inf")), ValueError, r"^growth must be a finite number >= 1, got inf"),
+    (dict(growth="x"), TypeError, r"^growth must be a real number, got 'x'"),
+    (dict(tol=float("inf")), ValueError, r"^tol must be a finite number > 0, got inf"),
+    (dict(tol=0.0), ValueError, r"^tol must be a finite number > 0, got 0.0"),
+    (dict(tol="x"), TypeError, r"^tol must be a real number, got 'x'"),
     (dict(max_block=0), ValueError, r"^max_block must be an int >= 1, got 0"),
     (dict(max_block=2.5), TypeError, r"^max_block must be an int >= 1, got 2.5"),
 ]
@@ -182,7 +186,8 @@ BAD_ADAPTIVE = [
 def test_adaptive_range_finder_bad_arguments(kw, exc, match):
     A = np.random.default_rng(0).standard_normal((30, 20))
     # first through the counting operator: a NaN basis made the unchecked loop run forever
+    kw = dict(dict(tol=1e-3), **kw)
     with pytest.raises(exc, match=match):
-        adaptive_range_finder(_CountingOperator(A, bad=None), 1e-3, **kw)
+        adaptive_range_finder(_CountingOperator(A, bad=None), **kw)
     with pytest.raises(exc, match=match):
-        adaptive_range_finder(A, 1e-3, **kw)
+        adaptive_range_finder(A, **kw)
