@@ -122,6 +122,19 @@ def _swap_note():
             f"whitens X's covariance)")
 
 
+def _check_distinct_columns(engine, k, x_name="X"):
+    """``k`` within the engine's d1 after merging identical columns of its X, refused in the
+    caller's terms (``x_name``): a CCA has no more nonzero correlations than distinct columns,
+    and the reduced problem is solved on those."""
+    merged, d1, d2 = engine.n_merged_features_, engine.X.shape[1], engine.Y.shape[1]
+    if k > min(merged, d2):
+        raise ValueError(f"n_components={k} exceeds min(d1, d2) = {min(merged, d2)} counting "
+                         f"identical columns of {x_name} once: {x_name} has {merged} distinct "
+                         f"columns of {d1} (the others repeat one of them and are merged "
+                         f"exactly); give n_components <= {min(merged, d2)}")
+    return k
+
+
 def _user_dims(engine, swapped):
     """(d1, d2) in the caller's order."""
     d1, d2 = engine.X.shape[1], engine.Y.shape[1]
@@ -480,7 +493,8 @@ class CCAEngine:
         if M.shape[1] != self.Y.shape[1]:
             raise ValueError(f"M must have d2 = {self.Y.shape[1]} columns like Y, "
                              f"got {M.shape[1]}")
-        k = check_n_components(n_components, self.X.shape[1], self.Y.shape[1])
+        k = _check_distinct_columns(
+            self, check_n_components(n_components, self.X.shape[1], self.Y.shape[1]))
         t0 = time.perf_counter()
         if plain:
             # plain CCA: one operator for every tau, so X^T Y is formed once (the engine
@@ -846,7 +860,9 @@ class SparseCCA(PersistMixin, ParamsMixin):
         """
         tau = check_tau(self.tau)
         engine, swapped = self._engine(X, Y)
-        k = check_n_components(self.n_components, *_user_dims(engine, swapped))
+        k = _check_distinct_columns(
+            engine, check_n_components(self.n_components, *_user_dims(engine, swapped)),
+            "Y" if swapped else "X")
         res = engine.solve(engine.Y, tau, k)
         self._set_result(engine, res, tau, swapped)
         return self
@@ -866,7 +882,9 @@ class SparseCCA(PersistMixin, ParamsMixin):
         """
         taus = _check_taus(taus)
         engine, swapped = self._engine(X, Y)
-        k = check_n_components(self.n_components, *_user_dims(engine, swapped))
+        k = _check_distinct_columns(
+            engine, check_n_components(self.n_components, *_user_dims(engine, swapped)),
+            "Y" if swapped else "X")
         out = []
         for tau in taus:
             est = type(self)(**{**self.get_params(), "tau": tau})

@@ -383,3 +383,29 @@ def test_x_inverse_valid_tail_unchanged_on_dense(tail):
     C = 0.7 * Xd.T @ Xd + 0.3 * np.eye(X.shape[1])
     B = np.random.default_rng(0).standard_normal((X.shape[1], 3))
     np.testing.assert_allclose(inv.matmat(B), np.linalg.solve(C, B), rtol=1e-10)
+
+
+# -- n_components against the distinct columns of X -------------------------------------------
+
+@pytest.mark.parametrize("solver", ["dense", "randomized", "iterative"])
+def test_components_beyond_distinct_columns_refused_in_the_users_terms(solver):
+    """X with 3 distinct columns of 6: the engine merges them, so 5 components were refused
+    inside it with 'd1 = 3', a d1 the user never passed."""
+    from sparsecca.linalg import CCAEngine, SparseCCA
+
+    rng = np.random.default_rng(0)
+    X3 = rng.normal(size=(50, 3))
+    X, Y = np.hstack([X3, X3]), rng.normal(size=(50, 8))
+    pattern = (r"^n_components=5 exceeds min\(d1, d2\) = 3 counting identical columns of X "
+               r"once: X has 3 distinct columns of 6 \(the others repeat one of them and are "
+               r"merged exactly\); give n_components <= 3$")
+    with pytest.raises(ValueError, match=pattern):
+        SparseCCA(5, tau=0.5, solver=solver, random_state=0).fit(X, Y)
+    with pytest.raises(ValueError, match=pattern):
+        SparseCCA(5, tau=0.5, solver=solver, random_state=0).fit_path(X, Y, [0.5])
+    engine = CCAEngine(X, Y, solver=solver, random_state=0)
+    with pytest.raises(ValueError, match=pattern):
+        engine.solve(engine.Y, 0.5, 5)
+    # the advice works
+    model = SparseCCA(3, tau=0.5, solver=solver, random_state=0).fit(X, Y)
+    assert model.correlations_.shape == (3,)
