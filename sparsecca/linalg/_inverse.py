@@ -41,17 +41,20 @@ import scipy.linalg.blas as blas
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_bool
+from .._params import check_bool, check_float_dtype
 from ._gram import RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
 from ._split import tall_matmul, tall_tmatmul, wide_blas
 from ._validation import (
     SMALL_BLAS_MAX,
     FactorizationError,
+    ShapeCheckedOperator,
     SingularCovarianceError,
+    check_block,
     check_choice,
     check_positive_int,
     check_random_state,
+    check_shape,
     check_tau,
     check_tolerance,
     small_blas,
@@ -140,7 +143,9 @@ class GramFactor:
         return isinstance(self._src, _DataMatrix)
 
     def gram_matmat(self, V):
-        """G V, (d, b) float64."""
+        """G V, (d, b) float64 (also for a (d,) V); a ValueError unless V has d rows."""
+        V = np.asarray(V)
+        check_block(V, "V", self.n_features)
         self.n_gram_products_ += 1
         return self._src.gram_matmat(V)
 
@@ -302,7 +307,7 @@ def _nystrom(Q, GQ):
     return np.ascontiguousarray(U), lam
 
 
-class RegularizedInverse(LinearOperator):
+class RegularizedInverse(ShapeCheckedOperator):
     """C^-1 for C = (1 - tau) Xc^T Xc + tau I as a symmetric operator.
 
     Parameters
@@ -331,6 +336,8 @@ class RegularizedInverse(LinearOperator):
     dense_space : {'auto', 'primal', 'dual'}
         'dense': Cholesky of the d x d matrix ('primal') or eigendecomposition of the n x n
         Gram ('dual'); 'auto' picks the smaller.
+    name : str
+        What error messages call C.
 
     Attributes
     ----------
@@ -487,7 +494,7 @@ class RegularizedInverse(LinearOperator):
         """
         if self.method != "randomized":
             raise ValueError(f"sandwich needs method='randomized', got {self.method!r}")
-        d, m = self._check_block(B, "B")
+        d, m = check_block(B, "B", self.shape[0], vector=False)
         if (u is None) != (v is None):
             raise ValueError(f"u and v go together (the rank-one term u v^T); got "
                              f"{'u without v' if v is None else 'v without u'}")
@@ -533,17 +540,6 @@ class RegularizedInverse(LinearOperator):
             G -= Q.T @ self._woodbury_core_solve(Q)
         return 0.5 * (G + G.T)
 
-    def _check_block(self, B, name):
-        """(d, m) of a 2-D block B with d rows like C (O(1))."""
-        shape = getattr(B, "shape", None)
-        if shape is None or len(shape) != 2:
-            got = f"shape {shape}" if shape is not None else type(B).__name__
-            raise ValueError(f"{name} must be a 2-D (d, m) = ({self.shape[0]}, m) block, got "
-                             f"{got}")
-        if shape[0] != self.shape[0]:
-            raise ValueError(f"{name} must have d = {self.shape[0]} rows, got {shape[0]}")
-        return shape
-
     def _woodbury_basis(self):
         """U of C^-1 = S (I - U K^-1 U^T) S: P (orthonormal, identity tail) or W'."""
         return self._P if self._Wp is None else self._Wp
@@ -569,6 +565,9 @@ class RegularizedInverse(LinearOperator):
         if exact is None:  # back to the model (lets the dense factor go)
             self._exact = None
             return
+        if not isinstance(exact, RegularizedInverse):
+            raise TypeError(f"exact must be None or a 'dense' RegularizedInverse of the same "
+                            f"GramFactor and tau, got {type(exact).__name__}")
         if (exact.method != "dense" or exact.shape != self.shape or exact.tau != self.tau
                 or exact.factor is not self.factor):
             raise ValueError("use_exact needs a 'dense' RegularizedInverse of the same "
@@ -583,7 +582,9 @@ class RegularizedInverse(LinearOperator):
     def precondition(self, B):
         """T B for the preconditioner T ~ C^-1: the exact inverse given to
         :meth:`use_exact` (in B's precision: float32 blocks get a float32 factor), else the
-        low-rank-plus-diagonal model.  (d, b), float64 unless B is float32 and T exact."""
+        low-rank-plus-diagonal model.  (d, b), float64 unless B is float32 and T exact; B a
+        (d, b) array (a ValueError otherwise)."""
+        check_block(B, "B", self.shape[0], vector=False)
         if self._exact is not None:
             return self._exact.solve_as(B, np.float32 if B.dtype == np.float32
                                         else np.float64)
@@ -592,10 +593,19 @@ class RegularizedInverse(LinearOperator):
     def solve_as(self, B, dtype):
         """C^-1 B by a 'dense' inverse in ``dtype`` (float32: a float32 copy of the
         Cholesky factor, formed once, and half the flops' time; rounding ~ cond(L) * 6e-8,
-        enough for a preconditioner)."""
+        enough for a preconditioner).
+
+        Raises
+        ------
+        ValueError
+            If the method is not 'dense', B not a (d,) or (d, b) array-like or ``dtype``
+            not float32 or float64.
+        """
         if self.method != "dense":
             raise ValueError(f"solve_as needs method='dense', got {self.method!r}")
-        dtype = np.dtype(dtype)
+        dtype = check_float_dtype(dtype)
+        B = np.asarray(B)
+        check_block(B, "B", self.shape[0])
         if dtype == np.float64:
             return self._matmat(B)
         return self._dense_solve(np.asarray(B, dtype=dtype), self._dense_factor_single())
@@ -643,7 +653,7 @@ class RegularizedInverse(LinearOperator):
         if self.method == "dense":
             raise ValueError("lowrank_galerkin needs a 'randomized' or 'iterative' inverse "
                              "(a low-rank-plus-diagonal model), got method='dense'")
-        d, c = self._check_block(B, "B")
+        d, c = check_block(B, "B", self.shape[0], vector=False)
         U = self._woodbury_basis()
         G = np.zeros((c, c))
         UtSB = np.zeros((U.shape[1], c))
@@ -666,10 +676,31 @@ class RegularizedInverse(LinearOperator):
         return self.solve_with_residual(B)[0]
 
     def solve(self, B, X0=None):
-        """C^-1 B (for 'iterative', optionally warm-started at X0); (d, b) float64."""
+        """C^-1 B (for 'iterative', optionally warm-started at X0); (d, b) float64.
+
+        Parameters
+        ----------
+        B : (d,) or (d, b) array-like
+        X0 : array-like of B's shape, optional
+            The initial guess of 'iterative' (checked, then ignored, by the direct methods);
+            a (d, 1) X0 also serves a (d,) B.
+
+        Raises
+        ------
+        ValueError
+            If B or X0 has the wrong shape.
+        """
+        B = np.asarray(B)
+        self._check_rhs(B, X0)
         if self.method != "iterative":
-            return self.matmat(B)
+            return self._matmat(B)
         return self.solve_with_residual(B, X0)[0]
+
+    def _check_rhs(self, B, X0):
+        """B a (d,) or (d, b) array and X0 None or of B's shape (O(1): shapes only)."""
+        check_block(B, "B", self.shape[0])
+        if X0 is not None and not (B.ndim == 1 and np.shape(X0) == (B.shape[0], 1)):
+            check_shape(X0, "X0", B.shape, "like B")
 
     def chunk_width(self, m):
         """Block CG width for ``m`` right-hand sides in 'iterative'.
@@ -687,6 +718,8 @@ class RegularizedInverse(LinearOperator):
         The residual lets the caller form the variational estimate B^T Z + Z^T R of
         B^T C^-1 B, whose error is second order in the error of Z even across chunks.
         """
+        B = np.asarray(B)
+        self._check_rhs(B, X0)
         B, _ = _as_block(B)
         if self.method != "iterative":
             return self.matmat(B), np.zeros_like(B)
@@ -697,7 +730,7 @@ class RegularizedInverse(LinearOperator):
         infos = []
         for j in range(0, B.shape[1], w):
             sl = slice(j, min(j + w, B.shape[1]))
-            x0 = None if X0 is None else np.asarray(X0)[:, sl]
+            x0 = None if X0 is None else np.asarray(X0).reshape(B.shape)[:, sl]
             # the operators and settings are the inverse's own, checked at construction
             with small_blas(sl.stop - sl.start):
                 Zc, info = _block_cg(self.covariance, np.ascontiguousarray(B[:, sl]),
@@ -724,11 +757,19 @@ class RegularizedInverse(LinearOperator):
     def gram_matmat(self, V):
         """Xc^T Xc V (no tau), (d, b) float64: by the factor's cached dense Gram matrix when
         it keeps one (a dense C_yy: d^2 b flops instead of two passes over the data), else
-        by the data.  C V is ``self.covariance.from_gram_image(gram_matmat(V), V)``."""
+        by the data.  C V is ``self.covariance.from_gram_image(gram_matmat(V), V)``.
+
+        Raises
+        ------
+        ValueError
+            If V is not a (d,) vector or (d, b) block.
+        """
         G = self.factor._dense
         if G is None:
             return self.covariance.gram_matmat(V)
-        return G @ np.asarray(V, dtype=np.float64)
+        V = np.asarray(V, dtype=np.float64)
+        check_block(V, "V", self.shape[0])
+        return G @ V
 
     def inv_sqrt(self):
         """A whitener W (d x d operator) with W^T W = C^-1 (so W C W^T = I).

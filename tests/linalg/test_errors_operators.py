@@ -1,0 +1,214 @@
+"""Bad input to the covariance operators and inverses (RegularizedGram, CrossCovariance,
+GramFactor, RegularizedInverse, column_mean, centred_projection): a clear ValueError /
+TypeError naming the argument, the shape or range allowed and the value received, and
+the same results as before for valid input (against dense NumPy references)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsecca.linalg import (
+    CrossCovariance,
+    GramFactor,
+    RegularizedGram,
+    RegularizedInverse,
+    centred_projection,
+    column_mean,
+)
+
+rng = np.random.default_rng(0)
+X = rng.random((20, 8))
+M = rng.random((20, 5))
+X12 = rng.random((30, 12))
+B12 = rng.random((12, 2))
+C = RegularizedGram(X, 0.5)
+CROSS = CrossCovariance(X, M)
+INV = RegularizedInverse(X12, 0.5, "dense")
+IINV = RegularizedInverse(X12, 0.5, "iterative", rank=4, random_state=0)
+RINV = RegularizedInverse(X12, 0.5, "randomized", rank=4, random_state=0)
+
+
+def _dense_cov(A, tau, center=False):
+    A = A - A.mean(axis=0) if center else A
+    return (1 - tau) * A.T @ A + tau * np.eye(A.shape[1])
+
+
+# -- U6: shapes -------------------------------------------------------------------------------
+
+BAD_SHAPES = [
+    ("C@v", lambda: C @ np.ones(7),
+     r"^RegularizedGram is 8 x 8: the V of C @ V must be a \(8,\) vector or a \(8, b\) block, "
+     r"got shape \(7,\)$"),
+    ("C.matmat", lambda: C.matmat(np.ones((7, 2))),
+     r"^RegularizedGram is 8 x 8: the V of C @ V must be .* got shape \(7, 2\)$"),
+    ("C.rmatvec-3d", lambda: C.rmatvec(np.ones((8, 1, 1))),
+     r"^RegularizedGram is 8 x 8: the V of C\^T @ V \(rmatvec / rmatmat\) must be a \(8,\) "
+     r"vector or a \(8, b\) block, got shape \(8, 1, 1\)$"),
+    ("cross@", lambda: CROSS @ np.ones((8, 2)),
+     r"^CrossCovariance is 8 x 5: the V of C @ V must be a \(5,\) vector or a \(5, b\) block, "
+     r"got shape \(8, 2\)$"),
+    ("cross.rmatmat", lambda: CROSS.rmatmat(np.ones((5, 2))),
+     r"^CrossCovariance is 8 x 5: the V of C\^T @ V \(rmatvec / rmatmat\) must be a \(8,\) "
+     r"vector or a \(8, b\) block, got shape \(5, 2\)$"),
+    ("inv@", lambda: INV @ np.ones((5, 2)),
+     r"^RegularizedInverse is 12 x 12: the V of C @ V must be .* got shape \(5, 2\)$"),
+    ("gram_matmat", lambda: C.gram_matmat(np.ones((7, 2))), r"^V must have d = 8 rows, got 7$"),
+    ("gram_matmat-3d", lambda: C.gram_matmat(np.ones((8, 2, 1))),
+     r"^V must be a \(d,\) vector or a \(d, m\) = \(8, m\) block, got shape \(8, 2, 1\)$"),
+    ("gram_matmat-scalar", lambda: C.gram_matmat(1.0),
+     r"^V must be a \(d,\) vector or a \(d, m\) = \(8, m\) block, got shape \(\)$"),
+    ("matmat_as", lambda: C.matmat_as(np.ones((7, 2)), np.float32),
+     r"^V must have d = 8 rows, got 7$"),
+    ("matmat_as-1d", lambda: C.matmat_as(np.ones(8), np.float32),
+     r"^V must be a 2-D \(d, m\) = \(8, m\) block, got shape \(8,\)$"),
+    ("matmat_as-dtype", lambda: C.matmat_as(np.ones((8, 2)), np.int64),
+     r"^dtype must be float32 or float64, got int64$"),
+    ("matmat_as-dtype-str", lambda: C.matmat_as(np.ones((8, 2)), "nonsense"),
+     r"^dtype must be float32 or float64, got 'nonsense'$"),
+    ("from_gram_image-V", lambda: C.from_gram_image(np.ones((8, 2)), np.ones((7, 2))),
+     r"^V must have d = 8 rows, got 7$"),
+    ("from_gram_image-GV", lambda: C.from_gram_image(np.ones((8, 3)), np.ones((8, 2))),
+     r"^GV must have shape \(8, 2\) like V, got \(8, 3\)$"),
+    ("from_gram_image-1d", lambda: C.from_gram_image(C.gram_matmat(np.ones(8)), np.ones(8)),
+     r"^GV must have shape \(8,\) like V, got \(8, 1\)$"),
+    ("cross.matmat_as", lambda: CROSS.matmat_as(np.ones((8, 2)), np.float32),
+     r"^V must have d2 = 5 rows, got 8$"),
+    ("cross.matmat_as-T", lambda: CROSS.matmat_as(np.ones((5, 2)), np.float64, transpose=True),
+     r"^V must have d1 = 8 rows, got 5$"),
+    ("gram-factor", lambda: GramFactor(X).gram_matmat(np.ones((5, 2))),
+     r"^V must have d = 8 rows, got 5$"),
+    ("inv.gram_matmat", lambda: INV.gram_matmat(np.ones((5, 2))),
+     r"^V must have d = 12 rows, got 5$"),
+    ("solve_as", lambda: INV.solve_as(np.ones((5, 2)), np.float32),
+     r"^B must have d = 12 rows, got 5$"),
+    ("solve_as-f64", lambda: INV.solve_as(np.ones((5, 2)), np.float64),
+     r"^B must have d = 12 rows, got 5$"),
+    ("solve_as-dtype", lambda: INV.solve_as(B12, "float16"),
+     r"^dtype must be float32 or float64, got float16$"),
+    ("solve-dense", lambda: INV.solve(np.ones((5, 2))), r"^B must have d = 12 rows, got 5$"),
+    ("solve-randomized", lambda: RINV.solve(np.ones(5)), r"^B must have d = 12 rows, got 5$"),
+    ("solve-X0", lambda: IINV.solve(B12, X0=np.ones((5, 2))),
+     r"^X0 must have shape \(12, 2\) like B, got \(5, 2\)$"),
+    ("solve-X0-flat", lambda: IINV.solve(B12, X0=np.ones(24)),
+     r"^X0 must have shape \(12, 2\) like B, got \(24,\)$"),
+    ("solve-X0-dense", lambda: INV.solve(B12, X0=np.ones((12, 3))),
+     r"^X0 must have shape \(12, 2\) like B, got \(12, 3\)$"),
+    ("solve_with_residual", lambda: IINV.solve_with_residual(np.ones((5, 2))),
+     r"^B must have d = 12 rows, got 5$"),
+    ("precondition", lambda: RINV.precondition(np.ones((5, 2))),
+     r"^B must have d = 12 rows, got 5$"),
+    ("centred_projection-mean", lambda: centred_projection(X, np.ones((8, 2)), mean=np.ones(3)),
+     r"^mean must have shape \(8,\) \(one per column of X\), got \(3,\)$"),
+    ("centred_projection-W", lambda: centred_projection(X, np.ones((3, 2))),
+     r"^W must have X.shape\[1\] = 8 rows, got 3$"),
+    ("centred_projection-X-1d", lambda: centred_projection(np.ones(8), np.ones((8, 2))),
+     r"^X must be 2-D \(n_samples, n_features\), got an array with shape \(8,\)$"),
+    ("column_mean-1d", lambda: column_mean(np.ones(3)),
+     r"^X must be 2-D \(n_samples, n_features\), got an array with shape \(3,\)$"),
+    ("column_mean-empty", lambda: column_mean(np.ones((0, 3))),
+     r"^X must have at least 1 row to average, got shape \(0, 3\)$"),
+]
+
+
+@pytest.mark.parametrize("case,call,match", BAD_SHAPES, ids=[c[0] for c in BAD_SHAPES])
+def test_bad_shapes(case, call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+BAD_TYPES = [
+    ("use_exact-str", lambda: RINV.use_exact("dense"),
+     r"^exact must be None or a 'dense' RegularizedInverse of the same GramFactor and tau, "
+     r"got str$"),
+    ("use_exact-array", lambda: IINV.use_exact(np.eye(12)),
+     r"^exact must be None or a 'dense' RegularizedInverse .* got ndarray$"),
+    ("column_mean-str", lambda: column_mean("abc"),
+     r"^X must be a 2-D numeric array or a scipy.sparse matrix, got str$"),
+    ("column_mean-none", lambda: column_mean(None),
+     r"^X must be a 2-D numeric array or a scipy.sparse matrix, got NoneType$"),
+    ("column_mean-strings", lambda: column_mean([["a", "b"]]),
+     r"^X must have a real numeric dtype \(bool, int, float32 or float64\), got dtype <U1$"),
+    ("centred_projection-X-str", lambda: centred_projection("X", np.ones(8)),
+     r"^X must be a 2-D numeric array or a scipy.sparse matrix, got str$"),
+    ("cross.matmat_as-transpose", lambda: CROSS.matmat_as(np.ones((8, 2)), np.float64, "yes"),
+     r"^transpose must be True or False, got 'yes'$"),
+]
+
+
+@pytest.mark.parametrize("case,call,match", BAD_TYPES, ids=[c[0] for c in BAD_TYPES])
+def test_bad_types(case, call, match):
+    with pytest.raises(TypeError, match=match):
+        call()
+
+
+def test_products_of_valid_blocks_are_unchanged():
+    tau = 0.5
+    ref = _dense_cov(X, tau)
+    G = X.T @ X
+    V = rng.random((8, 3))
+    v = V[:, 0]
+    np.testing.assert_allclose(C @ v, ref @ v, rtol=1e-12)
+    np.testing.assert_allclose(C @ V, ref @ V, rtol=1e-12)
+    np.testing.assert_allclose(C.rmatmat(V), ref @ V, rtol=1e-12)
+    np.testing.assert_allclose(C.gram_matmat(V), G @ V, rtol=1e-12)
+    np.testing.assert_allclose(C.gram_matmat(v), (G @ v)[:, None], rtol=1e-12)  # (d, 1)
+    np.testing.assert_allclose(C.gram_matmat(V.tolist()), G @ V, rtol=1e-12)
+    np.testing.assert_array_equal(C.from_gram_image(C.gram_matmat(V), V), C @ V)
+    np.testing.assert_allclose(C.matmat_as(V, np.float64), ref @ V, rtol=1e-12)
+    np.testing.assert_allclose(C.matmat_as(V, np.float32), ref @ V, rtol=1e-5)
+    assert C.matmat_as(V, "float32").dtype == np.float32
+    W = rng.random((5, 2))
+    np.testing.assert_allclose(CROSS @ W[:, 0], X.T @ M @ W[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(CROSS.rmatvec(V[:, 0]), M.T @ X @ V[:, 0], rtol=1e-12)
+    U = rng.random((8, 2))
+    np.testing.assert_allclose(CROSS.matmat_as(W, np.float64), X.T @ M @ W, rtol=1e-12)
+    np.testing.assert_allclose(CROSS.matmat_as(U, np.float32, transpose=True),
+                               M.T @ X @ U, rtol=1e-5)
+    np.testing.assert_allclose(GramFactor(X).gram_matmat(V), G @ V, rtol=1e-12)
+    np.testing.assert_allclose(INV.gram_matmat(B12), X12.T @ X12 @ B12, rtol=1e-12)
+
+
+def test_solves_of_valid_blocks_are_unchanged():
+    tau = 0.5
+    ref = np.linalg.solve(_dense_cov(X12, tau), B12)
+    np.testing.assert_allclose(INV.solve_as(B12, np.float64), ref, rtol=1e-10)
+    np.testing.assert_allclose(INV.solve_as(B12, np.float32), ref, rtol=1e-4)
+    np.testing.assert_allclose(INV.solve(B12), ref, rtol=1e-10)
+    np.testing.assert_allclose(INV.solve(B12, X0=np.zeros((12, 2))), ref, rtol=1e-10)
+    np.testing.assert_allclose(INV.solve(B12[:, 0]), ref[:, :1], rtol=1e-10)
+    np.testing.assert_allclose(IINV.solve(B12), ref, rtol=1e-6)
+    np.testing.assert_allclose(IINV.solve(B12, X0=ref), ref, rtol=1e-6)
+    # a (d,) right-hand side takes a (d,) or (d, 1) warm start
+    np.testing.assert_allclose(IINV.solve(B12[:, 0], X0=ref[:, 0]), ref[:, :1], rtol=1e-6)
+    np.testing.assert_allclose(IINV.solve(B12[:, 0], X0=ref[:, :1]), ref[:, :1], rtol=1e-6)
+    Z, R = IINV.solve_with_residual(B12, X0=ref)
+    np.testing.assert_allclose(Z, ref, rtol=1e-6)
+    np.testing.assert_allclose(R, B12 - _dense_cov(X12, tau) @ Z, atol=1e-10)
+    np.testing.assert_allclose(RINV.precondition(B12), RINV @ B12, rtol=1e-12)
+
+
+def test_use_exact_of_a_valid_inverse_is_unchanged():
+    f = GramFactor(X12, random_state=0)
+    inv = RegularizedInverse(f, 0.5, "randomized", rank=4)
+    dense = RegularizedInverse(f, 0.5, "dense")
+    inv.use_exact(dense)
+    assert inv.exact_preconditioner
+    np.testing.assert_array_equal(inv.precondition(B12), dense @ B12)
+    inv.use_exact(None)
+    assert not inv.exact_preconditioner
+
+
+@pytest.mark.parametrize("kind", ["list", "dense", "csr", "csc", "float32"])
+def test_column_mean_and_centred_projection_of_valid_input(kind):
+    Xk = {"list": X.tolist(), "dense": X, "csr": sp.csr_matrix(X), "csc": sp.csc_matrix(X),
+          "float32": X.astype(np.float32)}[kind]
+    tol = 1e-6 if kind == "float32" else 1e-12
+    mu = column_mean(Xk)
+    assert mu.dtype == np.float64 and mu.shape == (8,)
+    np.testing.assert_allclose(mu, X.mean(axis=0), rtol=tol)
+    W = rng.random((8, 3))
+    np.testing.assert_allclose(centred_projection(Xk, W, mu), (X - X.mean(axis=0)) @ W,
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(centred_projection(Xk, W[:, 0]), X @ W[:, 0], rtol=tol)
+    np.testing.assert_allclose(centred_projection(Xk, W, np.zeros(8)), X @ W, rtol=tol)
+
