@@ -24,6 +24,7 @@ from ._validation import (
     ShapeCheckedOperator,
     check_2d,
     check_block,
+    check_dense_size,
     check_matrix,
     check_positive_int,
     check_same_rows,
@@ -51,7 +52,12 @@ PAIR_OUTPUT_SPLIT_MIN_FLOPS = 1e8
 #: below the 1e-2 relative residuals where those steps stop (LOBPCG_SINGLE_TOL)
 SINGLE_CENTRED_MAX_AMPLIFICATION = 100.0
 
-#: ``toarray`` refuses to materialise operators larger than this (pass ``max_dim`` to force)
+#: ``toarray``, ``CrossCovariance.dense_product``, ``GramFactor.dense_gram`` and the 'dense'
+#: ``RegularizedInverse`` refuse to materialise a matrix with more entries than
+#: DENSE_MAX_DIM^2 (3.0 GiB of float64; pass ``max_dim`` to force).  The engine's own dense
+#: factors stay below it (C_yy's up to 10,000, C_xx's 'auto' ones up to 8,192) except with
+#: ``solver='dense'`` or ``preconditioner='dense'`` asked for, whose inverses are built on a
+#: GramFactor (no default limit there)
 DENSE_MAX_DIM = 20_000
 
 #: a CrossCovariance keeps its dense X^T M up to this size once formed (a tau grid whitens
@@ -696,19 +702,22 @@ class RegularizedGram(ShapeCheckedOperator):
         """diag(C), (d,) float64."""
         return (1.0 - self.tau) * self._src.colsq + self.tau
 
-    def toarray(self, max_dim: int = DENSE_MAX_DIM):
+    def toarray(self, max_dim: int | None = DENSE_MAX_DIM):
         """Materialise C as a dense (d, d) array (only for small d).
+
+        Parameters
+        ----------
+        max_dim : int >= 1 or None, default DENSE_MAX_DIM (20,000: 3.0 GiB)
+            Refuse d > max_dim before allocating; None for no limit.
 
         Raises
         ------
         ValueError
             If d > max_dim (the dense matrix would take d * d * 8 bytes).
+        TypeError
+            If max_dim is not an int or None.
         """
-        d = self.shape[0]
-        if d > max_dim:
-            raise ValueError(f"refusing to materialise a {d} x {d} dense covariance "
-                             f"({d * d * 8 / 2**30:.1f} GiB); d must be <= max_dim={max_dim}, "
-                             f"pass a larger max_dim to force")
+        check_dense_size(self.shape, max_dim, "covariance", "; its products (C @ V) never form it")
         G = self._src.dense_gram()
         G *= 1.0 - self.tau
         G[np.diag_indices_from(G)] += self.tau
@@ -986,13 +995,22 @@ class CrossCovariance(ShapeCheckedOperator):
             self._rank_one = (u, v)
         return self._rank_one
 
-    def toarray(self, max_dim: int = DENSE_MAX_DIM):
-        """Dense (d1, d2) C_xy (only for small dimensions)."""
-        if max(self.shape) > max_dim:
-            raise ValueError(f"refusing to materialise a {self.shape[0]} x {self.shape[1]} dense "
-                             f"cross-covariance; dimensions must be <= max_dim={max_dim}")
+    def toarray(self, max_dim: int | None = DENSE_MAX_DIM):
+        """Dense (d1, d2) C_xy (only for small dimensions).
+
+        Parameters
+        ----------
+        max_dim : int >= 1 or None, default DENSE_MAX_DIM
+            Refuse d1 * d2 > max_dim^2 (more than a max_dim x max_dim array) before
+            allocating; None for no limit.
+
+        Raises
+        ------
+        ValueError, TypeError
+            As :meth:`dense_product`.
+        """
         u, v = self.rank_one()
-        out = self.dense_product()
+        out = self.dense_product(max_dim)
         if np.any(u):
             out = out - np.outer(u, v)
         return out
@@ -1006,13 +1024,28 @@ class CrossCovariance(ShapeCheckedOperator):
         return np.ascontiguousarray(self.tosparse(copy=False)[lo:hi].toarray(),
                                     dtype=np.float64)
 
-    def dense_product(self):
+    def dense_product(self, max_dim: int | None = DENSE_MAX_DIM):
         """X^T M (the uncentred part, as :meth:`tosparse`) as a dense (d1, d2) float64 array.
 
         Read-only: kept and returned again when at most ``DENSE_CROSS_CACHE_BYTES`` (copy it
         before writing).  With sparse factors it is formed from their row halves
         (:func:`sparse_pair_tmatmat`) when kept, else from the sparse product (kept).
+
+        Parameters
+        ----------
+        max_dim : int >= 1 or None, default DENSE_MAX_DIM (20,000: 3.0 GiB)
+            Refuse d1 * d2 > max_dim^2 (more than a max_dim x max_dim array) before
+            allocating; None for no limit.  The kept sizes are far below it.
+
+        Raises
+        ------
+        ValueError
+            If d1 * d2 > max_dim^2.
+        TypeError
+            If max_dim is not an int or None.
         """
+        check_dense_size(self.shape, max_dim, "cross-covariance",
+                         "; its products (C_xy @ V) never form it")
         if self._dense is not None:
             return self._dense
         # accumulated operators have no factors (_x is None), only their sparse sum

@@ -42,7 +42,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._params import check_bool, check_float_dtype
-from ._gram import RegularizedGram, _as_block, _DataMatrix, _source
+from ._gram import DENSE_MAX_DIM, RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
 from ._split import tall_matmul, tall_tmatmul, wide_blas
 from ._validation import (
@@ -52,6 +52,7 @@ from ._validation import (
     SingularCovarianceError,
     check_block,
     check_choice,
+    check_dense_size,
     check_positive_int,
     check_random_state,
     check_shape,
@@ -154,12 +155,27 @@ class GramFactor:
     #: rebuilt per tau (a sparse product) and factorised in place, halving peak memory
     DENSE_CACHE_MAX = 4096
 
-    def dense_gram(self, copy=False):
+    def dense_gram(self, copy=False, max_dim=DENSE_MAX_DIM):
         """G as a dense (d, d) float64 array (d * d * 8 bytes).
 
         Cached when d <= DENSE_CACHE_MAX; ``copy=True`` returns an array the caller may
         overwrite.
+
+        Parameters
+        ----------
+        copy : bool
+        max_dim : int >= 1 or None, default DENSE_MAX_DIM (20,000: 3.0 GiB)
+            Refuse d > max_dim before allocating; None for no limit.
+
+        Raises
+        ------
+        ValueError
+            If d > max_dim.
+        TypeError
+            If max_dim is not an int or None.
         """
+        check_dense_size((self.n_features,) * 2, max_dim, "Gram matrix",
+                         "; the 'randomized' and 'iterative' RegularizedInverse never form it")
         if self._dense is not None:
             return self._dense.copy() if copy else self._dense
         G = self._src.dense_gram()
@@ -336,6 +352,12 @@ class RegularizedInverse(ShapeCheckedOperator):
     dense_space : {'auto', 'primal', 'dual'}
         'dense': Cholesky of the d x d matrix ('primal') or eigendecomposition of the n x n
         Gram ('dual'); 'auto' picks the smaller.
+    max_dim : int >= 1, None or 'auto', default 'auto'
+        'dense': the largest order of the dense matrix factored (d for 'primal', n for
+        'dual'), refused before it is allocated (d^2 * 8 bytes); None for no limit.  'auto':
+        ``DENSE_MAX_DIM`` (20,000: 3.0 GiB) when X is data or GramStats, no limit when X is
+        a :class:`GramFactor` (its owner chose the dense form: ``CCAEngine`` with
+        ``solver='dense'`` factors C_xx of up to 30,000 features for the zipf reference).
     name : str
         What error messages call C.
 
@@ -350,16 +372,22 @@ class RegularizedInverse(ShapeCheckedOperator):
     ------
     SingularCovarianceError
         C is singular to working precision (tau = 0 with rank-deficient X).
+    ValueError
+        'dense' with a matrix of order above ``max_dim``.
     """
 
     def __init__(self, X, tau, method="dense", center=False, *, rank=None, tol=None,
                  tail="diagonal", maxiter=None, random_state=None, dense_space="auto",
-                 name="C"):
+                 name="C", max_dim="auto"):
         tau = check_tau(tau)
         center = check_bool("center", center)
         method = check_choice(method, "method", METHODS)
         tail = check_choice(tail, "tail", TAILS + ("auto",))
         dense_space = check_choice(dense_space, "dense_space", ("auto", "primal", "dual"))
+        if isinstance(max_dim, str) and max_dim == "auto":
+            max_dim = None if isinstance(X, GramFactor) else DENSE_MAX_DIM
+        elif max_dim is not None:
+            max_dim = check_positive_int(max_dim, "max_dim")
         self.factor = X if isinstance(X, GramFactor) else GramFactor(
             X, center=center, random_state=random_state)
         f = self.factor
@@ -385,8 +413,15 @@ class RegularizedInverse(ShapeCheckedOperator):
             if dense_space == "auto":
                 dense_space = "dual" if (f.has_rows and f.n_samples < d) else "primal"
             self.dense_space = dense_space
+            primal = dense_space == "primal"
+            order = d if primal else f.n_samples
+            check_dense_size((order, order), max_dim,
+                             f"{'covariance' if primal else 'dual (n x n) matrix of'} "
+                             f"{self.name}", "; method='randomized' or 'iterative' never "
+                             "forms it", dim="d" if primal else "n")
             if dense_space == "primal":
-                self._chol = _regularized_cholesky(f.dense_gram(copy=True), tau, self.name)
+                self._chol = _regularized_cholesky(f.dense_gram(copy=True, max_dim=None), tau,
+                                                   self.name)
             else:
                 if tau == 0.0:
                     raise SingularCovarianceError(

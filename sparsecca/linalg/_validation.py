@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_random_state  # shared with evaluate and the experiment
+from .._params import check_int, check_random_state  # shared with evaluate and the experiment
 from .._sparse import check_sparse_structure
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "SingularCovarianceError",
     "check_2d",
     "check_block",
+    "check_dense_size",
     "check_matrix",
     "check_magnitude",
     "check_shape",
@@ -285,6 +286,26 @@ def check_shape(a, name: str, want: tuple, like: str) -> None:
     shape = tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
     if shape != tuple(want):
         raise ValueError(f"{name} must have shape {tuple(want)} {like}, got {shape}")
+
+
+def check_dense_size(shape, max_dim, what: str, hint: str = "", dim: str = "d") -> None:
+    """Refuse to allocate a dense float64 (d1, d2) array with more entries than a
+    max_dim x max_dim one (for a square array: d > max_dim), before it is formed.
+
+    ``max_dim`` None sets no limit.  The message gives the size in GiB, the limit (calling
+    a square array's order ``dim``) and ``hint`` (what to use instead).  O(1).
+    """
+    if max_dim is None:
+        return
+    max_dim = check_int("max_dim", max_dim, 1)
+    d1, d2 = (int(s) for s in shape)
+    if d1 * d2 <= max_dim * max_dim:
+        return
+    limit = (f"{dim} must be <= max_dim" if d1 == d2
+             else f"d1 * d2 must be <= max_dim^2 = {max_dim * max_dim}, with max_dim")
+    raise ValueError(f"refusing to materialise a {d1} x {d2} dense {what} "
+                     f"({8 * d1 * d2 / 2**30:.1f} GiB); {limit}={max_dim}, pass a larger "
+                     f"max_dim to force{hint}")
 
 
 def _checked_product(name: str, adjoint: bool):

@@ -7,14 +7,18 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import sparsecca.linalg._gram as gram_module
+import sparsecca.linalg._inverse as inverse_module
 from sparsecca.linalg import (
     CrossCovariance,
     GramFactor,
     RegularizedGram,
     RegularizedInverse,
+    SparseCCA,
     centred_projection,
     column_mean,
 )
+from sparsecca.linalg._validation import check_dense_size
 
 rng = np.random.default_rng(0)
 X = rng.random((20, 8))
@@ -31,6 +35,133 @@ RINV = RegularizedInverse(X12, 0.5, "randomized", rank=4, random_state=0)
 def _dense_cov(A, tau, center=False):
     A = A - A.mean(axis=0) if center else A
     return (1 - tau) * A.T @ A + tau * np.eye(A.shape[1])
+
+
+# -- U4: dense materialisation of a large d ------------------------------------------------
+
+def _unreachable(*args, **kwargs):
+    raise AssertionError("the size check must refuse before the dense matrix is formed")
+
+
+@pytest.fixture
+def no_dense(monkeypatch):
+    """The dense forms raise instead of allocating (d = 40,000 would take 11.9 GiB)."""
+    monkeypatch.setattr(gram_module._DataMatrix, "dense_gram", _unreachable)
+    monkeypatch.setattr(gram_module._DataMatrix, "dense_outer_gram", _unreachable)
+    monkeypatch.setattr(gram_module.CrossCovariance, "tosparse", _unreachable)
+    monkeypatch.setattr(gram_module, "sparse_pair_tmatmat", _unreachable)
+
+
+EYE = sp.eye(40_000, format="csr")
+GIB = r"\(11.9 GiB\); d must be <= max_dim=20000, pass a larger max_dim to force"
+TOO_LARGE = [
+    ("gram-factor", lambda: GramFactor(EYE).dense_gram(),
+     rf"^refusing to materialise a 40000 x 40000 dense Gram matrix {GIB}; the 'randomized' "
+     r"and 'iterative' RegularizedInverse never form it$"),
+    ("inverse", lambda: RegularizedInverse(EYE, 0.5, "dense"),
+     rf"^refusing to materialise a 40000 x 40000 dense covariance C {GIB}; "
+     r"method='randomized' or 'iterative' never forms it$"),
+    ("inverse-named", lambda: RegularizedInverse(EYE, 0.5, "dense", name="Cxx"),
+     r"^refusing to materialise a 40000 x 40000 dense covariance Cxx \(11.9 GiB\)"),
+    ("cross", lambda: CrossCovariance(EYE, EYE).dense_product(),
+     r"^refusing to materialise a 40000 x 40000 dense cross-covariance \(11.9 GiB\); "
+     r"d must be <= max_dim=20000, pass a larger max_dim to force; its products "
+     r"\(C_xy @ V\) never form it$"),
+    ("cross-toarray", lambda: CrossCovariance(EYE, EYE).toarray(),
+     r"^refusing to materialise a 40000 x 40000 dense cross-covariance \(11.9 GiB\)"),
+    ("gram-toarray", lambda: RegularizedGram(EYE, 0.5).toarray(),
+     rf"^refusing to materialise a 40000 x 40000 dense covariance {GIB}; its products "
+     r"\(C @ V\) never form it$"),
+    ("cross-tall", lambda: CROSS.dense_product(max_dim=6),
+     r"^refusing to materialise a 8 x 5 dense cross-covariance \(0.0 GiB\); d1 \* d2 must "
+     r"be <= max_dim\^2 = 36, with max_dim=6, pass a larger max_dim to force"),
+    ("inverse-small-max-dim", lambda: RegularizedInverse(X, 0.5, "dense", max_dim=7),
+     r"^refusing to materialise a 8 x 8 dense covariance C \(0.0 GiB\); d must be <= "
+     r"max_dim=7"),
+    ("inverse-dual", lambda: RegularizedInverse(X[:6], 0.5, "dense", max_dim=5),
+     r"^refusing to materialise a 6 x 6 dense dual \(n x n\) matrix of C \(0.0 GiB\); n must "
+     r"be <= max_dim=5, pass a larger max_dim to force"),
+]
+
+
+@pytest.mark.parametrize("case,call,match", TOO_LARGE, ids=[c[0] for c in TOO_LARGE])
+def test_dense_forms_refuse_a_large_d(case, call, match, no_dense):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+BAD_MAX_DIM = [
+    ("toarray-str", lambda: C.toarray(max_dim="x"), TypeError,
+     r"^max_dim must be an int >= 1, got 'x'$"),
+    ("toarray-float", lambda: C.toarray(max_dim=20.5), TypeError,
+     r"^max_dim must be an int >= 1, got 20.5$"),
+    ("toarray-0", lambda: C.toarray(max_dim=0), ValueError,
+     r"^max_dim must be an int >= 1, got 0$"),
+    ("cross-str", lambda: CROSS.toarray(max_dim="x"), TypeError,
+     r"^max_dim must be an int >= 1, got 'x'$"),
+    ("dense-gram-bool", lambda: GramFactor(X).dense_gram(max_dim=True), TypeError,
+     r"^max_dim must be an int >= 1, got True$"),
+    ("inverse-str", lambda: RegularizedInverse(X, 0.5, "dense", max_dim="big"), TypeError,
+     r"^max_dim must be an int >= 1, got 'big'$"),
+    ("inverse-0-randomized", lambda: RegularizedInverse(X, 0.5, "randomized", max_dim=0),
+     ValueError, r"^max_dim must be an int >= 1, got 0$"),
+]
+
+
+@pytest.mark.parametrize("case,call,exc,match", BAD_MAX_DIM, ids=[c[0] for c in BAD_MAX_DIM])
+def test_bad_max_dim(case, call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_check_dense_size_limit_is_max_dim_squared_entries():
+    check_dense_size((20_000, 20_000), 20_000, "x")  # on the limit: allowed
+    check_dense_size((400_000, 1_000), 20_000, "x")  # tall, as many entries
+    check_dense_size((10**6, 10**6), None, "x")  # None: no limit
+    with pytest.raises(ValueError, match=r"^refusing to materialise a 20001 x 20001 dense x "
+                                         r"\(3.0 GiB\); d must be <= max_dim=20000"):
+        check_dense_size((20_001, 20_001), 20_000, "x")
+
+
+def test_dense_forms_within_the_limit_are_unchanged():
+    tau = 0.5
+    ref = _dense_cov(X, tau)
+    np.testing.assert_allclose(C.toarray(max_dim=8), ref, rtol=1e-12)
+    np.testing.assert_array_equal(C.toarray(max_dim=None), C.toarray())
+    np.testing.assert_allclose(GramFactor(X).dense_gram(max_dim=8), X.T @ X, rtol=1e-12)
+    np.testing.assert_allclose(RegularizedInverse(X, tau, "dense", max_dim=8) @ X[:8].T,
+                               np.linalg.solve(ref, X[:8].T), rtol=1e-10)
+    # dual form: n = 6 <= max_dim = 6 < d = 8
+    Xs = X[:6]
+    np.testing.assert_allclose(RegularizedInverse(Xs, tau, "dense", max_dim=6) @ B12[:8],
+                               np.linalg.solve(_dense_cov(Xs, tau), B12[:8]), rtol=1e-10)
+    # a tall cross-covariance within max_dim^2 entries (8 x 5 <= 7^2; max(d1, d2) = 8 > 7)
+    Mc = CrossCovariance(X, M, center=True)
+    np.testing.assert_allclose(Mc.toarray(max_dim=7), (X - X.mean(axis=0)).T @ M,
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(CROSS.dense_product(max_dim=7), X.T @ M, rtol=1e-12)
+
+
+def test_inverse_of_a_gram_factor_has_no_default_limit(monkeypatch):
+    """max_dim='auto' guards data, not a GramFactor: the engine's solver='dense' (C_xx of up
+    to 30,000 features for the zipf reference) factors through one, as before."""
+    monkeypatch.setattr(inverse_module, "DENSE_MAX_DIM", 4)
+    with pytest.raises(ValueError, match=r"d must be <= max_dim=4"):
+        RegularizedInverse(X, 0.5, "dense")
+    f = GramFactor(X)
+    with pytest.raises(ValueError, match=r"d must be <= max_dim=4"):
+        RegularizedInverse(f, 0.5, "dense", max_dim=4)
+    np.testing.assert_allclose(RegularizedInverse(f, 0.5, "dense") @ X[:8].T,
+                               np.linalg.solve(_dense_cov(X, 0.5), X[:8].T), rtol=1e-10)
+
+
+def test_engine_dense_solver_is_not_limited(monkeypatch):
+    Xs, Ys = sp.csr_matrix(X12), sp.csr_matrix(rng.random((30, 5)))
+    before = SparseCCA(n_components=2, tau=0.5, solver="dense").fit(Xs, Ys)
+    monkeypatch.setattr(inverse_module, "DENSE_MAX_DIM", 1)
+    after = SparseCCA(n_components=2, tau=0.5, solver="dense").fit(Xs, Ys)
+    np.testing.assert_array_equal(after.correlations_, before.correlations_)
+    np.testing.assert_array_equal(after.x_weights_, before.x_weights_)
 
 
 # -- U6: shapes -------------------------------------------------------------------------------
