@@ -31,7 +31,6 @@ the randomized Nystrom factor -- lives in :class:`GramFactor`, so a grid of tau 
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from contextlib import contextmanager, nullcontext
 
@@ -41,7 +40,7 @@ import scipy.linalg.blas as blas
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_bool, check_float_dtype
+from .._params import check_bool, check_float, check_float_dtype
 from ._gram import DENSE_MAX_DIM, RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
 from ._split import tall_matmul, tall_tmatmul, wide_blas
@@ -220,7 +219,8 @@ class GramFactor:
         rank : int, optional
             Target size (at most min(n, d)).
         tol : float, optional
-            Absolute tolerance on the range error of G (used when ``rank`` is None).
+            Absolute tolerance on the range error of G, finite and > 0 (used when ``rank``
+            is None; checked either way).
         block_size : int
             Probes per range-finder step (grows geometrically).
         n_iter : int
@@ -238,6 +238,9 @@ class GramFactor:
         block_size = check_positive_int(block_size, "block_size")
         n_iter = check_positive_int(n_iter, "n_iter", minimum=0)
         max_rank = check_positive_int(max_rank, "max_rank", allow_none=True)
+        if tol is not None:  # checked also beside a rank, which it then does not affect
+            # finite: tol = inf would return an empty factor at once
+            tol = check_float("tol", tol, 0.0, strict=True)
         if rank is not None:
             rank = min(check_positive_int(rank, "rank"), cap)
             if self.rank_ >= rank and self._lowrank is not None:
@@ -245,14 +248,10 @@ class GramFactor:
                 return V[:, :rank], lam[:rank]
             target_rank, target_tol = rank, 0.0
         else:
-            if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real):
-                raise TypeError(f"tol must be a real number > 0, got {tol!r}")
-            if not tol > 0:
-                raise ValueError(f"tol must be > 0, got {tol!r}")
             if self._lowrank is not None and self.range_error_ <= tol:
                 return self._lowrank
             target_rank = cap if max_rank is None else min(max_rank, cap)
-            target_tol = float(tol)
+            target_tol = tol
         G = _GramOperator(self._src)
         # an existing factor's V is the basis to extend: orthonormal, and its span (that of
         # G Q for the range basis Q it came from) is at least as good as Q's
@@ -284,8 +283,10 @@ class GramFactor:
         """
         if self._lowrank is None:
             raise ValueError("tail_diagonal needs a low-rank factor: call lowrank first")
+        # a negative rank would slice columns off the end: V[:, :-1]
+        rank = check_positive_int(rank, "rank", minimum=0, allow_none=True)
         V, lam = self._lowrank
-        r = V.shape[1] if rank is None else min(int(rank), V.shape[1])
+        r = V.shape[1] if rank is None else min(rank, V.shape[1])
         # tau-independent: a tau grid's inverses share it (cached for this factor and rank)
         cached = self._tail_cache
         if cached is None or cached[0] is not V or cached[1] != r:
@@ -334,7 +335,7 @@ class RegularizedInverse(ShapeCheckedOperator):
     method : {'dense', 'randomized', 'iterative'}
     center : bool, default False
         Ignored when X is a GramFactor (its own setting is used).
-    rank : int, optional
+    rank : int >= 1, optional
         'randomized': size of the low-rank factor (default 256, capped at min(n, d)).
         'iterative': size of the preconditioner's factor (default 128).
     tol : float in (0, 1), optional
@@ -361,6 +362,10 @@ class RegularizedInverse(ShapeCheckedOperator):
     name : str
         What error messages call C.
 
+    Every option is checked whatever the method, also those it ignores ('dense' ignores
+    ``rank``, ``tol``, ``maxiter`` and ``tail``, the others ``dense_space`` and
+    ``max_dim``): a bad value is reported at once, not when the method is changed.
+
     Attributes
     ----------
     factor : GramFactor
@@ -373,7 +378,7 @@ class RegularizedInverse(ShapeCheckedOperator):
     SingularCovarianceError
         C is singular to working precision (tau = 0 with rank-deficient X).
     ValueError
-        'dense' with a matrix of order above ``max_dim``.
+        'dense' with a matrix of order above ``max_dim``; a bad option.
     """
 
     def __init__(self, X, tau, method="dense", center=False, *, rank=None, tol=None,
@@ -384,6 +389,9 @@ class RegularizedInverse(ShapeCheckedOperator):
         method = check_choice(method, "method", METHODS)
         tail = check_choice(tail, "tail", TAILS + ("auto",))
         dense_space = check_choice(dense_space, "dense_space", ("auto", "primal", "dual"))
+        rank = check_positive_int(rank, "rank", allow_none=True)
+        tol = None if tol is None else check_tolerance(tol)
+        maxiter = check_positive_int(maxiter, "maxiter", allow_none=True)
         if isinstance(max_dim, str) and max_dim == "auto":
             max_dim = None if isinstance(X, GramFactor) else DENSE_MAX_DIM
         elif max_dim is not None:
@@ -434,23 +442,20 @@ class RegularizedInverse(ShapeCheckedOperator):
                                                         f"the dual form of {self.name}")
         elif method == "randomized":
             if rank is None and tol is not None:
-                tol = check_tolerance(tol)
                 if tau == 0.0:
                     raise ValueError("tol needs tau > 0 for method='randomized' (the bound "
                                      "scales with 1/tau), got tau = 0")
                 # (1 - tau) ||E|| / tau <= tol
                 V, lam = f.lowrank(tol=tol * tau / max(1.0 - tau, 1e-300), max_rank=4096)
             else:
-                r = 256 if rank is None else check_positive_int(rank, "rank")
-                V, lam = f.lowrank(r)
+                V, lam = f.lowrank(256 if rank is None else rank)
             self._setup_lowrank(V, lam)
         else:
-            r = 128 if rank is None else check_positive_int(rank, "rank")
-            self.rtol = 1e-8 if tol is None else check_tolerance(tol)
-            self.maxiter = 500 if maxiter is None else check_positive_int(maxiter, "maxiter")
+            self.rtol = 1e-8 if tol is None else tol
+            self.maxiter = 500 if maxiter is None else maxiter
             if tau == 0.0:
                 self._check_tau0_iterative()
-            V, lam = f.lowrank(r)
+            V, lam = f.lowrank(128 if rank is None else rank)
             self._setup_lowrank(V, lam)
             self._precond = _Preconditioner(self)
 

@@ -343,3 +343,89 @@ def test_column_mean_and_centred_projection_of_valid_input(kind):
     np.testing.assert_allclose(centred_projection(Xk, W[:, 0]), X @ W[:, 0], rtol=tol)
     np.testing.assert_allclose(centred_projection(Xk, W, np.zeros(8)), X @ W, rtol=tol)
 
+
+# -- U11: options a method ignores, non-finite tolerances ------------------------------------
+
+BAD_OPTIONS = [
+    ("dense-tol", dict(method="dense", tol=2), ValueError, r"^tol must be in \(0, 1\), got 2.0$"),
+    ("dense-tol-str", dict(method="dense", tol="a"), TypeError,
+     r"^tol must be a real number in \(0, 1\), got 'a'$"),
+    ("dense-rank", dict(method="dense", rank=0), ValueError, r"^rank must be an int >= 1, got 0$"),
+    ("dense-maxiter", dict(method="dense", maxiter=-1), ValueError,
+     r"^maxiter must be an int >= 1, got -1$"),
+    ("randomized-rank-and-tol", dict(method="randomized", rank=4, tol=2), ValueError,
+     r"^tol must be in \(0, 1\), got 2.0$"),
+    ("randomized-tol-inf", dict(method="randomized", rank=4, tol=float("inf")), ValueError,
+     r"^tol must be in \(0, 1\), got inf$"),
+    ("randomized-maxiter", dict(method="randomized", rank=4, maxiter=2.5), TypeError,
+     r"^maxiter must be an int >= 1, got 2.5$"),
+    ("iterative-tol-nan", dict(method="iterative", tol=float("nan")), ValueError,
+     r"^tol must be in \(0, 1\), got nan$"),
+    ("iterative-rank-float", dict(method="iterative", rank=4.0), TypeError,
+     r"^rank must be an int >= 1, got 4.0$"),
+]
+
+
+@pytest.mark.parametrize("case,kw,exc,match", BAD_OPTIONS, ids=[c[0] for c in BAD_OPTIONS])
+def test_options_are_checked_whatever_the_method(case, kw, exc, match):
+    with pytest.raises(exc, match=match):
+        RegularizedInverse(X12, 0.3, **kw)
+
+
+BAD_FACTOR_CALLS = [
+    ("lowrank-tol-inf", lambda f: f.lowrank(tol=float("inf")), ValueError,
+     r"^tol must be a finite number > 0, got inf$"),
+    ("lowrank-tol-nan", lambda f: f.lowrank(tol=float("nan")), ValueError,
+     r"^tol must be a finite number > 0, got nan$"),
+    ("lowrank-tol-0", lambda f: f.lowrank(tol=0), ValueError,
+     r"^tol must be a finite number > 0, got 0$"),
+    ("lowrank-rank-and-tol-inf", lambda f: f.lowrank(4, tol=np.inf), ValueError,
+     r"^tol must be a finite number > 0, got inf$"),
+    ("lowrank-tol-bool", lambda f: f.lowrank(tol=True), TypeError,
+     r"^tol must be a real number, got True$"),
+    ("tail-negative", lambda f: (f.lowrank(4), f.tail_diagonal(-1)), ValueError,
+     r"^rank must be an int >= 0, got -1$"),
+    ("tail-str", lambda f: (f.lowrank(4), f.tail_diagonal("x")), TypeError,
+     r"^rank must be an int >= 0, got 'x'$"),
+    ("tail-float", lambda f: (f.lowrank(4), f.tail_diagonal(2.5)), TypeError,
+     r"^rank must be an int >= 0, got 2.5$"),
+]
+
+
+@pytest.mark.parametrize("case,call,exc,match", BAD_FACTOR_CALLS,
+                         ids=[c[0] for c in BAD_FACTOR_CALLS])
+def test_gram_factor_refuses_non_finite_and_negative(case, call, exc, match):
+    with pytest.raises(exc, match=match):
+        call(GramFactor(X12, random_state=0))
+
+
+def test_ignored_options_leave_the_result_unchanged():
+    ref = np.linalg.solve(_dense_cov(X12, 0.3), B12)
+    plain = RegularizedInverse(X12, 0.3, "dense") @ B12
+    np.testing.assert_allclose(plain, ref, rtol=1e-10)
+    np.testing.assert_array_equal(
+        RegularizedInverse(X12, 0.3, "dense", rank=4, tol=1e-3, maxiter=10) @ B12, plain)
+    lowrank = RegularizedInverse(X12, 0.3, "randomized", rank=4, random_state=0) @ B12
+    np.testing.assert_array_equal(
+        RegularizedInverse(X12, 0.3, "randomized", rank=4, tol=1e-3, maxiter=10,
+                           random_state=0) @ B12, lowrank)
+    np.testing.assert_allclose(
+        RegularizedInverse(X12, 0.3, "iterative", rank=4, tol=1e-10, maxiter=200,
+                           random_state=0) @ B12, ref, rtol=1e-8)
+
+
+def test_valid_factor_calls_are_unchanged():
+    G = X12.T @ X12
+    a, b = GramFactor(X12, random_state=0), GramFactor(X12, random_state=0)
+    Va, la = a.lowrank(4)
+    Vb, lb = b.lowrank(4, tol=1e-3)  # tol beside a rank: checked, then unused
+    np.testing.assert_array_equal(Va, Vb)
+    np.testing.assert_array_equal(la, lb)
+    f = GramFactor(X12, random_state=0)
+    V, lam = f.lowrank(tol=1e-8 * np.linalg.norm(G, 2))
+    np.testing.assert_allclose((V * lam) @ V.T, G, atol=1e-6 * np.abs(G).max())
+    np.testing.assert_array_equal(a.tail_diagonal(0), a.colsq)
+    for r in (2, np.int64(2)):
+        np.testing.assert_allclose(a.tail_diagonal(r),
+                                   np.maximum(np.diag(G) - (Va[:, :2] ** 2) @ la[:2], 0.0),
+                                   rtol=1e-10, atol=1e-10)
