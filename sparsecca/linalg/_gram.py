@@ -18,12 +18,17 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_bool
+from .._params import check_bool, check_float_dtype
 from ._split import SPLIT_MIN_FLOPS, run_pair, tall_matmul, tall_tmatmul
 from ._validation import (
+    ShapeCheckedOperator,
+    check_2d,
+    check_block,
+    check_dense_size,
     check_matrix,
     check_positive_int,
     check_same_rows,
+    check_shape,
     check_tau,
     small_blas,
 )
@@ -47,7 +52,12 @@ PAIR_OUTPUT_SPLIT_MIN_FLOPS = 1e8
 #: below the 1e-2 relative residuals where those steps stop (LOBPCG_SINGLE_TOL)
 SINGLE_CENTRED_MAX_AMPLIFICATION = 100.0
 
-#: ``toarray`` refuses to materialise operators larger than this (pass ``max_dim`` to force)
+#: ``toarray``, ``CrossCovariance.dense_product``, ``GramFactor.dense_gram`` and the 'dense'
+#: ``RegularizedInverse`` refuse to materialise a matrix with more entries than
+#: DENSE_MAX_DIM^2 (3.0 GiB of float64; pass ``max_dim`` to force).  The engine's own dense
+#: factors stay below it (C_yy's up to 10,000, C_xx's 'auto' ones up to 8,192) except with
+#: ``solver='dense'`` or ``preconditioner='dense'`` asked for, whose inverses are built on a
+#: GramFactor (no default limit there)
 DENSE_MAX_DIM = 20_000
 
 #: a CrossCovariance keeps its dense X^T M up to this size once formed (a tau grid whitens
@@ -65,7 +75,21 @@ def _as_block(V):
 
 
 def column_mean(X):
-    """Column means of a dense or sparse (n, d) matrix, as a float64 (d,) array."""
+    """Column means of a dense or sparse (n, d) matrix, as a float64 (d,) array.
+
+    Parameters
+    ----------
+    X : (n, d) array-like or scipy.sparse matrix, n >= 1, real numeric dtype
+
+    Raises
+    ------
+    TypeError, ValueError
+        If X is not a 2-D real array-like or sparse matrix, or has no rows (the mean of
+        nothing would be NaN).
+    """
+    X, _ = check_2d(X, "X")
+    if X.shape[0] < 1:
+        raise ValueError(f"X must have at least 1 row to average, got shape {X.shape}")
     return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
 
 
@@ -75,8 +99,26 @@ def centred_projection(X, W, mean=None):
     ``mean`` None (or all zero) gives X W: the uncentred projection.  A CSR X is multiplied
     by row halves (:func:`sparse_matmat`: on two threads inside the fast solvers' pinned
     region, the same result either way).
+
+    Parameters
+    ----------
+    X : (n, d) array-like or scipy.sparse matrix
+    W : (d,) or (d, k) array-like
+    mean : (d,) array-like, optional
+
+    Raises
+    ------
+    TypeError, ValueError
+        If X is not 2-D and real, or W and ``mean`` do not have d rows (shapes only: the
+        values are not read).
     """
+    X, _ = check_2d(X, "X")
     W = np.asarray(W)
+    d = X.shape[1]
+    check_block(W, "W", d, label="X.shape[1]")
+    if mean is not None:
+        mean = np.asarray(mean)
+        check_shape(mean, "mean", (d,), "(one per column of X)")
     if sp.issparse(X) and X.format == "csr" and W.ndim == 2:
         P = sparse_matmat(X, W)
     else:
@@ -129,13 +171,6 @@ def _row_halves(X, width):
 
 def _f64(A):
     return np.asarray(A, dtype=np.float64)
-
-
-def _working_dtype(dtype):
-    dtype = np.dtype(dtype)
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-    return dtype
 
 
 def _values_as(X, dtype):
@@ -318,7 +353,7 @@ class _DataMatrix:
 
     def accumulates_single(self, dtype):
         """Whether products in ``dtype`` accumulate in float32 (see the class notes)."""
-        return (self.sparse and _working_dtype(dtype) == np.float32
+        return (self.sparse and check_float_dtype(dtype) == np.float32
                 and self.centring_amplification() <= SINGLE_CENTRED_MAX_AMPLIFICATION)
 
     def matmat(self, V, dtype=np.float64):
@@ -553,7 +588,7 @@ def _source(X, center, name="X"):
     return _DataMatrix(check_matrix(X, name), center)
 
 
-class RegularizedGram(LinearOperator):
+class RegularizedGram(ShapeCheckedOperator):
     """The regularised covariance C = (1 - tau) Xc^T Xc + tau I as a symmetric operator.
 
     Parameters
@@ -581,9 +616,7 @@ class RegularizedGram(LinearOperator):
         self.tau = tau
         self.center = bool(center)
         self.n_samples = self._src.n
-        dtype = self._src.dtype if dtype is None else np.dtype(dtype)
-        if dtype not in (np.float32, np.float64):
-            raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+        dtype = self._src.dtype if dtype is None else check_float_dtype(dtype)
         super().__init__(dtype=dtype, shape=(self._src.d, self._src.d))
 
     @classmethod
@@ -603,25 +636,55 @@ class RegularizedGram(LinearOperator):
 
     def _matmat(self, V):
         V = np.asarray(V)
-        return self.from_gram_image(self._src.gram_matmat(V), V).astype(self.dtype, copy=False)
+        return self._combine(self._src.gram_matmat(V), V).astype(self.dtype, copy=False)
 
     def gram_matmat(self, V):
-        """Xc^T Xc V, (d, b) float64: the tau-independent part of ``C @ V``, from which C V
-        for any tau is ``(1 - tau) G V + tau V`` (:meth:`from_gram_image`)."""
-        return np.asarray(self._src.gram_matmat(np.asarray(V)), dtype=np.float64)
+        """Xc^T Xc V, (d, b) float64 (also for a (d,) V): the tau-independent part of
+        ``C @ V``, from which C V for any tau is ``(1 - tau) G V + tau V``
+        (:meth:`from_gram_image`).
+
+        Raises
+        ------
+        ValueError
+            If V is not a (d,) vector or (d, b) block.
+        """
+        V = np.asarray(V)
+        check_block(V, "V", self.shape[0])
+        return np.asarray(self._src.gram_matmat(V), dtype=np.float64)
 
     def from_gram_image(self, GV, V):
         """C V from V and its Gram image GV = :meth:`gram_matmat` (V), in their precision
-        (float64 for the float64 image)."""
-        return (1.0 - self.tau) * GV + self.tau * np.asarray(V)
+        (float64 for the float64 image).
+
+        Raises
+        ------
+        ValueError
+            If V is not a (d,) vector or (d, b) block, or GV is not of V's shape (the (d, 1)
+            image of a (d,) V included: they would broadcast to a (d, d) array).
+        """
+        V = np.asarray(V)
+        check_block(V, "V", self.shape[0])
+        check_shape(GV, "GV", V.shape, "like V")
+        return (1.0 - self.tau) * GV + self.tau * V
 
     def matmat_as(self, V, dtype):
         """C V, (d, b) in ``dtype``: float32 for single-precision LOBPCG steps, where the
         Gram product of a sparse X accumulates in float32 unless centring it would cancel
-        too many digits (see ``_DataMatrix``)."""
-        dtype = _working_dtype(dtype)
+        too many digits (see ``_DataMatrix``).
+
+        Raises
+        ------
+        ValueError
+            If V is not a (d, b) block or ``dtype`` not float32 or float64.
+        """
+        dtype = check_float_dtype(dtype)
         V = np.ascontiguousarray(V, dtype=dtype)
-        return self.from_gram_image(self._src.gram_matmat(V, dtype), V)
+        check_block(V, "V", self.shape[0], vector=False)
+        return self._combine(self._src.gram_matmat(V, dtype), V)
+
+    def _combine(self, GV, V):
+        """(1 - tau) GV + tau V for arrays of the same shape (unchecked: the products')."""
+        return (1.0 - self.tau) * GV + self.tau * V
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
@@ -639,26 +702,29 @@ class RegularizedGram(LinearOperator):
         """diag(C), (d,) float64."""
         return (1.0 - self.tau) * self._src.colsq + self.tau
 
-    def toarray(self, max_dim: int = DENSE_MAX_DIM):
+    def toarray(self, max_dim: int | None = DENSE_MAX_DIM):
         """Materialise C as a dense (d, d) array (only for small d).
+
+        Parameters
+        ----------
+        max_dim : int >= 1 or None, default DENSE_MAX_DIM (20,000: 3.0 GiB)
+            Refuse d > max_dim before allocating; None for no limit.
 
         Raises
         ------
         ValueError
             If d > max_dim (the dense matrix would take d * d * 8 bytes).
+        TypeError
+            If max_dim is not an int or None.
         """
-        d = self.shape[0]
-        if d > max_dim:
-            raise ValueError(f"refusing to materialise a {d} x {d} dense covariance "
-                             f"({d * d * 8 / 2**30:.1f} GiB); d must be <= max_dim={max_dim}, "
-                             f"pass a larger max_dim to force")
+        check_dense_size(self.shape, max_dim, "covariance", "; its products (C @ V) never form it")
         G = self._src.dense_gram()
         G *= 1.0 - self.tau
         G[np.diag_indices_from(G)] += self.tau
         return G.astype(self.dtype, copy=False)
 
 
-class CrossCovariance(LinearOperator):
+class CrossCovariance(ShapeCheckedOperator):
     """The cross-covariance C_xy = Xc^T M (unscaled, no tau) as a (d1, d2) operator.
 
     Parameters
@@ -836,8 +902,21 @@ class CrossCovariance(LinearOperator):
         factors, from float32 copies of their values (half the bytes to move; en-brown 8K:
         ~2x).  Otherwise (an accumulated sparse X^T M, dense factors, a centred product
         whose mean dominates) the float64 product rounded.
+
+        Raises
+        ------
+        ValueError
+            If V is not a (d2, b) block ((d1, b) with ``transpose``) or ``dtype`` not
+            float32 or float64.
+        TypeError
+            If ``transpose`` is not a bool.
         """
-        dtype = _working_dtype(dtype)
+        dtype = check_float_dtype(dtype)
+        transpose = check_bool("transpose", transpose)
+        V = np.asarray(V)
+        d1, d2 = self.shape
+        check_block(V, "V", d1 if transpose else d2, label="d1" if transpose else "d2",
+                    vector=False)
         single = dtype == np.float32 and self.accumulates_single()
         if single and self._dense is not None:
             return self.kept_dense_matmat(np.ascontiguousarray(V, dtype=dtype), dtype, transpose)
@@ -916,13 +995,22 @@ class CrossCovariance(LinearOperator):
             self._rank_one = (u, v)
         return self._rank_one
 
-    def toarray(self, max_dim: int = DENSE_MAX_DIM):
-        """Dense (d1, d2) C_xy (only for small dimensions)."""
-        if max(self.shape) > max_dim:
-            raise ValueError(f"refusing to materialise a {self.shape[0]} x {self.shape[1]} dense "
-                             f"cross-covariance; dimensions must be <= max_dim={max_dim}")
+    def toarray(self, max_dim: int | None = DENSE_MAX_DIM):
+        """Dense (d1, d2) C_xy (only for small dimensions).
+
+        Parameters
+        ----------
+        max_dim : int >= 1 or None, default DENSE_MAX_DIM
+            Refuse d1 * d2 > max_dim^2 (more than a max_dim x max_dim array) before
+            allocating; None for no limit.
+
+        Raises
+        ------
+        ValueError, TypeError
+            As :meth:`dense_product`.
+        """
         u, v = self.rank_one()
-        out = self.dense_product()
+        out = self.dense_product(max_dim)
         if np.any(u):
             out = out - np.outer(u, v)
         return out
@@ -936,13 +1024,28 @@ class CrossCovariance(LinearOperator):
         return np.ascontiguousarray(self.tosparse(copy=False)[lo:hi].toarray(),
                                     dtype=np.float64)
 
-    def dense_product(self):
+    def dense_product(self, max_dim: int | None = DENSE_MAX_DIM):
         """X^T M (the uncentred part, as :meth:`tosparse`) as a dense (d1, d2) float64 array.
 
         Read-only: kept and returned again when at most ``DENSE_CROSS_CACHE_BYTES`` (copy it
         before writing).  With sparse factors it is formed from their row halves
         (:func:`sparse_pair_tmatmat`) when kept, else from the sparse product (kept).
+
+        Parameters
+        ----------
+        max_dim : int >= 1 or None, default DENSE_MAX_DIM (20,000: 3.0 GiB)
+            Refuse d1 * d2 > max_dim^2 (more than a max_dim x max_dim array) before
+            allocating; None for no limit.  The kept sizes are far below it.
+
+        Raises
+        ------
+        ValueError
+            If d1 * d2 > max_dim^2.
+        TypeError
+            If max_dim is not an int or None.
         """
+        check_dense_size(self.shape, max_dim, "cross-covariance",
+                         "; its products (C_xy @ V) never form it")
         if self._dense is not None:
             return self._dense
         # accumulated operators have no factors (_x is None), only their sparse sum

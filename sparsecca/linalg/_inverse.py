@@ -31,7 +31,6 @@ the randomized Nystrom factor -- lives in :class:`GramFactor`, so a grid of tau 
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from contextlib import contextmanager, nullcontext
 
@@ -41,17 +40,21 @@ import scipy.linalg.blas as blas
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_bool
-from ._gram import RegularizedGram, _as_block, _DataMatrix, _source
+from .._params import check_bool, check_float, check_float_dtype
+from ._gram import DENSE_MAX_DIM, RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
 from ._split import tall_matmul, tall_tmatmul, wide_blas
 from ._validation import (
     SMALL_BLAS_MAX,
     FactorizationError,
+    ShapeCheckedOperator,
     SingularCovarianceError,
+    check_block,
     check_choice,
+    check_dense_size,
     check_positive_int,
     check_random_state,
+    check_shape,
     check_tau,
     check_tolerance,
     small_blas,
@@ -140,7 +143,9 @@ class GramFactor:
         return isinstance(self._src, _DataMatrix)
 
     def gram_matmat(self, V):
-        """G V, (d, b) float64."""
+        """G V, (d, b) float64 (also for a (d,) V); a ValueError unless V has d rows."""
+        V = np.asarray(V)
+        check_block(V, "V", self.n_features)
         self.n_gram_products_ += 1
         return self._src.gram_matmat(V)
 
@@ -149,12 +154,27 @@ class GramFactor:
     #: rebuilt per tau (a sparse product) and factorised in place, halving peak memory
     DENSE_CACHE_MAX = 4096
 
-    def dense_gram(self, copy=False):
+    def dense_gram(self, copy=False, max_dim=DENSE_MAX_DIM):
         """G as a dense (d, d) float64 array (d * d * 8 bytes).
 
         Cached when d <= DENSE_CACHE_MAX; ``copy=True`` returns an array the caller may
         overwrite.
+
+        Parameters
+        ----------
+        copy : bool
+        max_dim : int >= 1 or None, default DENSE_MAX_DIM (20,000: 3.0 GiB)
+            Refuse d > max_dim before allocating; None for no limit.
+
+        Raises
+        ------
+        ValueError
+            If d > max_dim.
+        TypeError
+            If max_dim is not an int or None.
         """
+        check_dense_size((self.n_features,) * 2, max_dim, "Gram matrix",
+                         "; the 'randomized' and 'iterative' RegularizedInverse never form it")
         if self._dense is not None:
             return self._dense.copy() if copy else self._dense
         G = self._src.dense_gram()
@@ -199,7 +219,8 @@ class GramFactor:
         rank : int, optional
             Target size (at most min(n, d)).
         tol : float, optional
-            Absolute tolerance on the range error of G (used when ``rank`` is None).
+            Absolute tolerance on the range error of G, finite and > 0 (used when ``rank``
+            is None; checked either way).
         block_size : int
             Probes per range-finder step (grows geometrically).
         n_iter : int
@@ -217,6 +238,9 @@ class GramFactor:
         block_size = check_positive_int(block_size, "block_size")
         n_iter = check_positive_int(n_iter, "n_iter", minimum=0)
         max_rank = check_positive_int(max_rank, "max_rank", allow_none=True)
+        if tol is not None:  # checked also beside a rank, which it then does not affect
+            # finite: tol = inf would return an empty factor at once
+            tol = check_float("tol", tol, 0.0, strict=True)
         if rank is not None:
             rank = min(check_positive_int(rank, "rank"), cap)
             if self.rank_ >= rank and self._lowrank is not None:
@@ -224,14 +248,10 @@ class GramFactor:
                 return V[:, :rank], lam[:rank]
             target_rank, target_tol = rank, 0.0
         else:
-            if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real):
-                raise TypeError(f"tol must be a real number > 0, got {tol!r}")
-            if not tol > 0:
-                raise ValueError(f"tol must be > 0, got {tol!r}")
             if self._lowrank is not None and self.range_error_ <= tol:
                 return self._lowrank
             target_rank = cap if max_rank is None else min(max_rank, cap)
-            target_tol = float(tol)
+            target_tol = tol
         G = _GramOperator(self._src)
         # an existing factor's V is the basis to extend: orthonormal, and its span (that of
         # G Q for the range basis Q it came from) is at least as good as Q's
@@ -263,8 +283,10 @@ class GramFactor:
         """
         if self._lowrank is None:
             raise ValueError("tail_diagonal needs a low-rank factor: call lowrank first")
+        # a negative rank would slice columns off the end: V[:, :-1]
+        rank = check_positive_int(rank, "rank", minimum=0, allow_none=True)
         V, lam = self._lowrank
-        r = V.shape[1] if rank is None else min(int(rank), V.shape[1])
+        r = V.shape[1] if rank is None else min(rank, V.shape[1])
         # tau-independent: a tau grid's inverses share it (cached for this factor and rank)
         cached = self._tail_cache
         if cached is None or cached[0] is not V or cached[1] != r:
@@ -302,7 +324,7 @@ def _nystrom(Q, GQ):
     return np.ascontiguousarray(U), lam
 
 
-class RegularizedInverse(LinearOperator):
+class RegularizedInverse(ShapeCheckedOperator):
     """C^-1 for C = (1 - tau) Xc^T Xc + tau I as a symmetric operator.
 
     Parameters
@@ -313,7 +335,7 @@ class RegularizedInverse(LinearOperator):
     method : {'dense', 'randomized', 'iterative'}
     center : bool, default False
         Ignored when X is a GramFactor (its own setting is used).
-    rank : int, optional
+    rank : int >= 1, optional
         'randomized': size of the low-rank factor (default 256, capped at min(n, d)).
         'iterative': size of the preconditioner's factor (default 128).
     tol : float in (0, 1), optional
@@ -331,6 +353,18 @@ class RegularizedInverse(LinearOperator):
     dense_space : {'auto', 'primal', 'dual'}
         'dense': Cholesky of the d x d matrix ('primal') or eigendecomposition of the n x n
         Gram ('dual'); 'auto' picks the smaller.
+    max_dim : int >= 1, None or 'auto', default 'auto'
+        'dense': the largest order of the dense matrix factored (d for 'primal', n for
+        'dual'), refused before it is allocated (d^2 * 8 bytes); None for no limit.  'auto':
+        ``DENSE_MAX_DIM`` (20,000: 3.0 GiB) when X is data or GramStats, no limit when X is
+        a :class:`GramFactor` (its owner chose the dense form: ``CCAEngine`` with
+        ``solver='dense'`` factors C_xx of up to 30,000 features for the zipf reference).
+    name : str
+        What error messages call C.
+
+    Every option is checked whatever the method, also those it ignores ('dense' ignores
+    ``rank``, ``tol``, ``maxiter`` and ``tail``, the others ``dense_space`` and
+    ``max_dim``): a bad value is reported at once, not when the method is changed.
 
     Attributes
     ----------
@@ -343,16 +377,25 @@ class RegularizedInverse(LinearOperator):
     ------
     SingularCovarianceError
         C is singular to working precision (tau = 0 with rank-deficient X).
+    ValueError
+        'dense' with a matrix of order above ``max_dim``; a bad option.
     """
 
     def __init__(self, X, tau, method="dense", center=False, *, rank=None, tol=None,
                  tail="diagonal", maxiter=None, random_state=None, dense_space="auto",
-                 name="C"):
+                 name="C", max_dim="auto"):
         tau = check_tau(tau)
         center = check_bool("center", center)
         method = check_choice(method, "method", METHODS)
         tail = check_choice(tail, "tail", TAILS + ("auto",))
         dense_space = check_choice(dense_space, "dense_space", ("auto", "primal", "dual"))
+        rank = check_positive_int(rank, "rank", allow_none=True)
+        tol = None if tol is None else check_tolerance(tol)
+        maxiter = check_positive_int(maxiter, "maxiter", allow_none=True)
+        if isinstance(max_dim, str) and max_dim == "auto":
+            max_dim = None if isinstance(X, GramFactor) else DENSE_MAX_DIM
+        elif max_dim is not None:
+            max_dim = check_positive_int(max_dim, "max_dim")
         self.factor = X if isinstance(X, GramFactor) else GramFactor(
             X, center=center, random_state=random_state)
         f = self.factor
@@ -378,8 +421,15 @@ class RegularizedInverse(LinearOperator):
             if dense_space == "auto":
                 dense_space = "dual" if (f.has_rows and f.n_samples < d) else "primal"
             self.dense_space = dense_space
+            primal = dense_space == "primal"
+            order = d if primal else f.n_samples
+            check_dense_size((order, order), max_dim,
+                             f"{'covariance' if primal else 'dual (n x n) matrix of'} "
+                             f"{self.name}", "; method='randomized' or 'iterative' never "
+                             "forms it", dim="d" if primal else "n")
             if dense_space == "primal":
-                self._chol = _regularized_cholesky(f.dense_gram(copy=True), tau, self.name)
+                self._chol = _regularized_cholesky(f.dense_gram(copy=True, max_dim=None), tau,
+                                                   self.name)
             else:
                 if tau == 0.0:
                     raise SingularCovarianceError(
@@ -392,23 +442,20 @@ class RegularizedInverse(LinearOperator):
                                                         f"the dual form of {self.name}")
         elif method == "randomized":
             if rank is None and tol is not None:
-                tol = check_tolerance(tol)
                 if tau == 0.0:
                     raise ValueError("tol needs tau > 0 for method='randomized' (the bound "
                                      "scales with 1/tau), got tau = 0")
                 # (1 - tau) ||E|| / tau <= tol
                 V, lam = f.lowrank(tol=tol * tau / max(1.0 - tau, 1e-300), max_rank=4096)
             else:
-                r = 256 if rank is None else check_positive_int(rank, "rank")
-                V, lam = f.lowrank(r)
+                V, lam = f.lowrank(256 if rank is None else rank)
             self._setup_lowrank(V, lam)
         else:
-            r = 128 if rank is None else check_positive_int(rank, "rank")
-            self.rtol = 1e-8 if tol is None else check_tolerance(tol)
-            self.maxiter = 500 if maxiter is None else check_positive_int(maxiter, "maxiter")
+            self.rtol = 1e-8 if tol is None else tol
+            self.maxiter = 500 if maxiter is None else maxiter
             if tau == 0.0:
                 self._check_tau0_iterative()
-            V, lam = f.lowrank(r)
+            V, lam = f.lowrank(128 if rank is None else rank)
             self._setup_lowrank(V, lam)
             self._precond = _Preconditioner(self)
 
@@ -487,7 +534,7 @@ class RegularizedInverse(LinearOperator):
         """
         if self.method != "randomized":
             raise ValueError(f"sandwich needs method='randomized', got {self.method!r}")
-        d, m = self._check_block(B, "B")
+        d, m = check_block(B, "B", self.shape[0], vector=False)
         if (u is None) != (v is None):
             raise ValueError(f"u and v go together (the rank-one term u v^T); got "
                              f"{'u without v' if v is None else 'v without u'}")
@@ -533,17 +580,6 @@ class RegularizedInverse(LinearOperator):
             G -= Q.T @ self._woodbury_core_solve(Q)
         return 0.5 * (G + G.T)
 
-    def _check_block(self, B, name):
-        """(d, m) of a 2-D block B with d rows like C (O(1))."""
-        shape = getattr(B, "shape", None)
-        if shape is None or len(shape) != 2:
-            got = f"shape {shape}" if shape is not None else type(B).__name__
-            raise ValueError(f"{name} must be a 2-D (d, m) = ({self.shape[0]}, m) block, got "
-                             f"{got}")
-        if shape[0] != self.shape[0]:
-            raise ValueError(f"{name} must have d = {self.shape[0]} rows, got {shape[0]}")
-        return shape
-
     def _woodbury_basis(self):
         """U of C^-1 = S (I - U K^-1 U^T) S: P (orthonormal, identity tail) or W'."""
         return self._P if self._Wp is None else self._Wp
@@ -569,6 +605,9 @@ class RegularizedInverse(LinearOperator):
         if exact is None:  # back to the model (lets the dense factor go)
             self._exact = None
             return
+        if not isinstance(exact, RegularizedInverse):
+            raise TypeError(f"exact must be None or a 'dense' RegularizedInverse of the same "
+                            f"GramFactor and tau, got {type(exact).__name__}")
         if (exact.method != "dense" or exact.shape != self.shape or exact.tau != self.tau
                 or exact.factor is not self.factor):
             raise ValueError("use_exact needs a 'dense' RegularizedInverse of the same "
@@ -583,7 +622,9 @@ class RegularizedInverse(LinearOperator):
     def precondition(self, B):
         """T B for the preconditioner T ~ C^-1: the exact inverse given to
         :meth:`use_exact` (in B's precision: float32 blocks get a float32 factor), else the
-        low-rank-plus-diagonal model.  (d, b), float64 unless B is float32 and T exact."""
+        low-rank-plus-diagonal model.  (d, b), float64 unless B is float32 and T exact; B a
+        (d, b) array (a ValueError otherwise)."""
+        check_block(B, "B", self.shape[0], vector=False)
         if self._exact is not None:
             return self._exact.solve_as(B, np.float32 if B.dtype == np.float32
                                         else np.float64)
@@ -592,10 +633,19 @@ class RegularizedInverse(LinearOperator):
     def solve_as(self, B, dtype):
         """C^-1 B by a 'dense' inverse in ``dtype`` (float32: a float32 copy of the
         Cholesky factor, formed once, and half the flops' time; rounding ~ cond(L) * 6e-8,
-        enough for a preconditioner)."""
+        enough for a preconditioner).
+
+        Raises
+        ------
+        ValueError
+            If the method is not 'dense', B not a (d,) or (d, b) array-like or ``dtype``
+            not float32 or float64.
+        """
         if self.method != "dense":
             raise ValueError(f"solve_as needs method='dense', got {self.method!r}")
-        dtype = np.dtype(dtype)
+        dtype = check_float_dtype(dtype)
+        B = np.asarray(B)
+        check_block(B, "B", self.shape[0])
         if dtype == np.float64:
             return self._matmat(B)
         return self._dense_solve(np.asarray(B, dtype=dtype), self._dense_factor_single())
@@ -643,7 +693,7 @@ class RegularizedInverse(LinearOperator):
         if self.method == "dense":
             raise ValueError("lowrank_galerkin needs a 'randomized' or 'iterative' inverse "
                              "(a low-rank-plus-diagonal model), got method='dense'")
-        d, c = self._check_block(B, "B")
+        d, c = check_block(B, "B", self.shape[0], vector=False)
         U = self._woodbury_basis()
         G = np.zeros((c, c))
         UtSB = np.zeros((U.shape[1], c))
@@ -666,10 +716,31 @@ class RegularizedInverse(LinearOperator):
         return self.solve_with_residual(B)[0]
 
     def solve(self, B, X0=None):
-        """C^-1 B (for 'iterative', optionally warm-started at X0); (d, b) float64."""
+        """C^-1 B (for 'iterative', optionally warm-started at X0); (d, b) float64.
+
+        Parameters
+        ----------
+        B : (d,) or (d, b) array-like
+        X0 : array-like of B's shape, optional
+            The initial guess of 'iterative' (checked, then ignored, by the direct methods);
+            a (d, 1) X0 also serves a (d,) B.
+
+        Raises
+        ------
+        ValueError
+            If B or X0 has the wrong shape.
+        """
+        B = np.asarray(B)
+        self._check_rhs(B, X0)
         if self.method != "iterative":
-            return self.matmat(B)
+            return self._matmat(B)
         return self.solve_with_residual(B, X0)[0]
+
+    def _check_rhs(self, B, X0):
+        """B a (d,) or (d, b) array and X0 None or of B's shape (O(1): shapes only)."""
+        check_block(B, "B", self.shape[0])
+        if X0 is not None and not (B.ndim == 1 and np.shape(X0) == (B.shape[0], 1)):
+            check_shape(X0, "X0", B.shape, "like B")
 
     def chunk_width(self, m):
         """Block CG width for ``m`` right-hand sides in 'iterative'.
@@ -687,6 +758,8 @@ class RegularizedInverse(LinearOperator):
         The residual lets the caller form the variational estimate B^T Z + Z^T R of
         B^T C^-1 B, whose error is second order in the error of Z even across chunks.
         """
+        B = np.asarray(B)
+        self._check_rhs(B, X0)
         B, _ = _as_block(B)
         if self.method != "iterative":
             return self.matmat(B), np.zeros_like(B)
@@ -697,7 +770,7 @@ class RegularizedInverse(LinearOperator):
         infos = []
         for j in range(0, B.shape[1], w):
             sl = slice(j, min(j + w, B.shape[1]))
-            x0 = None if X0 is None else np.asarray(X0)[:, sl]
+            x0 = None if X0 is None else np.asarray(X0).reshape(B.shape)[:, sl]
             # the operators and settings are the inverse's own, checked at construction
             with small_blas(sl.stop - sl.start):
                 Zc, info = _block_cg(self.covariance, np.ascontiguousarray(B[:, sl]),
@@ -724,11 +797,19 @@ class RegularizedInverse(LinearOperator):
     def gram_matmat(self, V):
         """Xc^T Xc V (no tau), (d, b) float64: by the factor's cached dense Gram matrix when
         it keeps one (a dense C_yy: d^2 b flops instead of two passes over the data), else
-        by the data.  C V is ``self.covariance.from_gram_image(gram_matmat(V), V)``."""
+        by the data.  C V is ``self.covariance.from_gram_image(gram_matmat(V), V)``.
+
+        Raises
+        ------
+        ValueError
+            If V is not a (d,) vector or (d, b) block.
+        """
         G = self.factor._dense
         if G is None:
             return self.covariance.gram_matmat(V)
-        return G @ np.asarray(V, dtype=np.float64)
+        V = np.asarray(V, dtype=np.float64)
+        check_block(V, "V", self.shape[0])
+        return G @ V
 
     def inv_sqrt(self):
         """A whitener W (d x d operator) with W^T W = C^-1 (so W C W^T = I).

@@ -13,15 +13,20 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_random_state  # shared with evaluate and the experiment
+from .._params import check_int, check_random_state  # shared with evaluate and the experiment
 from .._sparse import check_sparse_structure
 
 __all__ = [
     "FactorizationError",
     "RankDeficientError",
+    "ShapeCheckedOperator",
     "SingularCovarianceError",
+    "check_2d",
+    "check_block",
+    "check_dense_size",
     "check_matrix",
     "check_magnitude",
+    "check_shape",
     "check_n_samples",
     "check_same_rows",
     "check_tau",
@@ -93,10 +98,8 @@ def check_matrix(X, name: str, *, allow_operator: bool = False, copy_dense: bool
         if len(X.shape) != 2 or min(X.shape) < 1:
             raise ValueError(f"{name} must have at least 1 row and 1 column, got shape {X.shape}")
         return X
+    X, dtype = check_2d(X, name)
     if sp.issparse(X):
-        if X.ndim != 2:
-            raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
-        dtype = _float_dtype(X.dtype, name)
         check_sparse_structure(X, name)
         X = sp.csr_matrix(X, dtype=dtype)  # CSR copy/view; canonical form below
         if not X.has_canonical_format:
@@ -104,20 +107,8 @@ def check_matrix(X, name: str, *, allow_operator: bool = False, copy_dense: bool
             X.sum_duplicates()
         data = X.data
     else:
-        if isinstance(X, (str, bytes)) or X is None or isinstance(X, numbers.Number):
-            raise TypeError(f"{name} must be a 2-D numeric array or a scipy.sparse matrix, "
-                            f"got {type(X).__name__}")
-        try:
-            arr = np.asarray(X)
-        except Exception as exc:  # ragged lists and the like
-            raise TypeError(f"{name} must be a 2-D numeric array or a scipy.sparse matrix, "
-                            f"got {type(X).__name__} ({exc})") from None
-        if arr.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (n_samples, n_features), got an array with "
-                             f"shape {arr.shape}")
-        dtype = _float_dtype(arr.dtype, name)
-        X = np.array(arr, dtype=dtype, order="C", copy=copy_dense or arr.dtype != dtype
-                     or not arr.flags.c_contiguous)
+        X = np.array(X, dtype=dtype, order="C", copy=copy_dense or X.dtype != dtype
+                     or not X.flags.c_contiguous)
         data = X
     if X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"{name} must have at least 1 row and 1 column, got shape {X.shape}")
@@ -125,6 +116,29 @@ def check_matrix(X, name: str, *, allow_operator: bool = False, copy_dense: bool
         bad = "NaN" if np.isnan(data).any() else "inf"
         raise ValueError(f"{name} must contain only finite values, got {bad}")
     return X
+
+
+def check_2d(X, name: str):
+    """(X, dtype): a sparse X as it is, anything else as ``np.asarray(X)``, refused unless
+    it is 2-D with a real numeric dtype; ``dtype`` is the float dtype :func:`check_matrix`
+    converts it to.  No copy of an ndarray and no pass over the values (see check_matrix
+    for that)."""
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
+        return X, _float_dtype(X.dtype, name)
+    if isinstance(X, (str, bytes)) or X is None or isinstance(X, numbers.Number):
+        raise TypeError(f"{name} must be a 2-D numeric array or a scipy.sparse matrix, "
+                        f"got {type(X).__name__}")
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} must be a 2-D numeric array or a scipy.sparse matrix, "
+                        f"got {type(X).__name__} ({exc})") from None
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got an array with "
+                         f"shape {arr.shape}")
+    return arr, _float_dtype(arr.dtype, name)
 
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
@@ -245,6 +259,90 @@ def check_tolerance(value, name: str = "tol") -> float:
     if not (0.0 < value < 1.0):
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
     return value
+
+
+def check_block(B, name: str, rows: int, *, label: str = "d", vector: bool = True) -> tuple:
+    """The shape of ``B``, a (rows, m) block -- or a (rows,) vector when ``vector`` -- of an
+    operator with ``rows`` = ``label`` rows; a ValueError naming ``name`` otherwise.
+
+    O(1): only ``B.shape`` is read, so operators applied thousands of times in a LOBPCG
+    loop may call it on every product.  Array-likes without a shape are refused: callers
+    that accept them convert first (``np.asarray``, free for an ndarray).
+    """
+    shape = getattr(B, "shape", None)
+    if shape is None or len(shape) not in ((1, 2) if vector else (2,)):
+        got = f"shape {tuple(shape)}" if shape is not None else type(B).__name__
+        want = (f"a ({label},) vector or a ({label}, m) = ({rows}, m) block" if vector
+                else f"a 2-D ({label}, m) = ({rows}, m) block")
+        raise ValueError(f"{name} must be {want}, got {got}")
+    if shape[0] != rows:
+        raise ValueError(f"{name} must have {label} = {rows} rows, got {shape[0]}")
+    return tuple(shape)
+
+
+def check_shape(a, name: str, want: tuple, like: str) -> None:
+    """``a.shape == want`` (O(1)); else a ValueError naming ``name`` and what fixes
+    ``want`` (``like``, e.g. 'like V')."""
+    shape = tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
+    if shape != tuple(want):
+        raise ValueError(f"{name} must have shape {tuple(want)} {like}, got {shape}")
+
+
+def check_dense_size(shape, max_dim, what: str, hint: str = "", dim: str = "d") -> None:
+    """Refuse to allocate a dense float64 (d1, d2) array with more entries than a
+    max_dim x max_dim one (for a square array: d > max_dim), before it is formed.
+
+    ``max_dim`` None sets no limit.  The message gives the size in GiB, the limit (calling
+    a square array's order ``dim``) and ``hint`` (what to use instead).  O(1).
+    """
+    if max_dim is None:
+        return
+    max_dim = check_int("max_dim", max_dim, 1)
+    d1, d2 = (int(s) for s in shape)
+    if d1 * d2 <= max_dim * max_dim:
+        return
+    limit = (f"{dim} must be <= max_dim" if d1 == d2
+             else f"d1 * d2 must be <= max_dim^2 = {max_dim * max_dim}, with max_dim")
+    raise ValueError(f"refusing to materialise a {d1} x {d2} dense {what} "
+                     f"({8 * d1 * d2 / 2**30:.1f} GiB); {limit}={max_dim}, pass a larger "
+                     f"max_dim to force{hint}")
+
+
+def _checked_product(name: str, adjoint: bool):
+    """LinearOperator's product ``name`` behind ShapeCheckedOperator's operand check."""
+    product = getattr(LinearOperator, name)
+
+    def checked(self, x):
+        self._check_operand(x, adjoint)
+        return product(self, x)
+
+    checked.__name__ = checked.__qualname__ = name
+    checked.__doc__ = product.__doc__
+    return checked
+
+
+class ShapeCheckedOperator(LinearOperator):
+    """A LinearOperator whose products say which shape they need.
+
+    scipy's own check says only "dimension mismatch"; this one names the operator, its
+    shape and the operand's.  O(1) per product (the shape only).
+    """
+
+    def _check_operand(self, x, adjoint):
+        shape = getattr(x, "shape", None)
+        if shape is None:
+            shape = np.shape(x)
+        m, n = self.shape
+        rows, how = (m, "C^T @ V (rmatvec / rmatmat)") if adjoint else (n, "C @ V")
+        if len(shape) not in (1, 2) or shape[0] != rows:
+            raise ValueError(f"{type(self).__name__} is {m} x {n}: the V of {how} must be a "
+                             f"({rows},) vector or a ({rows}, b) block, got shape "
+                             f"{tuple(shape)}")
+
+    matvec = _checked_product("matvec", False)
+    matmat = _checked_product("matmat", False)
+    rmatvec = _checked_product("rmatvec", True)
+    rmatmat = _checked_product("rmatmat", True)
 
 
 def check_choice(value, name: str, choices) -> str:
