@@ -298,7 +298,8 @@ class CCAEngine:
             d2 = self.Y.shape[1]
             t0 = time.perf_counter()
             if not _beyond_dense_whitener(self.Y.shape):
-                inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy")
+                inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy",
+                                         max_dim=None)
             elif self.lowrank_y:
                 inv = RegularizedInverse(self.yfactor, tau, "randomized",
                                          rank=min(d2, 2048), name="Cyy")
@@ -344,7 +345,10 @@ class CCAEngine:
             t0 = time.perf_counter()
             s = self.solver_
             if s == "dense":
-                inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx")
+                # the size rule is the solver's choice ('auto' or the user's): the zipf 50K
+                # reference factors 30,000 features, above RegularizedInverse's own limit
+                inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx",
+                                         max_dim=None)
             elif s == "randomized":
                 inv = RegularizedInverse(self.xfactor, tau, "randomized", rank=rank,
                                          tail=tail, name="Cxx")
@@ -426,7 +430,7 @@ class CCAEngine:
                 other.use_exact(None)
             self._xexact = {}
             t0 = time.perf_counter()
-            inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx")
+            inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx", max_dim=None)
             self._xexact = {tau: inv}
             size = inv.shape[0] if inv.dense_space == "primal" else self.X.shape[0]
             self._say(f"tau={tau:g} C_xx^-1 preconditioner (dense, {inv.dense_space} "

@@ -356,9 +356,8 @@ class RegularizedInverse(ShapeCheckedOperator):
     max_dim : int >= 1, None or 'auto', default 'auto'
         'dense': the largest order of the dense matrix factored (d for 'primal', n for
         'dual'), refused before it is allocated (d^2 * 8 bytes); None for no limit.  'auto':
-        ``DENSE_MAX_DIM`` (20,000: 3.0 GiB) when X is data or GramStats, no limit when X is
-        a :class:`GramFactor` (its owner chose the dense form: ``CCAEngine`` with
-        ``solver='dense'`` factors C_xx of up to 30,000 features for the zipf reference).
+        ``DENSE_MAX_DIM`` (20,000: 3.0 GiB).  (``CCAEngine`` passes None: its solver
+        chose the dense form, and the zipf reference factors C_xx of 30,000 features.)
     name : str
         What error messages call C.
 
@@ -393,7 +392,7 @@ class RegularizedInverse(ShapeCheckedOperator):
         tol = None if tol is None else check_tolerance(tol)
         maxiter = check_positive_int(maxiter, "maxiter", allow_none=True)
         if isinstance(max_dim, str) and max_dim == "auto":
-            max_dim = None if isinstance(X, GramFactor) else DENSE_MAX_DIM
+            max_dim = DENSE_MAX_DIM
         elif max_dim is not None:
             max_dim = check_positive_int(max_dim, "max_dim")
         self.factor = X if isinstance(X, GramFactor) else GramFactor(

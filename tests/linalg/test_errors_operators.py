@@ -142,16 +142,17 @@ def test_dense_forms_within_the_limit_are_unchanged():
     np.testing.assert_allclose(CROSS.dense_product(max_dim=7), X.T @ M, rtol=1e-12)
 
 
-def test_inverse_of_a_gram_factor_has_no_default_limit(monkeypatch):
-    """max_dim='auto' guards data, not a GramFactor: the engine's solver='dense' (C_xx of up
-    to 30,000 features for the zipf reference) factors through one, as before."""
+def test_inverse_of_a_gram_factor_is_limited_like_data(monkeypatch):
+    """max_dim='auto' guards a GramFactor as it guards data; None lifts the limit (what
+    CCAEngine passes: its solver chose the dense form, C_xx of up to 30,000 features for the
+    zipf reference)."""
     monkeypatch.setattr(inverse_module, "DENSE_MAX_DIM", 4)
     with pytest.raises(ValueError, match=r"d must be <= max_dim=4"):
         RegularizedInverse(X, 0.5, "dense")
     f = GramFactor(X)
     with pytest.raises(ValueError, match=r"d must be <= max_dim=4"):
-        RegularizedInverse(f, 0.5, "dense", max_dim=4)
-    np.testing.assert_allclose(RegularizedInverse(f, 0.5, "dense") @ X[:8].T,
+        RegularizedInverse(f, 0.5, "dense")
+    np.testing.assert_allclose(RegularizedInverse(f, 0.5, "dense", max_dim=None) @ X[:8].T,
                                np.linalg.solve(_dense_cov(X, 0.5), X[:8].T), rtol=1e-10)
 
 
