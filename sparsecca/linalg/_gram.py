@@ -56,8 +56,8 @@ SINGLE_CENTRED_MAX_AMPLIFICATION = 100.0
 #: ``RegularizedInverse`` refuse to materialise a matrix with more entries than
 #: DENSE_MAX_DIM^2 (3.0 GiB of float64; pass ``max_dim`` to force).  The engine's own dense
 #: factors stay below it (C_yy's up to 10,000, C_xx's 'auto' ones up to 8,192) except with
-#: ``solver='dense'`` or ``preconditioner='dense'`` asked for, whose inverses are built on a
-#: GramFactor (no default limit there)
+#: ``solver='dense'`` or ``preconditioner='dense'`` asked for: for its dense inverses
+#: ``CCAEngine`` passes ``max_dim=None`` (the zipf 50K reference factors 30,000 features)
 DENSE_MAX_DIM = 20_000
 
 #: a CrossCovariance keeps its dense X^T M up to this size once formed (a tau grid whitens
@@ -665,7 +665,7 @@ class RegularizedGram(ShapeCheckedOperator):
         V = np.asarray(V)
         check_block(V, "V", self.shape[0])
         check_shape(GV, "GV", V.shape, "like V")
-        return (1.0 - self.tau) * GV + self.tau * V
+        return self._combine(GV, V)
 
     def matmat_as(self, V, dtype):
         """C V, (d, b) in ``dtype``: float32 for single-precision LOBPCG steps, where the

@@ -232,13 +232,11 @@ def check_n_components(k, d1: int, d2: int, name: str = "n_components") -> int:
 
 
 def check_positive_int(value, name: str, *, minimum: int = 1, allow_none: bool = False):
+    """:func:`sparsecca._params.check_int` (``name`` first there), None passing when
+    ``allow_none``."""
     if value is None and allow_none:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
-    return int(value)
+    return check_int(name, value, minimum)
 
 
 def check_verbose(value, name: str = "verbose") -> int:
