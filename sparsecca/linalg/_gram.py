@@ -484,17 +484,27 @@ class GramStats:
     def from_blocks(cls, blocks, name: str = "blocks"):
         """Accumulate from an iterable of (n_b, d) row blocks (CSR, other sparse, or dense).
 
+        A block with no rows (the empty chunk a filtered stream can yield) adds nothing; its
+        number of columns is still checked.
+
         Raises
         ------
         ValueError
-            If the iterable is empty or the blocks disagree on the number of columns.
+            If the iterable yields no row at all, or the blocks disagree on the number of
+            columns.
         """
-        total = None
+        total, width = None, None
         for i, B in enumerate(blocks):
-            part = cls._of_block(B, f"{name}[{i}]")
-            total = part if total is None else total._add(part, f"{name}[{i}]")
+            label = f"{name}[{i}]"
+            B = check_2d(B, label)[0]
+            width = _check_width(B.shape[1], width, label)
+            if B.shape[0] == 0:
+                continue
+            part = cls._of_block(B, label)
+            total = part if total is None else total._add(part, label)
         if total is None:
-            raise ValueError(f"{name} must yield at least one row block, got none")
+            got = "none" if width is None else "only blocks of 0 rows"
+            raise ValueError(f"{name} must yield at least one row block with rows, got {got}")
         return total
 
     @classmethod
@@ -773,18 +783,27 @@ class CrossCovariance(ShapeCheckedOperator):
         """Accumulate X^T M from an iterable of (X_block, M_block) row-block pairs
         (``center`` is checked before the first pair is read)."""
         center = check_bool("center", center)
-        total = None
+        total, widths = None, None
         for i, pair in enumerate(pairs):
             try:
                 Xb, Mb = pair
             except (TypeError, ValueError):
                 raise TypeError(f"pairs[{i}] must be an (X_block, M_block) pair, got "
                                 f"{type(pair).__name__}") from None
-            part = _cross_of_blocks(Xb, Mb, f"pairs[{i}][0]", f"pairs[{i}][1]")
+            xlabel, mlabel = f"pairs[{i}][0]", f"pairs[{i}][1]"
+            Xb, Mb = check_2d(Xb, xlabel)[0], check_2d(Mb, mlabel)[0]
+            check_same_rows(**{xlabel: Xb, mlabel: Mb})
+            widths = (_check_width(Xb.shape[1], widths and widths[0], xlabel, "pairs[0][0]"),
+                      _check_width(Mb.shape[1], widths and widths[1], mlabel, "pairs[0][1]"))
+            if Xb.shape[0] == 0:  # an empty chunk of a filtered stream adds nothing
+                continue
+            part = _cross_of_blocks(Xb, Mb, xlabel, mlabel)
             total = part if total is None else _add_cross(total, part, f"pairs[{i}]",
                                                           "the first pair")
         if total is None:
-            raise ValueError("pairs must yield at least one (X_block, M_block) pair, got none")
+            got = "none" if widths is None else "only pairs of 0 rows"
+            raise ValueError(f"pairs must yield at least one (X_block, M_block) pair with "
+                             f"rows, got {got}")
         return cls._from_sums(*total, center=center)
 
     @classmethod
@@ -1093,6 +1112,14 @@ class CrossCovariance(ShapeCheckedOperator):
         """Whether :meth:`dense_product` keeps its result (at most DENSE_CROSS_CACHE_BYTES)."""
         d1, d2 = self.shape
         return 8 * d1 * d2 <= DENSE_CROSS_CACHE_BYTES
+
+
+def _check_width(d, width, label, like="the first block"):
+    """A streamed block's column count d agrees with the first block's ``width`` (None for
+    the first block); returns the width."""
+    if width is not None and d != width:
+        raise ValueError(f"{label} must have {width} columns like {like}, got {d}")
+    return d
 
 
 def _cross_of_blocks(Xb, Mb, xlabel, mlabel):

@@ -105,6 +105,23 @@ def test_gram_stats_accumulation():
     assert st.n_samples == 40 and st.n_features == 12
 
 
+@pytest.mark.parametrize("center", [False, True])
+def test_empty_row_blocks_add_nothing(center):
+    """A stream's empty chunks (a filter that kept no row) are skipped, as the Dask path
+    skips empty chunks: the same operators as the stream without them."""
+    X, M = count_problem(40, 12, 3, seed=8)
+    empty_x, empty_m = sp.csr_matrix((0, 12)), np.zeros((0, 3))
+    C = RegularizedGram.from_blocks([empty_x, X[:15], empty_x, X[15:]], 0.3, center=center)
+    C_ref = RegularizedGram(X, 0.3, center=center)
+    assert C.n_samples == 40
+    np.testing.assert_allclose(C.toarray(), C_ref.toarray(), rtol=0, atol=1e-13)
+    K = CrossCovariance.from_blocks([(empty_x, empty_m), (X[:15], M[:15]), (X[15:], M[15:]),
+                                     (empty_x, empty_m)], center=center)
+    V = np.random.default_rng(0).standard_normal((3, 2))
+    np.testing.assert_allclose(K @ V, CrossCovariance(X, M, center=center) @ V,
+                               rtol=0, atol=1e-12)
+
+
 def test_toarray_refuses_large_dimensions():
     X = sp.random(5, 30, density=0.2, format="csr", random_state=0)
     with pytest.raises(ValueError, match=r"d must be <= max_dim=10, pass a larger max_dim"):
@@ -112,8 +129,26 @@ def test_toarray_refuses_large_dimensions():
 
 
 def test_block_errors():
-    with pytest.raises(ValueError, match=r"blocks must yield at least one row block, got none"):
+    with pytest.raises(ValueError, match=r"blocks must yield at least one row block with "
+                                         r"rows, got none"):
         GramStats.from_blocks([])
+    with pytest.raises(ValueError, match=r"blocks must yield at least one row block with "
+                                         r"rows, got only blocks of 0 rows"):
+        GramStats.from_blocks([np.ones((0, 4)), sp.csr_matrix((0, 4))])
+    with pytest.raises(ValueError, match=r"blocks\[1\] must have 4 columns like the first "
+                                         r"block, got 3"):  # an empty block is checked too
+        GramStats.from_blocks([np.ones((2, 4)), np.ones((0, 3))])
+    with pytest.raises(ValueError, match=r"pairs must yield at least one \(X_block, M_block\) "
+                                         r"pair with rows, got only pairs of 0 rows"):
+        CrossCovariance.from_blocks([(np.ones((0, 4)), np.ones((0, 2)))])
+    with pytest.raises(ValueError, match=r"pairs\[1\]\[1\] must have the same number of rows "
+                                         r"as pairs\[1\]\[0\]"):
+        CrossCovariance.from_blocks([(np.ones((2, 4)), np.ones((2, 2))),
+                                     (np.ones((0, 4)), np.ones((1, 2)))])
+    with pytest.raises(ValueError, match=r"pairs\[1\]\[1\] must have 2 columns like "
+                                         r"pairs\[0\]\[1\], got 3"):
+        CrossCovariance.from_blocks([(np.ones((2, 4)), np.ones((2, 2))),
+                                     (np.ones((0, 4)), np.ones((0, 3)))])
     with pytest.raises(ValueError, match=r"blocks\[1\] must have 4 columns like the first "
                                          r"block, got 5"):
         GramStats.from_blocks([np.ones((2, 4)), np.ones((2, 5))])
