@@ -110,7 +110,7 @@ class GramFactor:
         for the dual dense form which needs the rows).
     center : bool, default False
         Factor the implicitly centred Gram (X is never densified).
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator or RandomState
         Seed of the randomized range finder.
 
     Attributes
@@ -349,7 +349,7 @@ class RegularizedInverse(ShapeCheckedOperator):
         exact on the null space of X), else 'diagonal'.
     maxiter : int, optional
         'iterative': block CG iterations (default 500).
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator or RandomState
     dense_space : {'auto', 'primal', 'dual'}
         'dense': Cholesky of the d x d matrix ('primal') or eigendecomposition of the n x n
         Gram ('dual'); 'auto' picks the smaller.
@@ -646,7 +646,8 @@ class RegularizedInverse(ShapeCheckedOperator):
         B = np.asarray(B)
         check_block(B, "B", self.shape[0])
         if dtype == np.float64:
-            return self._matmat(B)
+            Z = self._matmat(B)
+            return Z[:, 0] if B.ndim == 1 else Z
         return self._dense_solve(np.asarray(B, dtype=dtype), self._dense_factor_single())
 
     def _dense_factor_single(self):
@@ -712,10 +713,11 @@ class RegularizedInverse(ShapeCheckedOperator):
             return self._dense_solve(B, self._dense_factor())
         if self.method == "randomized":
             return self._lowrank_inverse(B)
-        return self.solve_with_residual(B)[0]
+        return self._solve_blocks(B, None)[0]
 
     def solve(self, B, X0=None):
-        """C^-1 B (for 'iterative', optionally warm-started at X0); (d, b) float64.
+        """C^-1 B (for 'iterative', optionally warm-started at X0); float64 of B's shape,
+        (d,) for a (d,) B as ``C^-1 @ B`` gives it.
 
         Parameters
         ----------
@@ -731,9 +733,8 @@ class RegularizedInverse(ShapeCheckedOperator):
         """
         B = np.asarray(B)
         self._check_rhs(B, X0)
-        if self.method != "iterative":
-            return self._matmat(B)
-        return self.solve_with_residual(B, X0)[0]
+        Z = self._matmat(B) if self.method != "iterative" else self._solve_blocks(B, X0)[0]
+        return Z[:, 0] if B.ndim == 1 else Z
 
     def _check_rhs(self, B, X0):
         """B a (d,) or (d, b) array and X0 None or of B's shape (O(1): shapes only)."""
@@ -756,9 +757,15 @@ class RegularizedInverse(ShapeCheckedOperator):
 
         The residual lets the caller form the variational estimate B^T Z + Z^T R of
         B^T C^-1 B, whose error is second order in the error of Z even across chunks.
+        Both float64 of B's shape ((d,) for a (d,) B).
         """
         B = np.asarray(B)
         self._check_rhs(B, X0)
+        Z, R = self._solve_blocks(B, X0)
+        return (Z[:, 0], R[:, 0]) if B.ndim == 1 else (Z, R)
+
+    def _solve_blocks(self, B, X0):
+        """(Z, R) of :meth:`solve_with_residual` as (d, b) blocks (arguments checked)."""
         B, _ = _as_block(B)
         if self.method != "iterative":
             return self.matmat(B), np.zeros_like(B)

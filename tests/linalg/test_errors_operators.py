@@ -300,6 +300,21 @@ def test_products_of_valid_blocks_are_unchanged():
     np.testing.assert_allclose(INV.gram_matmat(B12), X12.T @ X12 @ B12, rtol=1e-12)
 
 
+@pytest.mark.parametrize("inv", ["dense", "randomized", "iterative"])
+def test_solves_keep_the_shape_of_a_vector(inv):
+    """A (d,) right-hand side gives (d,) from every solve, as ``C^-1 @ b`` does; a (d, 1)
+    one keeps its column."""
+    C = {"dense": INV, "randomized": RINV, "iterative": IINV}[inv]
+    b = B12[:, 0]
+    assert C.solve(b).shape == (12,) and C.solve(b[:, None]).shape == (12, 1)
+    assert [a.shape for a in C.solve_with_residual(b)] == [(12,), (12,)]
+    np.testing.assert_allclose(C.solve(b), C @ b, rtol=1e-6, strict=True)
+    if inv == "dense":
+        for dtype in (np.float32, np.float64):
+            assert C.solve_as(b, dtype).shape == (12,)
+            assert C.solve_as(b[:, None], dtype).shape == (12, 1)
+
+
 def test_solves_of_valid_blocks_are_unchanged():
     tau = 0.5
     ref = np.linalg.solve(_dense_cov(X12, tau), B12)
@@ -307,12 +322,14 @@ def test_solves_of_valid_blocks_are_unchanged():
     np.testing.assert_allclose(INV.solve_as(B12, np.float32), ref, rtol=1e-4)
     np.testing.assert_allclose(INV.solve(B12), ref, rtol=1e-10)
     np.testing.assert_allclose(INV.solve(B12, X0=np.zeros((12, 2))), ref, rtol=1e-10)
-    np.testing.assert_allclose(INV.solve(B12[:, 0]), ref[:, :1], rtol=1e-10)
+    np.testing.assert_allclose(INV.solve(B12[:, 0]), ref[:, 0], rtol=1e-10, strict=True)
     np.testing.assert_allclose(IINV.solve(B12), ref, rtol=1e-6)
     np.testing.assert_allclose(IINV.solve(B12, X0=ref), ref, rtol=1e-6)
-    # a (d,) right-hand side takes a (d,) or (d, 1) warm start
-    np.testing.assert_allclose(IINV.solve(B12[:, 0], X0=ref[:, 0]), ref[:, :1], rtol=1e-6)
-    np.testing.assert_allclose(IINV.solve(B12[:, 0], X0=ref[:, :1]), ref[:, :1], rtol=1e-6)
+    # a (d,) right-hand side takes a (d,) or (d, 1) warm start, and gives a (d,) solution
+    np.testing.assert_allclose(IINV.solve(B12[:, 0], X0=ref[:, 0]), ref[:, 0], rtol=1e-6,
+                               strict=True)
+    np.testing.assert_allclose(IINV.solve(B12[:, 0], X0=ref[:, :1]), ref[:, 0], rtol=1e-6,
+                               strict=True)
     Z, R = IINV.solve_with_residual(B12, X0=ref)
     np.testing.assert_allclose(Z, ref, rtol=1e-6)
     np.testing.assert_allclose(R, B12 - _dense_cov(X12, tau) @ Z, atol=1e-10)
