@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import check_bool
+from .._params import check_bool, check_int
 from .._tagset import check_tagset
 from ..exceptions import NotFittedError
 from ..kernels import weight_path_losses
@@ -129,8 +129,7 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True,
         raise ValueError(f"model_scores must have shape ({nbest.n_total},), got {p.shape}")
     if not np.all(np.isfinite(p)):
         raise ValueError("model_scores must be finite")
-    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 0:
-        raise ValueError(f"window must be an int >= 0, got {window!r}")
+    window = check_int("window", window, 0)
     grid = np.arange(0.0, 101.0) if grid is None else _check_weight_grid(grid)
     refine = check_bool("refine", refine)
     n_tok = nbest.corpus.n_tokens

@@ -17,13 +17,12 @@ factorisation across every solve.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
-from .._params import ParamsMixin, check_bool, check_float
+from .._params import ParamsMixin, check_bool, check_float, check_int
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..exceptions import TagsetMismatchError
 from ..features import SuffixView, TagNgramView
@@ -167,9 +166,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
 
     # -- validation ------------------------------------------------------------------------
     def _validate(self):
-        K = self.n_components
-        if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 1:
-            raise ValueError(f"n_components must be an int >= 1, got {K!r}")
+        K = check_int("n_components", self.n_components, 1)
         taus = _as_grid("tau", self.tau)
         lams = self._lam_grid()
         if self.k_grid is None:
@@ -186,12 +183,8 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
                              f"got {self.solver!r}")
         check_bool("center", self.center)   # a TypeError, as everywhere else
         check_bool("progress", self.progress)
-        ww = self.w_window
-        if isinstance(ww, bool) or not isinstance(ww, numbers.Integral) or ww < 0:
-            raise ValueError(f"w_window must be an int >= 0, got {ww!r}")
-        r = self.max_rank
-        if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 1:
-            raise ValueError(f"max_rank must be an int >= 1, got {r!r}")
+        check_int("w_window", self.w_window, 0)
+        check_int("max_rank", self.max_rank, 1)
         for name in ("input_view", "output_view"):
             view = getattr(self, name)
             problem = None if view is None else _view_problem(name, view)
@@ -530,13 +523,8 @@ class DiscriminativeReranker(_LowDimReranker):
 
     def _validate(self):
         out = super()._validate()
-        g = self.gamma
-        if isinstance(g, bool) or not isinstance(g, numbers.Real) or not (np.isfinite(g)
-                                                                           and g > 0):
-            raise ValueError(f"gamma must be a finite number > 0, got {g!r}")
-        n = self.n_iter
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-            raise ValueError(f"n_iter must be an int >= 0, got {n!r}")
+        check_float("gamma", self.gamma, 0.0, strict=True)
+        check_int("n_iter", self.n_iter, 0)
         return out
 
     def _solve_family(self, engine, Y, Yhat, train, tau, lam, K):

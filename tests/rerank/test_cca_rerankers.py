@@ -322,7 +322,12 @@ def test_tune_weight_window_validation():
     _, dev, _ = lists()
     with pytest.raises(ValueError, match="window must be an int >= 0, got -1"):
         tune_weight(dev, np.zeros(dev.n_total), window=-1)
-    with pytest.raises(ValueError, match="w_window must be an int >= 0, got 1.5"):
+    with pytest.raises(TypeError, match="^window must be an int >= 0, got 1.5$"):
+        tune_weight(dev, np.zeros(dev.n_total), window=1.5)
+    with pytest.raises(ValueError, match="^w_window must be an int >= 0, got -1$"):
+        GenerativeReranker(w_window=-1, **{k: v for k, v in FIXED.items()
+                                          if k != "lam"}).fit(*lists()[:2])
+    with pytest.raises(TypeError, match="^w_window must be an int >= 0, got 1.5$"):
         GenerativeReranker(w_window=1.5, **{k: v for k, v in FIXED.items()
                                            if k != "lam"}).fit(*lists()[:2])
 
@@ -413,6 +418,20 @@ def test_no_gold_refused():
     (DiscriminativeReranker, dict(n_iter=-1), ValueError, "n_iter must be an int >= 0, got -1"),
     (GenerativeReranker, dict(n_components=0), ValueError, "n_components must be an int >= 1, "
                                                            "got 0"),
+    # the kind of value is a TypeError, the range a ValueError, as for every int parameter
+    (GenerativeReranker, dict(n_components=2.0), TypeError, "^n_components must be an int "
+                                                            ">= 1, got 2.0$"),
+    (GenerativeReranker, dict(n_components=True), TypeError, "^n_components must be an int "
+                                                             ">= 1, got True$"),
+    (GenerativeReranker, dict(max_rank=0), ValueError, "^max_rank must be an int >= 1, got 0$"),
+    (GenerativeReranker, dict(max_rank="9"), TypeError, "^max_rank must be an int >= 1, "
+                                                        "got '9'$"),
+    (DiscriminativeReranker, dict(n_iter=1.0), TypeError, "^n_iter must be an int >= 0, "
+                                                          "got 1.0$"),
+    (DiscriminativeReranker, dict(gamma="1"), TypeError, "^gamma must be a real number, "
+                                                         "got '1'$"),
+    (DiscriminativeReranker, dict(gamma=float("inf")), ValueError,
+     "^gamma must be a finite number > 0, got inf$"),
     (GenerativeReranker, dict(k_grid=[50]), ValueError,
      r"k_grid values must lie in \[1, n_components=8\], got \[50\]"),
     (GenerativeReranker, dict(k_grid=[0, 2]), ValueError, "^k_grid values must be an int >= 1, "
