@@ -191,7 +191,7 @@ class CCAEngine:
         LOBPCG stalls; 'auto': the dense factor while :meth:`exact_preconditioner_fits`,
         else the model, and the dense factor after all when LOBPCG stalls under the model
         while :meth:`exact_rescue_fits`.  Ignored by the dense solver.
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator or RandomState
     merge_duplicates : bool, default True
         Solve on X with identical columns merged (an exact reduction; the weights are
         returned for the original columns).  Sparse NLP views have many: 25% of the en-wsj
@@ -753,7 +753,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
         measured in: 'dense' the Cholesky factor of Cxx whatever its size (min(n, d1)^2
         floats), 'low-rank' the low-rank-plus-diagonal model of Cxx^-1 (also when LOBPCG
         stalls), 'auto' the rule above (see ``CCAEngine``).
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator or RandomState
     verbose : int or bool, default 0
         Progress on stdout (a fit of all of en-brown takes ~35 s): 1 reports the problem
         and solver, each factorisation with its time, LOBPCG every 10 steps (relative
@@ -791,7 +791,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
     A fitted model is written with ``save(path)`` and read back with
     ``SparseCCA.load(path)`` (or :func:`sparsecca._persist.load_model`): one ``.npz`` of the
     learned arrays plus JSON metadata, never pickle; the loaded model's ``transform`` is
-    bit-identical.  A random_state given as a numpy Generator is stored as None.
+    bit-identical.  A random_state given as a numpy Generator or RandomState is stored as
+    None.
 
     Notes
     -----
@@ -863,6 +864,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self
         """
         tau = check_tau(self.tau)
+        _check_n_components_early(self.n_components, X, Y)
         engine, swapped = self._engine(X, Y)
         k = _check_distinct_columns(
             engine, check_n_components(self.n_components, *_user_dims(engine, swapped)),
@@ -885,6 +887,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
         list of fitted SparseCCA (copies of self with ``tau`` set), in the order of ``taus``
         """
         taus = _check_taus(taus)
+        _check_n_components_early(self.n_components, X, Y)
         engine, swapped = self._engine(X, Y)
         k = _check_distinct_columns(
             engine, check_n_components(self.n_components, *_user_dims(engine, swapped)),
@@ -1114,6 +1117,16 @@ def _pearson(P, Q):
     return out
 
 
+def _check_n_components_early(k, X, Y):
+    """:func:`check_n_components` on the shapes X and Y already have, before an engine
+    reads them (a bad k fails at once, not after the pass over the data; the check on the
+    merged shapes follows as before).  Skipped unless both are 2-D with rows and columns:
+    the engine's own errors name what is wrong with them."""
+    shapes = [getattr(A, "shape", None) for A in (X, Y)]
+    if all(isinstance(s, tuple) and len(s) == 2 and min(s) >= 1 for s in shapes):
+        check_n_components(k, shapes[0][1], shapes[1][1])
+
+
 def _check_taus(taus):
     """A non-empty ordered sequence of taus in [0, 1], as a list of floats.
 
@@ -1152,6 +1165,7 @@ def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
     list of CCAResult, one per tau (each unpacks as A, B, omega)
     """
     taus = _check_taus(taus)
+    _check_n_components_early(n_components, X, Y)
     engine = CCAEngine(X, Y, solver=solver, center=center, tol=tol, max_rank=max_rank,
                        preconditioner=preconditioner, random_state=random_state,
                        verbose=verbose)

@@ -15,6 +15,7 @@ from sparsecca.linalg import (
     GramStats,
     RegularizedGram,
     RegularizedInverse,
+    SparseCCA,
     block_cg,
     cca_path,
     reduced_cca,
@@ -158,6 +159,26 @@ def test_from_blocks_checks_its_arguments_before_reading_the_stream():
     with pytest.raises(TypeError, match=r"^center must be True or False, got 'no'$"):
         CrossCovariance.from_blocks(zip(_stream(read), [Y[:20]] * 4), center="no")
     assert read == []
+
+
+@pytest.mark.parametrize("fit", [
+    lambda k: cca_path(X, Y, [0.3, 0.5], k),
+    lambda k: SparseCCA(k).fit(X, Y),
+    lambda k: SparseCCA(k).fit_path(X, Y, [0.3, 0.5]),
+], ids=["cca_path", "fit", "fit_path"])
+def test_n_components_is_checked_before_the_engine_reads_the_data(fit, monkeypatch):
+    import sparsecca.linalg._cca as cca_mod
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("the engine was built for a bad n_components")
+
+    monkeypatch.setattr(cca_mod, "CCAEngine", no_engine)
+    with pytest.raises(ValueError, match=r"^n_components must be in \[1, min\(d1, d2\)\] = "
+                                         r"\[1, 6\] \(d1 = 10, d2 = 6\), got 7$"):
+        fit(7)
+    with pytest.raises(TypeError, match=r"^n_components must be an int in \[1, min\(d1, "
+                                        r"d2\)\] = \[1, 6\], got 2.5$"):
+        fit(2.5)
 
 
 def test_column_sums_names_x_or_y():
