@@ -215,7 +215,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
         Jackknife folds for the training n-best lists.
     rerankers : dict name -> unfitted reranker, optional
         Default: :func:`sparsecca.rerank.default_rerankers`.
-    random_state : None, int >= 0 or numpy Generator
+    random_state : None, int >= 0, numpy Generator or RandomState
         Seed of the jackknife folds and the default rerankers.
     progress : bool
         tqdm progress bars on the long steps.

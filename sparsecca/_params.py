@@ -50,16 +50,16 @@ def check_random_state(seed) -> np.random.Generator:
     if seed is None or isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(
             seed, (bool, np.bool_)):
         if seed is not None and seed < 0:
-            raise ValueError(f"random_state must be None, an int >= 0 or a numpy Generator, "
-                             f"got {seed!r}")
+            raise ValueError(f"random_state must be None, an int >= 0, a numpy Generator or "
+                             f"RandomState, got {seed!r}")
         return np.random.default_rng(seed)
     if isinstance(seed, np.random.Generator):
         return seed
     if isinstance(seed, np.random.RandomState):
         # draw a seed from the legacy stream so that it advances as scikit-learn's would
         return np.random.default_rng(seed.randint(0, 2**31 - 1))
-    raise TypeError(f"random_state must be None, an int >= 0 or a numpy Generator, "
-                    f"got {seed!r}")
+    raise TypeError(f"random_state must be None, an int >= 0, a numpy Generator or "
+                    f"RandomState, got {seed!r}")
 
 
 def as_int_array(name: str, a, dtype) -> np.ndarray:

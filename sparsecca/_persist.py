@@ -239,10 +239,10 @@ def to_json(value, name: str = "value"):
     """JSON form of a parameter or fitted scalar, reversible by :func:`from_json`.
 
     Tuples, numpy dtypes / scalar types and str-keyed dicts are tagged so that they come back
-    as the same Python objects; numpy scalars become Python scalars; a numpy random Generator
-    becomes None (its state cannot be stored portably); an estimator of a saveable class
-    (e.g. a view passed as a parameter) is stored as its class name and parameters.  Anything
-    else is a TypeError.
+    as the same Python objects; numpy scalars become Python scalars; a numpy Generator or
+    RandomState becomes None (its state cannot be stored portably); an estimator of a
+    saveable class (e.g. a view passed as a parameter) is stored as its class name and
+    parameters.  Anything else is a TypeError.
     """
     if value is None or isinstance(value, (bool, int, str)):
         return value

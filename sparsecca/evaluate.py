@@ -137,7 +137,7 @@ def paired_bootstrap(correct_a, correct_b, offsets, n_resamples: int = 10_000,
     offsets : int array, shape (n_sentences + 1,)
         Sentence boundaries (float or bool arrays are refused, not truncated).
     n_resamples : int >= 100
-    random_state : None, int >= 0 or numpy Generator
+    random_state : None, int >= 0, numpy Generator or RandomState
 
     Returns
     -------

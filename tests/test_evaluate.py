@@ -131,11 +131,11 @@ BAD_TYPED = [
      r"^offsets must be an array of integers, got dtype object$"),
     # numpy's own SeedSequence errors, naming no argument
     (lambda: paired_bootstrap(OK3, OK3, [0, 1, 3], random_state="x"), TypeError,
-     r"^random_state must be None, an int >= 0 or a numpy Generator, got 'x'$"),
+     r"^random_state must be None, an int >= 0, a numpy Generator or RandomState, got 'x'$"),
     (lambda: paired_bootstrap(OK3, OK3, [0, 1, 3], random_state=1.5), TypeError,
-     r"^random_state must be None, an int >= 0 or a numpy Generator, got 1.5$"),
+     r"^random_state must be None, an int >= 0, a numpy Generator or RandomState, got 1.5$"),
     (lambda: paired_bootstrap(OK3, OK3, [0, 1, 3], random_state=-1), ValueError,
-     r"^random_state must be None, an int >= 0 or a numpy Generator, got -1$"),
+     r"^random_state must be None, an int >= 0, a numpy Generator or RandomState, got -1$"),
 ]
 
 

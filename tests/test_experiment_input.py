@@ -256,9 +256,9 @@ def test_a_reranker_failing_on_a_tiny_train_split_is_named(tmp_path):
 @pytest.mark.parametrize("kwargs,exc,match", [
     # numpy's "expected non-negative integer", raised from the jackknife after the tagger
     ({"random_state": -1}, ValueError,
-     r"^random_state must be None, an int >= 0 or a numpy Generator, got -1$"),
-    ({"random_state": "x"}, TypeError, r"^random_state must be None, an int >= 0 .* got 'x'$"),
-    ({"random_state": 1.5}, TypeError, r"^random_state must be None, an int >= 0 .* got 1.5$"),
+     r"^random_state must be None, an int >= 0, a numpy Generator or RandomState, got -1$"),
+    ({"random_state": "x"}, TypeError, r"^random_state must be None, an int >= 0, .* got 'x'$"),
+    ({"random_state": 1.5}, TypeError, r"^random_state must be None, an int >= 0, .* got 1.5$"),
     # 'no' showed the progress bars
     ({"progress": "no"}, TypeError, r"^progress must be True or False, got 'no'$"),
     ({"progress": None}, TypeError, r"^progress must be True or False, got None$"),

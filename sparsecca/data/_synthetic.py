@@ -76,7 +76,7 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
     Parameters
     ----------
     n_sentences : int >= 1
-    random_state : int, numpy Generator or None
+    random_state : int, numpy Generator, RandomState or None
     n_genres : int >= 1
     mean_length : float in [2, 200]
         Mean sentence length in tokens (lengths are log-normal, at least 1).

@@ -246,7 +246,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     tol : float
         'krylov', 'lobpcg': stop when every relative Ritz residual of the first k pairs is
         below sqrt(tol) and their squared residual over the spectral gap below tol.
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator or RandomState
     approx_xinv : RegularizedInverse, optional
         'krylov': a cheap whitenable approximation of C_xx^-1 for the starting subspace
         (default: the low-rank preconditioner inside an iterative ``xinv``).

@@ -235,7 +235,7 @@ def randomized_range_finder(A, size, n_iter=2, random_state=None):
     A : (m, n) array, sparse matrix or LinearOperator
     size : int, number of columns of Q (<= min(m, n))
     n_iter : int >= 0, number of power iterations
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator or RandomState
 
     Returns
     -------
@@ -286,7 +286,7 @@ def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
     n_iter : int >= 0
         Power iterations applied to each new block (sharpens the basis; the error estimate
         always uses the un-powered probes, as the bound requires).
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator or RandomState
     Q : (m, r0) array with orthonormal columns, optional
         A basis to extend (e.g. from a previous call with a looser tolerance).
     growth : float >= 1
@@ -378,7 +378,7 @@ def randomized_svd(A, k, oversamples=10, n_iter="auto", random_state=None):
         Extra random directions (the basis has min(k + oversamples, min(m, n)) columns).
     n_iter : int >= 0 or 'auto'
         Power iterations; 'auto' uses 7 when k < 0.1 min(m, n), else 4 (scikit-learn's rule).
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator or RandomState
 
     Returns
     -------

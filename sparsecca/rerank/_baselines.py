@@ -24,7 +24,7 @@ def baseline_rerankers(random_state=0, *, lengths=(2, 3, 4)) -> dict:
 
     Parameters
     ----------
-    random_state : int, numpy Generator or None, default 0
+    random_state : int, numpy Generator, RandomState or None, default 0
         Seeds the perceptron's visiting order (the boosting rerankers are deterministic).
     lengths : int or sequence of int, default (2, 3, 4)
         Suffix lengths of the "Sufx" features (e.g. (1, 2) for Chinese words).

@@ -58,7 +58,7 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         Keep features that discriminate in at least this many training sentences.
     lengths : int or sequence of int, default (2, 3, 4)
     lowercase : bool, default False
-    random_state : int, numpy Generator or None, default None
+    random_state : int, numpy Generator, RandomState or None, default None
         Seeds the visiting orders (the same orders for every b).
 
     Attributes

@@ -93,8 +93,10 @@ RANDOM_STATE_CALLS = {
 
 @pytest.mark.parametrize("call", sorted(RANDOM_STATE_CALLS))
 @pytest.mark.parametrize(("seed", "exc", "pattern"), [
-    (True, TypeError, r"^random_state must be None, an int >= 0 or a numpy Generator, got True$"),
-    (-1, ValueError, r"^random_state must be None, an int >= 0 or a numpy Generator, got -1$"),
+    (True, TypeError, r"^random_state must be None, an int >= 0, a numpy Generator or "
+                      r"RandomState, got True$"),
+    (-1, ValueError, r"^random_state must be None, an int >= 0, a numpy Generator or "
+                     r"RandomState, got -1$"),
     (1.5, TypeError, r"got 1\.5$"),
     ("7", TypeError, r"got '7'$"),
 ])

@@ -92,8 +92,8 @@ BAD_PARAMS = [
     (dict(tol=0.0), ValueError, r"tol must be in \(0, 1\), got 0.0"),
     (dict(tol=1), ValueError, r"tol must be in \(0, 1\), got 1.0"),
     (dict(max_rank=0), ValueError, r"max_rank must be an int >= 1, got 0"),
-    (dict(random_state=-1), ValueError, r"random_state must be None, an int >= 0 or a numpy "
-                                        r"Generator, got -1"),
+    (dict(random_state=-1), ValueError, r"random_state must be None, an int >= 0, a numpy "
+                                        r"Generator or RandomState, got -1"),
     (dict(random_state="seed"), TypeError, r"random_state must be None, an int >= 0"),
     (dict(verbose=-1), ValueError, r"verbose must be an int >= 0 or a bool, got -1"),
     (dict(verbose="loud"), TypeError, r"verbose must be an int >= 0 or a bool, got 'loud'"),

@@ -173,9 +173,9 @@ BAD_SVD_ARGS = [
     (dict(k=3, n_iter=None), TypeError, r"^n_iter must be 'auto' or an int >= 0, got None$"),
     (dict(k=3, n_iter="AUTO"), ValueError, r"^n_iter must be 'auto' or an int >= 0, got 'AUTO'$"),
     (dict(k=3, random_state=-1), ValueError,
-     r"^random_state must be None, an int >= 0 or a numpy Generator, got -1$"),
+     r"^random_state must be None, an int >= 0, a numpy Generator or RandomState, got -1$"),
     (dict(k=3, random_state=1.5), TypeError,
-     r"^random_state must be None, an int >= 0 or a numpy Generator, got 1.5$"),
+     r"^random_state must be None, an int >= 0, a numpy Generator or RandomState, got 1.5$"),
 ]
 
 

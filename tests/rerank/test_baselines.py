@@ -441,7 +441,7 @@ def test_unfitted(name, method):
     (PerceptronReranker, dict(shuffle=None), TypeError, "shuffle must be True or False"),
     (PerceptronReranker, dict(random_state="x"), TypeError, "random_state must be None, an int"),
     (PerceptronReranker, dict(random_state=-1), ValueError,
-     r"random_state must be None, an int >= 0 or a numpy Generator, got -1"),
+     r"random_state must be None, an int >= 0, a numpy Generator or RandomState, got -1"),
     (PerceptronReranker, dict(random_state=True), TypeError, "got True"),
     (PerceptronReranker, dict(features=None), ValueError, "features must be one of"),
 ])
