@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .._params import as_int_array, check_random_state
+from .._params import as_int_array, check_bool, check_int, check_random_state
 
 __all__ = ["Vocabulary", "TaggedCorpus", "train_test_split", "kfold_indices"]
 
@@ -366,6 +366,9 @@ def train_test_split(corpus: TaggedCorpus, test_size: float | int = 0.1, shuffle
         Shuffle sentences before splitting (each part keeps the original order).
     """
     n = corpus.n_sentences
+    shuffle = check_bool("shuffle", shuffle)
+    if isinstance(test_size, (bool, np.bool_)):  # True would be taken as 1 sentence
+        raise TypeError(f"test_size must be a float or an int, got {test_size!r}")
     if isinstance(test_size, (float, np.floating)):
         if not 0.0 < test_size < 1.0:
             raise ValueError(f"test_size as a fraction must be in (0, 1), got {test_size}")
@@ -393,8 +396,11 @@ def kfold_indices(n_sentences: int, folds: int = 10, shuffle: bool = True,
     Every sentence is held out exactly once; fold sizes differ by at most one.  Index arrays
     are sorted so that each part keeps corpus order.
     """
-    if not isinstance(folds, (int, np.integer)) or isinstance(folds, bool):
-        raise TypeError(f"folds must be an int, got {type(folds).__name__}")
+    n_sentences = check_int("n_sentences", n_sentences, 2)
+    shuffle = check_bool("shuffle", shuffle)
+    if isinstance(folds, (bool, np.bool_)) or not isinstance(folds, (int, np.integer)):
+        raise TypeError(f"folds must be an int in [2, n_sentences={n_sentences}], got "
+                        f"{folds!r}")
     if not 2 <= folds <= n_sentences:
         raise ValueError(
             f"folds must be in [2, n_sentences={n_sentences}], got {folds}"

@@ -74,13 +74,29 @@ def test_split_bad_args(corpus, kwargs, exc, pattern):
         train_test_split(corpus, **kwargs)
 
 
-@pytest.mark.parametrize(("n", "folds", "pattern"), [
-    (10, 1, r"folds must be in \[2, n_sentences=10\], got 1"),
-    (3, 5, r"folds must be in \[2, n_sentences=3\], got 5"),
+@pytest.mark.parametrize(("n", "kw", "exc", "pattern"), [
+    (10, dict(folds=1), ValueError, r"^folds must be in \[2, n_sentences=10\], got 1$"),
+    (3, dict(folds=5), ValueError, r"^folds must be in \[2, n_sentences=3\], got 5$"),
+    (10, dict(folds=2.0), TypeError, r"^folds must be an int in \[2, n_sentences=10\], "
+                                     r"got 2.0$"),
+    (10, dict(folds=True), TypeError, r"^folds must be an int in \[2, n_sentences=10\], "
+                                      r"got True$"),
+    # n_sentences was not checked: 2.5 reached numpy's permutation, -1 its own error
+    (2.5, dict(folds=2), TypeError, r"^n_sentences must be an int >= 2, got 2.5$"),
+    (1, dict(folds=2), ValueError, r"^n_sentences must be an int >= 2, got 1$"),
+    # 'no' shuffled
+    (10, dict(folds=2, shuffle="no"), TypeError, r"^shuffle must be True or False, got 'no'$"),
 ])
-def test_kfold_bad_args(n, folds, pattern):
-    with pytest.raises(ValueError, match=pattern):
-        kfold_indices(n, folds)
+def test_kfold_bad_args(n, kw, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        kfold_indices(n, **kw)
+
+
+def test_split_refuses_a_bool_size_and_a_non_bool_shuffle(corpus):
+    with pytest.raises(TypeError, match=r"^test_size must be a float or an int, got True$"):
+        train_test_split(corpus, test_size=True)
+    with pytest.raises(TypeError, match=r"^shuffle must be True or False, got 0$"):
+        train_test_split(corpus, shuffle=0)
 
 
 # one random_state check for the whole library (sparsecca._params.check_random_state)
