@@ -53,6 +53,9 @@ def jackknife_nbest(estimator, corpus: TaggedCorpus, k: int = 10, folds: int = 1
     if not corpus.has_tags:
         raise ValueError("corpus must be tagged (tag_ids is None)")
     check_int("k", k, 1)
+    if corpus.n_sentences < 2:  # (kfold_indices would name its n_sentences, not the corpus)
+        raise ValueError(f"corpus must have at least 2 sentences to jackknife, got "
+                         f"{corpus.n_sentences}")
     splits = kfold_indices(corpus.n_sentences, folds, shuffle=True, random_state=random_state)
     it = splits
     if progress:

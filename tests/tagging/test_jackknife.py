@@ -45,6 +45,11 @@ def test_progress_bar(corpus, capsys):
 def test_bad_input(corpus):
     with pytest.raises(ValueError, match=r"folds must be in \[2, n_sentences=240\], got 1"):
         jackknife_nbest(TrigramHMM(), corpus, folds=1)
+    with pytest.raises(ValueError, match=r"^corpus must have at least 2 sentences to "
+                                         r"jackknife, got 1$"):
+        jackknife_nbest(TrigramHMM(), corpus[:1])
+    with pytest.raises(ValueError, match=r"^folds must be in \[2, n_sentences=3\], got 10$"):
+        jackknife_nbest(TrigramHMM(), corpus[:3])
     with pytest.raises(ValueError, match="k must be an int >= 1, got 0"):
         jackknife_nbest(TrigramHMM(), corpus, k=0)
     with pytest.raises(ValueError, match="corpus must be tagged"):
