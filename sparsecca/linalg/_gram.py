@@ -547,9 +547,7 @@ class GramStats:
 
     def _add(self, other, label):
         """The statistics of the union of both row sets."""
-        if other.n_features != self.n_features:
-            raise ValueError(f"{label} must have {self.n_features} columns like the first "
-                             f"block, got {other.n_features}")
+        _check_width(other.n_features, self.n_features, label)
         gram = self.gram + other.gram
         gram.sum_duplicates()
         return GramStats._of_sums(gram, self.colsum + other.colsum,
