@@ -257,8 +257,9 @@ class GramFactor:
         # G Q for the range basis Q it came from) is at least as good as Q's
         Q0 = np.zeros((self.n_features, 0)) if self._lowrank is None else self._lowrank[0]
         with small_blas(target_rank if rank is not None else block_size):
+            # rank(G) <= n as well: a basis of min(n, d) columns is checked for exhaustion
             Q, err = _adaptive(G, max(target_tol, 1e-300), block_size, target_rank, n_iter,
-                               self._rng, Q0)
+                               self._rng, Q0, rank_bound=cap)
         self.n_gram_products_ += G.n_products
         if Q.shape[1] > Q0.shape[1] or self._lowrank is None:
             # G is applied to the whole basis again on extension (rare: the adaptive rank
@@ -479,6 +480,9 @@ class RegularizedInverse(ShapeCheckedOperator):
             raise SingularCovarianceError(
                 f"{self.name} is singular with tau = 0: the data have rank {f.rank_} < "
                 f"d = {f.n_features}; use tau > 0 (e.g. tau = 1e-3)")
+        if self.rank_ == f.n_features:
+            self._setup_full(V, lam)
+            return
         e = f.tail_diagonal(self.rank_) if tail == "diagonal" else np.zeros(f.n_features)
         delta = (1.0 - tau) * e + tau
         # e = colsq - diag(V lam V^T) carries rounding of order d eps colsq: a tail at that
@@ -510,6 +514,26 @@ class RegularizedInverse(ShapeCheckedOperator):
             self._Wp = np.ascontiguousarray(Wp)
             self._P = None
             self._g2 = None
+
+    def _setup_full(self, V, lam):
+        """The closed form for a basis V of all d features: the model is C itself, with no
+        tail (its diagonal is rounding, which at tau = 0 would read as zero variance).
+
+        C = V diag(g) V^T with g = (1 - tau) lam + tau, written as c (I + V diag(g / c - 1)
+        V^T) for c = min(g), so that the identity-tail closed form serves it.
+        """
+        g = (1.0 - self.tau) * lam + self.tau
+        c = float(g.min())
+        # relative to the largest eigenvalue: at tau = 0 a rank-deficient X leaves rounding
+        if not c > lam.size * np.finfo(np.float64).eps * max(float(g.max()), 0.0):
+            raise SingularCovarianceError(
+                f"{self.name} is singular with tau = {self.tau:g} (its smallest eigenvalue is "
+                f"{c:.3g}, at rounding level); use tau > 0 (e.g. tau = 1e-3)")
+        self._isd = np.full(V.shape[0], 1.0 / np.sqrt(c))
+        self._tail_used = "none"
+        self._P = np.ascontiguousarray(V)
+        self._g2 = g / c - 1.0
+        self._Wp = None
 
     def _whitener_factors(self):
         """(P, g2) with W' = P diag(sqrt(g2)) Q^T (thin SVD), for the symmetric whitener."""

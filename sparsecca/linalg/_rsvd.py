@@ -260,6 +260,26 @@ def _range_finder(A, size, n_iter, rng):
     return Q
 
 
+def _range_error(A, Q, bb, rng, norm_est, Y=None):
+    """Halko's estimate of ||(I - Q Q^T) A|| from ``bb`` Gaussian probes (0.0 when what is
+    left is rounding), the scale ``norm_est`` it is judged against, and, when the products
+    A w were given as ``Y``, their projection off Q (else only the first two)."""
+    given = Y is not None
+    if Y is None:
+        Y = _mm(A, rng.standard_normal((A.shape[1], bb)))
+    if norm_est is None:
+        # ||A w|| for Gaussian w ~ ||A||_F, a scale for deciding rank exhaustion
+        norm_est = max(float(np.sqrt((Y * Y).sum(axis=0).mean())), np.finfo(float).tiny)
+    Y = _project_out(Y, Q)
+    err = ERR_FACTOR * float(np.sqrt((Y * Y).sum(axis=0)).max())
+    if not (np.isfinite(err) and np.isfinite(norm_est)):
+        # NaN compares False with every bound: the basis would never grow
+        raise _non_finite_products("A @ V")
+    if err <= 1e3 * np.finfo(np.float64).eps * norm_est * math.sqrt(A.shape[1]):
+        err = 0.0  # range exhausted: what is left is rounding
+    return (err, norm_est, Y) if given else (err, norm_est)
+
+
 def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
                           random_state=None, Q=None, growth=2.0, max_block=1024):
     """Grow an orthonormal basis until an a-posteriori bound on the range error meets ``tol``.
@@ -323,28 +343,25 @@ def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
 
 
 def _adaptive(A, tol, b, max_rank, n_iter, rng, Q, growth=2.0, max_block=1024,
-              norm_est=None):
+              norm_est=None, rank_bound=None):
     m, n = A.shape
+    rank_bound = min(m, n) if rank_bound is None else rank_bound
     err = np.inf
     while True:
         r = Q.shape[1]
         if r >= max_rank:
+            if r >= m:
+                err = 0.0  # the basis spans all of R^m
+            elif r >= rank_bound and err != 0.0:
+                # as many columns as rank(A) can have, but the last estimate predates the
+                # last block: one more probe says whether they span range(A) (a given Q
+                # need not lie in it)
+                err, norm_est = _range_error(A, Q, min(b, n), rng, norm_est)
             break
         bb = min(b, max_rank - r)
         Y = _mm(A, rng.standard_normal((n, bb)))
-        if norm_est is None:
-            # ||A w|| for Gaussian w ~ ||A||_F, a scale for deciding rank exhaustion
-            norm_est = max(float(np.sqrt((Y * Y).sum(axis=0).mean())), np.finfo(float).tiny)
-        Y = _project_out(Y, Q)
-        colnorm = np.sqrt((Y * Y).sum(axis=0))
-        err = ERR_FACTOR * float(colnorm.max())
-        if not (np.isfinite(err) and np.isfinite(norm_est)):
-            # NaN compares False with every bound below: the basis would never grow
-            raise _non_finite_products("A @ V")
-        if err <= 1e3 * np.finfo(np.float64).eps * norm_est * math.sqrt(n):
-            err = 0.0  # range exhausted: what is left is rounding
-            break
-        if err <= tol:
+        err, norm_est, Y = _range_error(A, Q, bb, rng, norm_est, Y)
+        if err == 0.0 or err <= tol:
             break
         for _ in range(n_iter):
             Z = _rmm(A, _orth(Y))

@@ -97,6 +97,10 @@ def check_matrix(X, name: str, *, allow_operator: bool = False, copy_dense: bool
                             f"got a LinearOperator")
         if len(X.shape) != 2 or min(X.shape) < 1:
             raise ValueError(f"{name} must have at least 1 row and 1 column, got shape {X.shape}")
+        if getattr(X, "dtype", None) is not None:
+            # a complex operator's products would be cast to float64, dropping the imaginary
+            # part with only numpy's ComplexWarning: the SVD of Re(A), not of A
+            _float_dtype(X.dtype, name)
         return X
     X, dtype = check_2d(X, name)
     if sp.issparse(X):

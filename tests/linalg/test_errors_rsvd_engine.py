@@ -83,6 +83,14 @@ def test_randomized_svd_checks_generic_operators(make, exc, match):
         randomized_svd(make(), 3, random_state=0)
 
 
+def test_complex_operator_is_refused():
+    # its products would be cast to float64: the SVD of Re(A), with only a ComplexWarning
+    A = A30 + 1j * np.arange(600.0).reshape(30, 20)
+    with pytest.raises(TypeError, match=r"^A must have a real numeric dtype .*got dtype "
+                                        r"complex128$"):
+        randomized_svd(aslinearoperator(A), 3, random_state=0)
+
+
 def test_range_finders_check_the_first_products():
     match = r"^A @ V returned shape \(3, 3\) for V of shape \(20, 3\), expected \(30, 3\)$"
     with pytest.raises(ValueError, match=match):

@@ -227,6 +227,28 @@ def test_dense_tau_zero_nonsingular_is_plain_inverse():
     np.testing.assert_allclose(inv @ np.eye(10), np.linalg.inv(X.T @ X), rtol=1e-10)
 
 
+@pytest.mark.parametrize("method", ["randomized", "iterative"])
+@pytest.mark.parametrize("d", [12, 100])
+def test_tau_zero_full_rank_factor_is_exact(method, d):
+    # the low-rank factor covers every feature (d <= its rank): no tail, so tau = 0 on a
+    # nonsingular X^T X is the plain inverse, not a 'zero variance' refusal
+    X = np.random.default_rng(9).standard_normal((400, d))
+    inv = RegularizedInverse(X, 0.0, method)
+    ref = np.linalg.inv(X.T @ X)
+    np.testing.assert_allclose(inv @ np.eye(d), ref, rtol=1e-8, atol=1e-12 * abs(ref).max())
+    f = GramFactor(X)
+    f.lowrank(d)
+    assert f.rank_ == d and f.range_error_ == 0.0
+
+
+def test_tau_zero_full_rank_factor_of_singular_data_says_so():
+    # every feature in the basis, but two equal columns: singular at tau = 0 all the same
+    X = np.random.default_rng(10).standard_normal((400, 12))
+    X[:, 3] = X[:, 2]
+    with pytest.raises(SingularCovarianceError, match=r"singular with tau = 0.*use tau > 0"):
+        RegularizedInverse(X, 0.0, "randomized")
+
+
 def _spd(d, cond, seed=0):
     rng = np.random.default_rng(seed)
     Q = la.qr(rng.standard_normal((d, d)))[0]

@@ -84,6 +84,25 @@ def test_adaptive_range_finder_detects_exhausted_range():
     assert err == 0.0 and Q.shape[1] == 7
 
 
+@pytest.mark.parametrize("shape", [(60, 8), (8, 60), (20, 20)])
+def test_adaptive_range_finder_full_rank_basis_is_exact(shape):
+    # a basis of min(m, n) columns spans the range of a full-rank A: err is 0.0 as for a
+    # rank-deficient A, not the estimate taken before the last block
+    A = np.random.default_rng(7).standard_normal(shape)
+    Q, err = adaptive_range_finder(A, 1e-300, block_size=3, random_state=0)
+    assert Q.shape[1] == min(shape) and err == 0.0
+    assert la.norm(A - Q @ (Q.T @ A), 2) <= 1e-12 * la.norm(A, 2)
+
+
+def test_adaptive_range_finder_full_basis_off_the_range_is_not_exact():
+    # a given basis of n columns that misses range(A) is not taken for exhaustion
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((40, 5))
+    Q0 = la.qr(rng.standard_normal((40, 5)), mode="economic")[0]
+    Q, err = adaptive_range_finder(A, 1e-3, random_state=0, Q=Q0)
+    assert Q.shape[1] == 5 and err >= la.norm(A - Q @ (Q.T @ A), 2) > 1.0
+
+
 def test_adaptive_range_finder_extends_a_basis():
     A, _ = _decaying(100, 80, seed=6, decay=0.75)
     Q1, e1 = adaptive_range_finder(A, 1e-1, block_size=4, max_block=4, random_state=0)
