@@ -435,6 +435,17 @@ class RegularizedInverse(ShapeCheckedOperator):
                     raise SingularCovarianceError(
                         f"{self.name} is singular with tau = 0: the data have rank at most "
                         f"n = {f.n_samples} < d = {d}; use tau > 0 (e.g. tau = 1e-3)")
+                # C^-1 = (I - (1 - tau) Xc^T K^-1 Xc) / tau cancels ~(1 - tau) ||G|| / tau
+                # digits; the primal factor's pivot test in its terms (its smallest
+                # eigenvalue is tau when n < d): below, the solve returns noise
+                level = d * np.finfo(np.float64).eps * (
+                    (1.0 - tau) * float(np.max(f.colsq, initial=0.0)) + tau)
+                if tau <= level:
+                    raise SingularCovarianceError(
+                        f"{self.name} is singular to working precision with tau = {tau:g}: "
+                        f"tau is below the rounding level d * eps * max diag = {level:.3g} "
+                        f"of a covariance whose data have rank < d; use tau >= "
+                        f"{10 * level:.1g}")
                 # Cholesky of the n x n (1 - tau) Xc Xc^T + tau I: C^-1 by Woodbury, n^3 / 3
                 # flops (BLAS-3) where the dual eigendecomposition (needed only for the
                 # symmetric whitener, computed on demand) costs ~10x more

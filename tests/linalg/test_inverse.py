@@ -10,6 +10,7 @@ from sparsecca.linalg import (
     GramFactor,
     RegularizedInverse,
     SingularCovarianceError,
+    SparseCCA,
     block_cg,
 )
 
@@ -247,6 +248,25 @@ def test_tau_zero_full_rank_factor_of_singular_data_says_so():
     X[:, 3] = X[:, 2]
     with pytest.raises(SingularCovarianceError, match=r"singular with tau = 0.*use tau > 0"):
         RegularizedInverse(X, 0.0, "randomized")
+
+
+def test_dual_form_refuses_a_tau_below_rounding():
+    # n < d: C's smallest eigenvalue is tau, and the dual form divides by it after cancelling
+    # ~||G|| / tau: at tau = 1e-20 every solver returned noise (dense 0.13 for correlations
+    # of 1), now a SingularCovarianceError that names a usable tau
+    X = sp.random(300, 600, density=0.02, random_state=1, format="csr")
+    Y = sp.random(300, 30, density=0.2, random_state=2, format="csr")
+    for tau in (1e-14, 1e-20):
+        with pytest.raises(SingularCovarianceError,
+                           match=rf"^Cxx is singular to working precision with tau = {tau:g}: "
+                                 r"tau is below the rounding level .* use tau >= \d"):
+            RegularizedInverse(X, tau, "dense", name="Cxx")
+        for solver in ("dense", "randomized", "iterative"):
+            with pytest.raises(SingularCovarianceError, match="to working precision"):
+                SparseCCA(3, tau=tau, solver=solver, random_state=0).fit(X, Y)
+    # above it the exact answer: n < d, so the top correlations sit at the cap 1 / (1 - tau)
+    model = SparseCCA(3, tau=1e-10, solver="dense").fit(X, Y)
+    np.testing.assert_allclose(model.correlations_, 1.0, rtol=1e-6)
 
 
 def _spd(d, cond, seed=0):
