@@ -29,6 +29,7 @@ from ..features import SuffixView, TagNgramView
 from ..kernels import aggregate_residuals, slack_update
 from ..linalg import CCAEngine, RankDeficientError, centred_projection, column_mean
 from ._base import (
+    PLATEAU_TIE,
     BaseReranker,
     check_dev_tagset,
     check_nbest,
@@ -299,7 +300,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
                 score, acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks)
                 grid_acc[a, b] = acc
                 cand = (score, acc, tau, lam, k, w, A, B, omega, info)
-            if best is None or cand[0] > best[0]:
+            if best is None or cand[0] > best[0] + PLATEAU_TIE:  # ties: the earlier point
                 best = cand
             bar.set_postfix(tau=f"{tau:g}", lam=f"{lam:g}",
                             best_dev=("-" if dev is None else f"{100 * best[1]:.2f}%"))
@@ -344,7 +345,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
                 acc = 1.0 - losses_of_choice(dev, dev.argmax(dev.scores + w * p)) \
                     / dev.corpus.n_tokens
                 score = acc
-            if score > best[0]:
+            if score > best[0] + PLATEAU_TIE:
                 best = (score, acc, int(k), w)
         return best
 

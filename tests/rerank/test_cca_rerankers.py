@@ -1,5 +1,6 @@
 """The three low-dimensional rerankers against slow references and the paper's identities."""
 
+from fractions import Fraction
 from functools import cache
 
 import numpy as np
@@ -14,6 +15,7 @@ from sparsecca.rerank import (
     GenerativeReranker,
     SoftenedReranker,
     default_rerankers,
+    losses_of_choice,
     plateau_score,
     tune_weight,
 )
@@ -239,10 +241,25 @@ def test_tune_weight_plateau_against_brute_force(window):
     p = np.random.default_rng(1).normal(size=dev.n_total)
     w, acc, (grid, accs) = tune_weight(dev, p, refine=False, window=window)
     brute = np.array([dev.accuracy(dev.argmax(dev.scores + g * p)) for g in range(101)])
-    avg = [brute[max(0, i - window):i + window + 1].mean() for i in range(101)]
-    assert w == float(np.argmax(avg))
+    # exact plateau averages (rationals of the integer losses): the first maximum
+    lost = [losses_of_choice(dev, dev.argmax(dev.scores + g * p)) for g in range(101)]
+    avg = [Fraction(sum(lost[max(0, i - window):i + window + 1]),
+                    len(lost[max(0, i - window):i + window + 1])) for i in range(101)]
+    assert w == float(avg.index(min(avg)))
     assert acc == pytest.approx(brute[int(w)])
-    assert plateau_score((grid, accs), w, window) == pytest.approx(max(avg))
+    assert plateau_score((grid, accs), w, window) == pytest.approx(
+        1 - float(min(avg)) / dev.corpus.n_tokens)
+
+
+@pytest.mark.parametrize("window", [0, 2])
+def test_tune_weight_ties_go_to_the_smallest_w(window):
+    # a model score constant within each sentence changes no choice: every w ties, and the
+    # running sum's rounding (~1e-15) once picked w = 9.6
+    _, dev, _ = lists()
+    p = np.repeat(np.linspace(-1.0, 1.0, dev.n_sentences), dev.n_candidates)
+    w, acc, (grid, accs) = tune_weight(dev, p, window=window)
+    assert np.unique(accs).size == 1
+    assert w == 0.0 and acc == accs[0]
 
 
 def _with_neg_inf(nb, where):
@@ -501,6 +518,23 @@ def test_more_components_than_correlations_refused_in_the_users_terms(cls):
         assert rank == np.linalg.matrix_rank((X.T @ Y).toarray())
     model = cls(**dict(params, n_components=rank)).fit(train, dev)  # the advice works
     assert model.n_components_ <= rank
+
+
+@pytest.mark.parametrize("n_components", [32, 100])
+def test_randomized_solver_counts_the_achieved_rank(n_components):
+    """30 training sentences: C_xy has rank 30.  The randomized model's rounding once
+    counted up to 50 nonzero values (an n_components it advised, then refused) and accepted
+    32 components, 2 of them noise; the count is now of the achieved correlations."""
+    train, dev, _ = lists()
+    few = train.select(np.arange(30))
+    params = dict(n_components=n_components, tau=0.5, k_grid=[n_components], w=5.0,
+                  solver="randomized", random_state=0)
+    with pytest.raises(ValueError, match=r"the cross-covariance has rank 30 \(at most one per "
+                                         r"training sentence: 30 sentences;.* give "
+                                         r"n_components <= 30$"):
+        GenerativeReranker(**params).fit(few, dev)
+    model = GenerativeReranker(**dict(params, n_components=30, k_grid=[30])).fit(few, dev)
+    assert model.eigenvalues_[-1] > 1e-6 * model.eigenvalues_[0]
 
 
 @pytest.mark.parametrize("center", [False, True])
