@@ -166,18 +166,22 @@ def paired_bootstrap(correct_a, correct_b, offsets, n_resamples: int = 10_000,
         raise ValueError(f"paired_bootstrap needs at least 2 non-empty sentences to "
                          f"resample, got {n_filled}")
     rng = check_random_state(random_state)
-    worse = 0
+    worse = defined = 0
     # resample in chunks to bound memory at ~ chunk * n indices
     chunk = max(1, min(n_resamples, 2_000_000 // max(n, 1)))
     done = 0
     while done < n_resamples:
         b = min(chunk, n_resamples - done)
         idx = rng.integers(0, n, size=(b, n))
-        gains = diff[idx].sum(axis=1) / lengths[idx].sum(axis=1)
-        worse += int(np.count_nonzero(gains <= 0))
+        tokens = lengths[idx].sum(axis=1)
+        # a resample of empty sentences only has no accuracy: left out, not counted as a
+        # loss for B (its 0 / 0 gain compared as 'not worse')
+        has = tokens > 0
+        worse += int(np.count_nonzero(diff[idx[has]].sum(axis=1) <= 0))
+        defined += int(np.count_nonzero(has))
         done += b
     return {"gain": float(diff.sum() / lengths.sum()),
-            "p_value": (worse + 1) / (n_resamples + 1), "n_resamples": int(n_resamples)}
+            "p_value": (worse + 1) / (defined + 1), "n_resamples": int(n_resamples)}
 
 
 def mcnemar(correct_a, correct_b) -> dict:

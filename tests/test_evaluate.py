@@ -55,6 +55,22 @@ def test_bootstrap_matches_slow_loop():
     assert r["p_value"] < 0.05  # B is strictly better on a real share of tokens
 
 
+def test_bootstrap_leaves_out_resamples_of_empty_sentences():
+    # 2 sentences with tokens (B better on one, worse on the other) and 3 empty ones: a
+    # resample of empty sentences only has no accuracy (7.8% of them), once counted as a
+    # gain for B; the p-value is over the others, against all 5^5 resamples enumerated
+    import itertools
+
+    a = np.array([1, 0, 1, 1], bool)
+    b = np.array([1, 1, 1, 0], bool)
+    off = [0, 2, 4, 4, 4, 4]
+    d, n_tok = np.array([1, -1, 0, 0, 0]), np.array([2, 2, 0, 0, 0])
+    rows = [list(r) for r in itertools.product(range(5), repeat=5) if n_tok[list(r)].sum()]
+    exact = np.mean([d[r].sum() <= 0 for r in rows])
+    r = paired_bootstrap(a, b, off, n_resamples=100_000, random_state=0)
+    assert r["p_value"] == pytest.approx(exact, abs=0.005)  # ~3.5 standard errors
+
+
 def test_bootstrap_identical_systems_not_significant():
     a = np.ones(100, bool)
     r = paired_bootstrap(a, a, [0, 50, 100], n_resamples=200)

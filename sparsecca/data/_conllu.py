@@ -207,7 +207,9 @@ def read_tokenized(path) -> TaggedCorpus:
 def tokenized_corpus(text: str) -> TaggedCorpus:
     """:func:`read_tokenized` of a file's text (:func:`read_text`), for a caller that has
     read it already."""
-    return TaggedCorpus.from_words(line.split() for line in text.splitlines() if line.strip())
+    # lines end at \n (\r\n too) only, as in the CoNLL-U reader: str.splitlines would also
+    # end one at a form feed, U+0085 or U+2028 inside it, and number the sentences wrong
+    return TaggedCorpus.from_words(line.split() for line in text.split("\n") if line.strip())
 
 
 def _check_writable(what: str, items) -> None:

@@ -169,6 +169,11 @@ def test_read_tokenized(tmp_path):
     p.write_text("The cat sat .\n\n  A dog  \n")
     c = read_tokenized(p)
     assert [w for w, _ in c] == [["The", "cat", "sat", "."], ["A", "dog"]]
+    # a line ends at \n (or \r\n) only: a form feed, U+0085 or U+2028 inside one is white
+    # space between tokens, not the end of a sentence
+    p.write_bytes("Le chat\x0cdort .\r\nIl\u2028mange\x85des pommes\n".encode())
+    assert [w for w, _ in read_tokenized(p)] == [["Le", "chat", "dort", "."],
+                                                 ["Il", "mange", "des", "pommes"]]
 
 
 TOK = "1\tw\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n"
