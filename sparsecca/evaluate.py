@@ -128,7 +128,8 @@ def paired_bootstrap(correct_a, correct_b, offsets, n_resamples: int = 10_000,
 
     Sentences are resampled with replacement ``n_resamples`` times; the one-sided p-value is the
     fraction of resamples in which B's accuracy gain over A is <= 0 (Koehn 2004; Berg-Kirkpatrick
-    et al. 2012 use the equivalent shifted form).
+    et al. 2012 use the equivalent shifted form), among those with a token (a resample of
+    empty sentences only has no accuracy).
 
     Parameters
     ----------

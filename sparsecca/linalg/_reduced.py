@@ -1184,16 +1184,19 @@ def _achieved_rank(exc, A, B, omega, xinv, yinv, cross):
         s = _finalize(A[:, :r], B[:, :r], xinv, yinv, cross).correlations
     except FactorizationError:  # dependent projections: already noise among them
         return exc
-    top = float(s.max()) ** 2
-    return RankDeficientError(int(np.sum(s * s > max(top, 1e-300) * 1e-12)), exc.n_components)
+    return RankDeficientError(_nonzero(s * s), exc.n_components)
+
+
+def _nonzero(omega):
+    """How many of ``omega`` are (numerically) nonzero: above 1e-12 of the largest."""
+    top = float(np.max(omega)) if omega.size else 0.0
+    return int(np.sum(omega > max(top, 1e-300) * 1e-12)) if top > 0 else 0
 
 
 def _check_rank(omega, k):
     """Refuse components with (numerically) zero correlation instead of returning noise."""
-    top = float(np.max(omega)) if omega.size else 0.0
-    cut = max(top, 1e-300) * 1e-12
-    r = int(np.sum(omega > cut))
-    if top <= 0 or r < k:
+    r = _nonzero(omega)
+    if r < k:
         raise RankDeficientError(r, k)
 
 

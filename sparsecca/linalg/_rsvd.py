@@ -260,13 +260,11 @@ def _range_finder(A, size, n_iter, rng):
     return Q
 
 
-def _range_error(A, Q, bb, rng, norm_est, Y=None):
+def _range_error(A, Q, bb, rng, norm_est):
     """Halko's estimate of ||(I - Q Q^T) A|| from ``bb`` Gaussian probes (0.0 when what is
-    left is rounding), the scale ``norm_est`` it is judged against, and, when the products
-    A w were given as ``Y``, their projection off Q (else only the first two)."""
-    given = Y is not None
-    if Y is None:
-        Y = _mm(A, rng.standard_normal((A.shape[1], bb)))
+    left is rounding), the scale ``norm_est`` it is judged against, and the probes' images
+    projected off Q."""
+    Y = _mm(A, rng.standard_normal((A.shape[1], bb)))
     if norm_est is None:
         # ||A w|| for Gaussian w ~ ||A||_F, a scale for deciding rank exhaustion
         norm_est = max(float(np.sqrt((Y * Y).sum(axis=0).mean())), np.finfo(float).tiny)
@@ -277,7 +275,7 @@ def _range_error(A, Q, bb, rng, norm_est, Y=None):
         raise _non_finite_products("A @ V")
     if err <= 1e3 * np.finfo(np.float64).eps * norm_est * math.sqrt(A.shape[1]):
         err = 0.0  # range exhausted: what is left is rounding
-    return (err, norm_est, Y) if given else (err, norm_est)
+    return err, norm_est, Y
 
 
 def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
@@ -356,12 +354,10 @@ def _adaptive(A, tol, b, max_rank, n_iter, rng, Q, growth=2.0, max_block=1024,
                 # as many columns as rank(A) can have, but the last estimate predates the
                 # last block: one more probe says whether they span range(A) (a given Q
                 # need not lie in it)
-                err, norm_est = _range_error(A, Q, min(b, n), rng, norm_est)
+                err = _range_error(A, Q, min(b, n), rng, norm_est)[0]
             break
-        bb = min(b, max_rank - r)
-        Y = _mm(A, rng.standard_normal((n, bb)))
-        err, norm_est, Y = _range_error(A, Q, bb, rng, norm_est, Y)
-        if err == 0.0 or err <= tol:
+        err, norm_est, Y = _range_error(A, Q, min(b, max_rank - r), rng, norm_est)
+        if err <= tol:  # (tol > 0: an exhausted range, err = 0.0, stops too)
             break
         for _ in range(n_iter):
             Z = _rmm(A, _orth(Y))
