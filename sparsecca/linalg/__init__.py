@@ -4,7 +4,8 @@ Row convention (one example per row), the paper's scaling (Eq. 11)::
 
     Cxx = (1 - tau) Xc^T Xc + tau I,   Cyy = (1 - tau) Yc^T Yc + tau I,   Cxy = Xc^T M
 
-with Xc = X unless centring is asked for (implicit, by rank-one corrections).  Because Cxy
+with Xc = X unless centring is asked for (sparse views implicitly, by rank-one corrections;
+dense ones explicitly, in float64 copies).  Because Cxy
 is not scaled by (1 - tau), sqrt(omega) of Eq. 14 can exceed 1 (up to 1 / (1 - tau)).
 
 Covariance builders
@@ -26,7 +27,9 @@ Estimator
 Errors
     :class:`FactorizationError`, :class:`SingularCovarianceError`
     (subclasses of ``numpy.linalg.LinAlgError`` and hence of ``ValueError``),
-    :class:`RankDeficientError` (a ``ValueError``: more components than nonzero correlations)
+    :class:`RankDeficientError` (a ``ValueError``: more components than nonzero correlations);
+    :class:`CentringPrecisionWarning` (a ``RuntimeWarning``: implicit centring of a sparse
+    view whose column means dominate its spread cancels digits)
 """
 
 from ._cca import CCAEngine, SparseCCA, cca_path
@@ -34,11 +37,17 @@ from ._gram import CrossCovariance, GramStats, RegularizedGram, centred_projecti
 from ._inverse import GramFactor, RegularizedInverse, block_cg
 from ._reduced import CCAResult, reduced_cca
 from ._rsvd import adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
-from ._validation import FactorizationError, RankDeficientError, SingularCovarianceError
+from ._validation import (
+    CentringPrecisionWarning,
+    FactorizationError,
+    RankDeficientError,
+    SingularCovarianceError,
+)
 
 __all__ = [
     "CCAEngine",
     "CCAResult",
+    "CentringPrecisionWarning",
     "CrossCovariance",
     "FactorizationError",
     "GramFactor",

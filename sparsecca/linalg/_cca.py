@@ -28,6 +28,7 @@ from ._gram import (
     _DataMatrix,
     centred_projection,
     column_mean,
+    column_sums,
 )
 from ._inverse import TAILS, GramFactor, RegularizedInverse
 from ._reduced import CCAResult, dense_factor_cost, lobpcg_fits, reduced_cca
@@ -159,7 +160,8 @@ class CCAEngine:
     Y : (n, d2) ndarray or scipy.sparse matrix, output view (defines C_yy)
     solver : {'auto', 'dense', 'randomized', 'iterative'}
     center : bool, default False
-        Centre X and Y implicitly (rank-one corrections; sparse inputs stay sparse).
+        Centre X and Y: sparse views implicitly (rank-one corrections, never densified),
+        dense ones in float64 copies.
     tol : float in (0, 1), optional
         Relative accuracy target for the correlations (default 1e-3 for 'randomized', 1e-7
         for 'iterative'): LOBPCG stops at relative Ritz residuals of sqrt(tol) and squared
@@ -239,9 +241,9 @@ class CCAEngine:
         self._xmerge = _ColumnMerge(X) if merge_duplicates else None
         Xm = X if self._xmerge is None else self._xmerge.merged
         self.n_merged_features_ = Xm.shape[1]
-        self._xdata = _DataMatrix(Xm, self.center)
+        self._xdata = _DataMatrix(Xm, self.center, "X")
         self.xfactor = GramFactor(self._xdata, center=self.center, random_state=rng)
-        self.yfactor = GramFactor(Y, center=self.center, random_state=rng)
+        self.yfactor = GramFactor(Y, center=self.center, random_state=rng, name="Y")
         d1, d2 = Xm.shape[1], Y.shape[1]
         if solver == "auto":
             self.solver_, self.solver_reason_ = _auto_solver(n, d1, d2)
@@ -562,7 +564,7 @@ class CCAEngine:
         which = check_choice(which, "which", ("X", "Y"))
         if which not in self._colsums:
             M = self.X if which == "X" else self.Y
-            self._colsums[which] = np.asarray(M.sum(axis=0, dtype=np.float64)).ravel()
+            self._colsums[which] = column_sums(M)
         return self._colsums[which]
 
     def _keep_warm(self, res):
@@ -741,7 +743,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
         (``CCAEngine.exact_rescue_fits``; ``solver_reason_`` says so).  ``preconditioner``
         overrides the rule.
     center : bool, default False
-        Centre both views implicitly (never densifies sparse input).
+        Centre both views: a sparse view implicitly (never densified; a
+        :class:`~sparsecca.linalg.CentringPrecisionWarning` when its column means dominate
+        its spread so much that the correction cancels more than eight digits), a dense one
+        in a float64 copy (exact whatever its offsets).
     tol : float, optional
         Relative accuracy target of the correlations (default 1e-3 for 'randomized', 1e-7
         for 'iterative').  Both fast solvers warn (RuntimeWarning) when their error estimate

@@ -10,9 +10,18 @@ Neither forms a dense d x d matrix: a Gram product is X^T (X V), two scipy spars
 over row halves of X on two threads, centering is a rank-one correction (X is never
 densified), and both can be accumulated from an iterator of CSR row blocks, giving the same
 operator as the stacked matrix (sums of per-block Gram matrices and column sums).
+
+The rank-one correction X^T X - n mu mu^T cancels digits when the means dominate the
+spread of the columns (float64 products keep about -log10(eps a) digits for the bound ``a``
+of :func:`_centring_amplification`).  A dense X or M is therefore centred explicitly, in a
+float64 copy (the caller's array is untouched); a sparse or streamed one, which centring
+would densify, keeps the correction and warns (:class:`CentringPrecisionWarning`) when
+fewer than CENTRING_MIN_DIGITS digits would be left.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,6 +30,7 @@ from scipy.sparse.linalg import LinearOperator
 from .._params import check_bool, check_float_dtype
 from ._split import SPLIT_MIN_FLOPS, run_pair, tall_matmul, tall_tmatmul
 from ._validation import (
+    CentringPrecisionWarning,
     ShapeCheckedOperator,
     check_2d,
     check_block,
@@ -51,6 +61,15 @@ PAIR_OUTPUT_SPLIT_MIN_FLOPS = 1e8
 #: en-brown and zipf views).  100 leaves float32 products ~1e-5 accurate, three orders
 #: below the 1e-2 relative residuals where those steps stop (LOBPCG_SINGLE_TOL)
 SINGLE_CENTRED_MAX_AMPLIFICATION = 100.0
+
+#: a sparse or streamed view centred implicitly warns when its products keep fewer digits
+#: than this (eps * amplification > 10^-8): the dense solver's 1e-8 accuracy is then out of
+#: reach (a column offset of 1e5 over unit spread left correlations 1e-5 off)
+CENTRING_MIN_DIGITS = 8
+
+#: a dense view is centred explicitly in row blocks of about this many bytes (float64)
+CENTRE_BLOCK_BYTES = 32 * 2**20
+
 
 #: ``toarray``, ``CrossCovariance.dense_product``, ``GramFactor.dense_gram`` and the 'dense'
 #: ``RegularizedInverse`` refuse to materialise a matrix with more entries than
@@ -90,7 +109,9 @@ def column_mean(X):
     X, _ = check_2d(X, "X")
     if X.shape[0] < 1:
         raise ValueError(f"X must have at least 1 row to average, got shape {X.shape}")
-    return np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+    # accumulated in float64: numpy and scipy average a float32 X in float32 (naively down
+    # the rows: 1e5 rows near 1e3 came out 0.4 off)
+    return column_sums(X) / X.shape[0]
 
 
 def centred_projection(X, W, mean=None):
@@ -98,7 +119,9 @@ def centred_projection(X, W, mean=None):
 
     ``mean`` None (or all zero) gives X W: the uncentred projection.  A CSR X is multiplied
     by row halves (:func:`sparse_matmat`: on two threads inside the fast solvers' pinned
-    region, the same result either way).
+    region, the same result either way), then corrected by mean^T W; a dense X is centred
+    explicitly, a block of rows at a time (X W - 1 mean^T W would cancel digits when the
+    means dominate the spread).
 
     Parameters
     ----------
@@ -119,13 +142,57 @@ def centred_projection(X, W, mean=None):
     if mean is not None:
         mean = np.asarray(mean)
         check_shape(mean, "mean", (d,), "(one per column of X)")
+    centre = mean is not None and bool(np.any(mean))
+    if centre and not sp.issparse(X):
+        return _centred_dense_product(X, W, mean)
     if sp.issparse(X) and X.format == "csr" and W.ndim == 2:
         P = sparse_matmat(X, W)
     else:
         P = np.asarray(X @ W, dtype=np.float64)
-    if mean is not None and np.any(mean):
+    if centre:
         P -= mean @ W
     return P
+
+
+def _centred_blocks(X, mean):
+    """(lo, hi, X[lo:hi] - mean) over row blocks of a dense X, in float64."""
+    X = np.asarray(X)
+    mean = np.asarray(mean, dtype=np.float64)
+    step = max(1, CENTRE_BLOCK_BYTES // (8 * max(X.shape[1], 1)))
+    for lo in range(0, X.shape[0], step):
+        hi = min(lo + step, X.shape[0])
+        yield lo, hi, np.asarray(X[lo:hi], dtype=np.float64) - mean
+
+
+def _centred_dense_product(X, W, mean):
+    """(X - 1 mean^T) W for a dense X, centring a block of rows at a time, (n, k) float64."""
+    W = np.asarray(W, dtype=np.float64)
+    out = np.empty((X.shape[0],) + W.shape[1:], dtype=np.float64)
+    for lo, hi, block in _centred_blocks(X, mean):
+        out[lo:hi] = block @ W
+    return out
+
+
+def _centred_copy(X):
+    """(X - 1 mu^T, mu) for a dense X: a new float64 array and the float64 column means."""
+    mean = column_mean(X)
+    out = np.empty(X.shape, dtype=np.float64)
+    for lo, hi, block in _centred_blocks(X, mean):
+        out[lo:hi] = block
+    return out, mean
+
+
+def _warn_centring(amplification, name):
+    """Warn when implicit centring leaves fewer than CENTRING_MIN_DIGITS digits."""
+    loss = np.finfo(np.float64).eps * amplification
+    if loss > 10.0 ** -CENTRING_MIN_DIGITS:
+        digits = max(0.0, -np.log10(loss)) if np.isfinite(loss) else 0.0
+        warnings.warn(
+            f"center=True: the column means of the sparse {name} dominate its spread "
+            f"(||{name}^T {name}|| / ||{name}c^T {name}c|| up to {amplification:.3g}), so "
+            f"centring it implicitly keeps about {digits:.0f} significant digits of its "
+            f"covariance; centre {name} yourself (a dense array is centred exactly) or "
+            f"shift its largest columns", CentringPrecisionWarning, stacklevel=4)
 
 
 def _row_split(X):
@@ -282,13 +349,37 @@ def sparse_gram_matmat(X, V, dtype=np.float64):
                            np.ascontiguousarray(V, dtype=dtype), dtype)
 
 
+def column_sums(X, squares=False):
+    """Column sums (of squares with ``squares``) of a dense or sparse (n, d) X, accumulated
+    in float64, as a (d,) float64 array.
+
+    scipy's ``sum(axis=0, dtype=float64)`` of a float32 sparse matrix still accumulates in
+    float32 (1e5 rows near 1e3: 4e4 off), so sparse columns are summed from their stored
+    values cast to float64.
+    """
+    if sp.issparse(X):
+        if X.format not in ("csr", "csc"):
+            X = X.tocsr()
+        v = np.asarray(X.data, dtype=np.float64)
+        if squares:
+            v = v * v
+        d = X.shape[1]
+        if X.format == "csr":
+            return np.bincount(X.indices, weights=v, minlength=d)[:d]
+        out = np.zeros(d)
+        nonempty = np.flatnonzero(np.diff(X.indptr))
+        if nonempty.size:
+            out[nonempty] = np.add.reduceat(v, X.indptr[nonempty])
+        return out
+    X = np.asarray(X)
+    if squares:
+        return np.einsum("ij,ij->j", X, X, dtype=np.float64)
+    return X.sum(axis=0, dtype=np.float64)
+
+
 def _column_moments(X):
     """Column sums and sums of squares of a dense or sparse (n, d) X, float64 (d,) each."""
-    if sp.issparse(X):
-        return (np.asarray(X.sum(axis=0, dtype=np.float64)).ravel(),
-                np.asarray(X.multiply(X).sum(axis=0, dtype=np.float64)).ravel())
-    X = np.asarray(X)
-    return X.sum(axis=0, dtype=np.float64), np.einsum("ij,ij->j", X, X, dtype=np.float64)
+    return column_sums(X), column_sums(X, squares=True)
 
 
 def _centring_amplification(colsum, colsq, n):
@@ -313,14 +404,19 @@ class _DataMatrix:
     subtracting the mean would cancel more digits than float32 holds.
     """
 
-    def __init__(self, X, center: bool):
+    def __init__(self, X, center: bool, name: str = "X"):
         self.sparse = sp.issparse(X)
         if self.sparse and X.format != "csr":
             X = X.tocsr()  # the products split CSR rows
-        self.X = X
-        self.n, self.d = X.shape
         self.dtype = X.dtype
         self.center = bool(center)
+        # a dense X is centred explicitly; its products then correct only for the rounding
+        # left in the column means of X - 1 mu^T (the offset: mu, which :attr:`means` adds)
+        self.offset = None
+        if self.center and not self.sparse:
+            X, self.offset = _centred_copy(X)
+        self.X = X
+        self.n, self.d = X.shape
         colsum, sq = _column_moments(X)
         self.colsum = colsum
         self.mean = colsum / self.n if self.center else None
@@ -329,6 +425,15 @@ class _DataMatrix:
         self.nnz = X.nnz if self.sparse else X.size
         self._single = None
         self._amplification = None
+        if self.sparse and self.center:
+            _warn_centring(self.centring_amplification(), name)
+
+    @property
+    def means(self):
+        """The column means of the data as given (float64 (d,)), None uncentred."""
+        if not self.center:
+            return None
+        return self.mean if self.offset is None else self.offset + self.mean
 
     def single(self):
         """X's values in float32 on X's index arrays (sparse X only; formed once, 4 bytes a
@@ -560,7 +665,7 @@ class _StatsSource:
 
     sparse = True
 
-    def __init__(self, stats: GramStats, center: bool):
+    def __init__(self, stats: GramStats, center: bool, name: str = "X"):
         self.stats = stats
         self.n, self.d = stats.n_samples, stats.n_features
         self.dtype = stats.dtype
@@ -570,6 +675,13 @@ class _StatsSource:
         sq = stats.gram.diagonal()
         self.colsq = np.maximum(sq - self.colsum * self.mean, 0.0) if self.center else sq
         self.nnz = stats.gram.nnz
+        if self.center:
+            _warn_centring(_centring_amplification(self.colsum, self.colsq, self.n), name)
+
+    @property
+    def means(self):
+        """The column means (float64 (d,)), None uncentred."""
+        return self.mean
 
     def gram_matmat(self, V, dtype=np.float64):
         V, _ = _as_block(V)
@@ -588,12 +700,12 @@ class _StatsSource:
 def _source(X, center, name="X"):
     """A Gram source (data matrix or accumulated statistics) for X."""
     if isinstance(X, GramStats):
-        return _StatsSource(X, center)
+        return _StatsSource(X, center, name)
     if isinstance(X, (_DataMatrix, _StatsSource)):
         if X.center != bool(center):
             raise ValueError(f"{name} was built with center={X.center}, got center={center}")
         return X
-    return _DataMatrix(check_matrix(X, name), center)
+    return _DataMatrix(check_matrix(X, name), center, name)
 
 
 class RegularizedGram(ShapeCheckedOperator):
@@ -606,7 +718,9 @@ class RegularizedGram(ShapeCheckedOperator):
     tau : float in [0, 1]
         Regularisation weight (the paper's tau): 0 is the plain Gram matrix, 1 the identity.
     center : bool, default False
-        Centre the columns implicitly (Xc = X - 1 mu^T by a rank-one correction).
+        Centre the columns: a sparse X implicitly (Xc = X - 1 mu^T by a rank-one
+        correction; a :class:`CentringPrecisionWarning` when the means dominate), a dense X
+        in a float64 copy.
     dtype : {None, float32, float64}
         Dtype of the products (default: that of X).
 
@@ -640,7 +754,7 @@ class RegularizedGram(ShapeCheckedOperator):
     @property
     def mean_(self):
         """Column means used for centring, or None when ``center=False``."""
-        return self._src.mean
+        return self._src.means
 
     def _matmat(self, V):
         V = np.asarray(V)
@@ -741,7 +855,8 @@ class CrossCovariance(ShapeCheckedOperator):
     M : (n, d2) ndarray or scipy.sparse matrix
         The second factor (M = Y for CCA; a residual-weighted mixture for the rerankers).
     center : bool, default False
-        Centre X implicitly.  Since Xc^T M = Xc^T Mc, this is the centred cross-covariance.
+        Centre X (a sparse X implicitly, a dense one in a float64 copy).  Since Xc^T M =
+        Xc^T Mc, this is the centred cross-covariance; a dense M is centred in a copy too.
 
     Attributes
     ----------
@@ -764,6 +879,10 @@ class CrossCovariance(ShapeCheckedOperator):
             self._x = _DataMatrix(check_matrix(X, "X"), center)
         M = check_matrix(M, "M")
         check_same_rows(X=self._x.X, M=M)
+        if center and not sp.issparse(M):
+            # Xc^T M = Xc^T Mc: a dense M is centred too, so that its offset does not
+            # round X^T M (the rank-one term then corrects only rounding)
+            M = _centred_copy(M)[0]
         self._m = M
         self._sparse = None  # accumulated (sparse X^T M, colsum X, colsum M, n)
         self._product = None  # X^T M once formed by tosparse
@@ -1007,7 +1126,7 @@ class CrossCovariance(ShapeCheckedOperator):
                 u, v = sx / n, np.array(sm, dtype=np.float64)
             else:
                 u = self._x.colsum / self._x.X.shape[0]
-                v = np.asarray(self._m.sum(axis=0, dtype=np.float64)).ravel()
+                v = column_sums(self._m)
             u.flags.writeable = v.flags.writeable = False
             self._rank_one = (u, v)
         return self._rank_one

@@ -109,9 +109,12 @@ class GramFactor:
         Data, one example per row (statistics accumulated from row blocks also work, except
         for the dual dense form which needs the rows).
     center : bool, default False
-        Factor the implicitly centred Gram (X is never densified).
+        Factor the centred Gram: a sparse X implicitly (never densified), a dense X through
+        a centred float64 copy (see :mod:`sparsecca.linalg._gram`).
     random_state : None, int, numpy Generator or RandomState
         Seed of the randomized range finder.
+    name : str, default "X"
+        What messages and warnings call the data.
 
     Attributes
     ----------
@@ -122,9 +125,9 @@ class GramFactor:
         (0.0 when the range of G is exhausted, i.e. the factor is exact)
     """
 
-    def __init__(self, X, center: bool = False, random_state=None):
+    def __init__(self, X, center: bool = False, random_state=None, *, name: str = "X"):
         center = check_bool("center", center)
-        self._src = _source(X, center)
+        self._src = _source(X, center, name)
         self.center = bool(center)
         self.n_samples = self._src.n
         self.n_features = self._src.d
@@ -537,9 +540,12 @@ class RegularizedInverse(ShapeCheckedOperator):
         c = float(g.min())
         # relative to the largest eigenvalue: at tau = 0 a rank-deficient X leaves rounding
         if not c > lam.size * np.finfo(np.float64).eps * max(float(g.max()), 0.0):
+            advice = ("use tau > 0 (e.g. tau = 1e-3)" if self.tau == 0 else
+                      "rescale or centre the columns of X, or raise tau")
             raise SingularCovarianceError(
                 f"{self.name} is singular with tau = {self.tau:g} (its smallest eigenvalue is "
-                f"{c:.3g}, at rounding level); use tau > 0 (e.g. tau = 1e-3)")
+                f"{c:.3g}, at the rounding level of its largest, {float(g.max()):.3g}); "
+                f"{advice}")
         self._isd = np.full(V.shape[0], 1.0 / np.sqrt(c))
         self._tail_used = "none"
         self._P = np.ascontiguousarray(V)

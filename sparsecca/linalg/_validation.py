@@ -17,6 +17,7 @@ from .._params import check_int, check_random_state  # shared with evaluate and 
 from .._sparse import check_sparse_structure
 
 __all__ = [
+    "CentringPrecisionWarning",
     "FactorizationError",
     "RankDeficientError",
     "ShapeCheckedOperator",
@@ -49,6 +50,11 @@ class FactorizationError(np.linalg.LinAlgError):
 
 class SingularCovarianceError(FactorizationError):
     """A covariance matrix is singular (typically tau = 0 with rank-deficient data)."""
+
+
+class CentringPrecisionWarning(RuntimeWarning):
+    """Centring a sparse or streamed view implicitly (X^T X - n mu mu^T) cancels digits of
+    its covariance because its column means dominate its spread."""
 
 
 class RankDeficientError(ValueError):

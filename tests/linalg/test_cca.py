@@ -183,6 +183,50 @@ def test_centered_equals_explicitly_centered_dense():
     assert sp.issparse(X)  # the input was never densified by fit
 
 
+@pytest.mark.parametrize("solver", ["dense", "randomized", "iterative"])
+@pytest.mark.parametrize("offset", [1e5, 1e7])
+def test_centred_dense_input_with_large_offsets(solver, offset):
+    """A dense view is centred explicitly: column offsets far above the spread change
+    nothing beyond the rounding of the data itself (the rank-one correction left them
+    1e-5 off at 1e5, and at 1e7 the Cholesky of Cxx failed)."""
+    X0, Y0 = dense_problem(500, 30, 8, seed=11, shared=4, noise=0.8)
+    X0, Y0 = X0 - X0.mean(axis=0), Y0 - Y0.mean(axis=0)
+    Xo, Yo = X0 + offset, Y0 - offset
+    # the data as stored: X0 + offset rounds X0 to ~offset * eps
+    Xr, Yr = Xo - Xo.mean(axis=0), Yo - Yo.mean(axis=0)
+    ref = SparseCCA(3, tau=0.1, solver="dense").fit(Xr, Yr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = SparseCCA(3, tau=0.1, solver=solver, center=True, random_state=0).fit(Xo, Yo)
+    tol = 1e-9 if solver != "randomized" else 1e-6
+    np.testing.assert_allclose(est.correlations_, ref.correlations_, rtol=tol)
+    np.testing.assert_allclose(est.x_mean_, Xo.mean(axis=0), rtol=1e-15)
+    xs, ys = est.transform(Xo, Yo)
+    xr, yr = ref.transform(Xr, Yr)
+    scale = np.abs(xr).max()
+    np.testing.assert_allclose(np.abs(xs), np.abs(xr), atol=1e3 * tol * scale)
+    np.testing.assert_allclose(est.empirical_correlations_, ref.empirical_correlations_,
+                               rtol=tol)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr", "csc"])
+def test_float32_input_means_accumulate_in_float64(fmt):
+    """x_mean_ of a float32 view is its float64 mean: scipy (and numpy, down the rows)
+    average float32 in float32 (6e-4 off here), which shifted every centred projection."""
+    rng = np.random.default_rng(3)
+    X = sp.random(100_000, 6, density=0.5, random_state=4, format="csr")
+    X.data = 3.0 * X.data + 100.0
+    Y = sp.csr_matrix(X[:, :3] @ rng.standard_normal((3, 3)))
+    X32 = X.astype(np.float32)
+    X64 = X32.astype(np.float64)
+    conv = {"dense": lambda A: A.toarray(), "csr": sp.csr_matrix, "csc": sp.csc_matrix}[fmt]
+    a = SparseCCA(2, tau=0.1, solver="dense", center=True).fit(conv(X32), Y)
+    b = SparseCCA(2, tau=0.1, solver="dense", center=True).fit(conv(X64), Y)
+    exact = np.asarray(X64.sum(axis=0)).ravel() / X64.shape[0]
+    np.testing.assert_allclose(a.x_mean_, exact, rtol=4 * EPS)
+    np.testing.assert_allclose(a.correlations_, b.correlations_, rtol=1e-12)
+
+
 def test_matches_scikit_learn_cca():
     """tau -> 0, full rank, centred: the classical canonical correlations."""
     skl = pytest.importorskip("sklearn.cross_decomposition")

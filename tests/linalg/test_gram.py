@@ -1,11 +1,21 @@
 """Covariance builders: operators equal the dense formulas, streaming equals one matrix."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import sparsecca.linalg._gram as gram_mod
-from sparsecca.linalg import CrossCovariance, GramStats, RegularizedGram
+from sparsecca.linalg import (
+    CentringPrecisionWarning,
+    CrossCovariance,
+    GramFactor,
+    GramStats,
+    RegularizedGram,
+    centred_projection,
+    column_mean,
+)
 
 from .conftest import count_problem, covariances
 
@@ -182,22 +192,32 @@ def test_centred_dual_gram_and_dual_eigh(sparse):
 @pytest.mark.parametrize("xfmt,mfmt", [("csr", "csr"), ("csr", "dense"), ("dense", "csr"),
                                        ("dense", "dense")])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_dense_product_is_uncentred_x_transpose_m_and_cached_read_only(xfmt, mfmt, dtype,
-                                                                        monkeypatch):
+def test_dense_product_is_the_stored_part_of_x_transpose_m_and_cached_read_only(
+        xfmt, mfmt, dtype, monkeypatch):
+    """dense_product is the part P of C_xy = P - u v^T that the operator stores: X^T M of
+    the factors as given, except that a centred dense factor enters centred (its float64
+    copy); toarray is Xc^T Mc either way."""
     X, M = count_problem(60, 23, 7, seed=9, dtype=dtype)
-    ref = (X.astype(np.float64).T @ M.astype(np.float64)).toarray()  # the slow reference
+    Xd, Md = X.toarray().astype(np.float64), M.toarray().astype(np.float64)
+    ref = Xd.T @ Md  # the slow reference (uncentred)
+    Xs = Xd - Xd.mean(axis=0) if xfmt == "dense" else Xd
+    Ms = Md - Md.mean(axis=0) if mfmt == "dense" else Md
+    stored = Xs.T @ Ms
     X = X.toarray() if xfmt == "dense" else X
     M = M.toarray() if mfmt == "dense" else M
     K = CrossCovariance(X, M, center=True)
     D = K.dense_product()
     assert D.dtype == np.float64 and D.shape == (23, 7)
-    np.testing.assert_allclose(D, ref, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(D, stored, rtol=1e-12, atol=1e-10)
     assert K.dense_product() is D and not D.flags.writeable  # kept, and never written
     with pytest.raises(ValueError, match="read-only"):
         D[0, 0] = 1.0
-    # toarray subtracts the centring term from a fresh array
+    # toarray subtracts the centring term from a fresh array: Xc^T Mc
     u, v = K.rank_one()
-    np.testing.assert_allclose(K.toarray(), ref - np.outer(u, v), rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(K.toarray(), stored - np.outer(u, v), rtol=1e-12, atol=1e-10)
+    centred = (Xd - Xd.mean(axis=0)).T @ Md
+    np.testing.assert_allclose(K.toarray(), centred, rtol=0,
+                               atol=1e-12 * np.abs(ref).max())
     np.testing.assert_array_equal(K.dense_product(), D)
     # a single-precision copy (LOBPCG's working precision) is kept beside it, read-only
     S = K.dense_product_as(np.float32)
@@ -210,6 +230,7 @@ def test_dense_product_is_uncentred_x_transpose_m_and_cached_read_only(xfmt, mfm
     a, b = K2.dense_product(), K2.dense_product()
     assert a is not b
     np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(a, ref, rtol=1e-12, atol=1e-10)  # uncentred: X^T M
     assert K2.dense_product_as(np.float32) is not K2.dense_product_as(np.float32)
     # accumulated from row blocks: the same array
     Kb = CrossCovariance.from_blocks([(X[:25], M[:25]), (X[25:], M[25:])])
@@ -237,7 +258,9 @@ def test_products_in_single_precision(center, fmt, xdtype, split, monkeypatch):
     pairs = [(C.matmat_as(V, np.float32), CV), (K.matmat_as(W, np.float32), K @ W),
              (K.matmat_as(U, np.float32, transpose=True), K.T @ U)]
     a_x = C._src.centring_amplification()
-    assert (a_x == 1.0) == (not center) and a_x < 10  # counts: the mean does not dominate
+    # counts: the mean does not dominate; a dense X is centred explicitly (a_x ~ 1)
+    assert (a_x == 1.0) == (not center) if fmt == "csr" else a_x < 1 + 1e-12
+    assert a_x < 10
     for got, ref in pairs:
         assert got.dtype == np.float32 and got.shape == ref.shape
         # a sum of ~60 products of counts up to ~10 and normals, each rounded in float32;
@@ -293,16 +316,94 @@ def test_centring_amplification_bounds_the_norm_ratio(fmt):
     Xc = Xd - Xd.mean(axis=0)
     ratio = np.linalg.norm(Xd.T @ Xd, 2) / np.linalg.norm(Xc.T @ Xc, 2)
     amp = gram_mod._DataMatrix(X, center=True).centring_amplification()
+    if fmt == "dense":  # centred explicitly: only the rounding of its means is corrected
+        assert amp < 1 + 1e-12
+        amp = gram_mod._DataMatrix(sp.csr_matrix(X), center=True).centring_amplification()
     assert ratio <= amp * (1 + 1e-12) and amp < 10 * ratio
     assert gram_mod._DataMatrix(X, center=False).centring_amplification() == 1.0
-    # shifted counts: the mean dominates the centred data, the bound too
+    # shifted counts: the mean dominates the centred data, the bound too (stored sparse:
+    # a dense X is centred explicitly, and its products then have nothing to amplify)
     shifted = Xd + 50.0
     ratio = (np.linalg.norm(shifted.T @ shifted, 2)
              / np.linalg.norm(Xc.T @ Xc, 2))
-    amp = gram_mod._DataMatrix(shifted, center=True).centring_amplification()
+    amp = gram_mod._DataMatrix(sp.csr_matrix(shifted), center=True).centring_amplification()
     assert ratio <= amp * (1 + 1e-12) and amp > gram_mod.SINGLE_CENTRED_MAX_AMPLIFICATION
-    assert gram_mod._DataMatrix(np.ones((5, 3)), center=True).centring_amplification() == np.inf
-    assert gram_mod._DataMatrix(np.zeros((5, 3)), center=True).centring_amplification() == 1.0
+    assert gram_mod._DataMatrix(shifted, center=True).centring_amplification() < 1 + 1e-12
+    with pytest.warns(CentringPrecisionWarning, match="keeps about 0 significant digits"):
+        ones = gram_mod._DataMatrix(sp.csr_matrix(np.ones((5, 3))), center=True)
+    assert ones.centring_amplification() == np.inf
+    zeros = sp.csr_matrix(np.zeros((5, 3)))
+    assert gram_mod._DataMatrix(zeros, center=True).centring_amplification() == 1.0
+
+
+def test_dense_views_are_centred_explicitly_and_keep_their_means():
+    """A dense X (and M) is centred in a float64 copy: with offsets of 1e6 over unit spread
+    the operators equal the explicitly centred ones to rounding of the data (the rank-one
+    correction alone left Xc^T Xc ~1e-4 off), mean_ is the data's, the input is untouched."""
+    rng = np.random.default_rng(7)
+    X0 = rng.standard_normal((400, 9))
+    M0 = rng.standard_normal((400, 4))
+    X, M = X0 + 1e6, M0 - 1e6
+    keep = (X.copy(), M.copy())
+    Xc, Mc = X - X.mean(axis=0), M - M.mean(axis=0)
+    C = RegularizedGram(X, 0.2, center=True)
+    ref = 0.8 * Xc.T @ Xc + 0.2 * np.eye(9)
+    np.testing.assert_allclose(C.toarray(), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_allclose(C.mean_, X.mean(axis=0), rtol=1e-15)
+    K = CrossCovariance(X, M, center=True)
+    np.testing.assert_allclose(K.toarray(), Xc.T @ Mc, rtol=0,
+                               atol=1e-12 * np.abs(Xc.T @ Mc).max())
+    V = rng.standard_normal((4, 3))
+    np.testing.assert_allclose(K @ V, Xc.T @ (Mc @ V), rtol=0,
+                               atol=1e-12 * np.abs(Xc.T @ (Mc @ V)).max())
+    W = rng.standard_normal((9, 2))
+    P = centred_projection(X, W, X.mean(axis=0))
+    np.testing.assert_allclose(P, Xc @ W, rtol=0, atol=1e-12 * np.abs(Xc @ W).max())
+    np.testing.assert_array_equal(X, keep[0])
+    np.testing.assert_array_equal(M, keep[1])
+
+
+def test_implicit_centring_that_cancels_digits_warns():
+    """A sparse (or streamed) view whose means dominate its spread is still centred
+    implicitly (densifying it is not an option), with a CentringPrecisionWarning that says
+    how many digits are left; count data gives none."""
+    X, _ = _inputs("csr", np.float64, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RegularizedGram(X, 0.3, center=True)
+        RegularizedGram.from_blocks([X[:30], X[30:]], 0.3, center=True)
+    shifted = sp.csr_matrix(X.toarray() + 1e6)
+    with pytest.warns(CentringPrecisionWarning, match=r"sparse X .* keeps about \d+ "
+                                                      r"significant digits"):
+        RegularizedGram(shifted, 0.3, center=True)
+    with pytest.warns(CentringPrecisionWarning, match="centre X yourself"):
+        RegularizedGram.from_blocks([shifted[:30], shifted[30:]], 0.3, center=True)
+    with pytest.warns(CentringPrecisionWarning, match="sparse Y"):
+        GramFactor(shifted, center=True, name="Y")
+    with warnings.catch_warnings():  # uncentred: nothing cancels
+        warnings.simplefilter("error")
+        RegularizedGram(shifted, 0.3)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dense"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_column_sums_accumulate_in_float64(fmt, dtype):
+    """column_sums / column_mean against math.fsum of each column: scipy's
+    ``sum(axis=0, dtype=float64)`` of float32 sparse data accumulates in float32."""
+    import math
+
+    rng = np.random.default_rng(1)
+    A = np.where(rng.random((20_000, 5)) < 0.6, rng.random((20_000, 5)) * 7 + 1e3, 0.0)
+    A[:, 3] = 0.0  # an empty column
+    A = A.astype(dtype)
+    X = A if fmt == "dense" else sp.csr_matrix(A).asformat(fmt)
+    A64 = A.astype(np.float64)
+    sums = [math.fsum(A64[:, j]) for j in range(5)]
+    squares = [math.fsum(A64[:, j] ** 2) for j in range(5)]
+    # float64 accumulation of 12,000 terms: ~sqrt(n) eps; float32 would be ~1e-4 off
+    np.testing.assert_allclose(gram_mod.column_sums(X), sums, rtol=1e-12)
+    np.testing.assert_allclose(gram_mod.column_sums(X, squares=True), squares, rtol=1e-12)
+    np.testing.assert_allclose(column_mean(X), np.array(sums) / 20_000, rtol=1e-12)
 
 
 @pytest.mark.parametrize("shift", ["x", "m"])
