@@ -19,13 +19,20 @@ def _aggregate_residuals_kernel(y_indptr, y_indices, y_data, c_indptr, c_indices
                                 weights, sent_offsets, n_cols):
     """Row i of R = (1/m_i) sum_j w_ij (y_i - yhat_ij) as CSR arrays.
 
-    A dense accumulator of length n_cols (reset through the list of touched columns) keeps the
-    cost O(nnz) per row; exact zeros (tags that agree) are dropped.
+    Rows must be canonical (no column twice in a row).  Each candidate adds its own term
+    w_ij (y_if - yhat_ijf), so a feature on which a candidate agrees with the gold adds exactly
+    0 and a feature on which all candidates agree is exactly 0 and dropped (summing
+    (sum_j w_ij) y_i and then subtracting each w_ij yhat_ij left rounding noise there).  A
+    dense accumulator of length n_cols (reset through the list of touched columns) keeps the
+    cost O(nnz(Y_hat_i) + m_i nnz(y_i)) per row.
     """
     n = sent_offsets.size - 1
     acc = np.zeros(n_cols, dtype=np.float64)
+    gold = np.zeros(n_cols, dtype=np.float64)  # y_i scattered
     touched = np.zeros(n_cols, dtype=np.bool_)
     cols = np.empty(n_cols, dtype=np.int64)
+    # last candidate whose term covered a column: candidate indices are global, so no reset
+    seen = np.full(n_cols, -1, dtype=np.int64)
     # upper bound on output nnz: every input entry distinct
     cap = 0
     for i in range(n):
@@ -42,18 +49,9 @@ def _aggregate_residuals_kernel(y_indptr, y_indices, y_data, c_indptr, c_indices
         m = b - a
         if m > 0:
             inv_m = 1.0 / m
-            wsum = 0.0
-            for j in range(a, b):
-                wsum += weights[j]
+            for p in range(y_indptr[i], y_indptr[i + 1]):
+                gold[y_indices[p]] = y_data[p]
             nt = 0
-            if wsum != 0.0:
-                for p in range(y_indptr[i], y_indptr[i + 1]):
-                    col = y_indices[p]
-                    if not touched[col]:
-                        touched[col] = True
-                        cols[nt] = col
-                        nt += 1
-                    acc[col] += wsum * y_data[p]
             for j in range(a, b):
                 w = weights[j]
                 if w == 0.0:
@@ -64,7 +62,17 @@ def _aggregate_residuals_kernel(y_indptr, y_indices, y_data, c_indptr, c_indices
                         touched[col] = True
                         cols[nt] = col
                         nt += 1
-                    acc[col] -= w * c_data[p]
+                    seen[col] = j
+                    acc[col] += w * (gold[col] - c_data[p])
+                # gold features the candidate lacks
+                for p in range(y_indptr[i], y_indptr[i + 1]):
+                    col = y_indices[p]
+                    if seen[col] != j:
+                        if not touched[col]:
+                            touched[col] = True
+                            cols[nt] = col
+                            nt += 1
+                        acc[col] += w * y_data[p]
             rowcols = np.sort(cols[:nt])
             for q in range(nt):
                 col = rowcols[q]
@@ -75,6 +83,8 @@ def _aggregate_residuals_kernel(y_indptr, y_indices, y_data, c_indptr, c_indices
                     pos += 1
                 acc[col] = 0.0
                 touched[col] = False
+            for p in range(y_indptr[i], y_indptr[i + 1]):
+                gold[y_indices[p]] = 0.0
         out_indptr[i + 1] = pos
     return out_indptr, out_indices[:pos], out_data[:pos]
 
@@ -136,7 +146,8 @@ def aggregate_residuals(Y, Y_hat, weights, sent_offsets, dtype=np.float64):
     Returns
     -------
     R : scipy.sparse.csr_matrix, shape (n, d2)
-        Rows of sentences without candidates are zero.
+        Rows of sentences without candidates are zero.  A feature on which every candidate of
+        sentence i agrees with the gold is exactly 0 and not stored.
     """
     dtype = check_float_dtype(dtype)
     Y = _as_csr("Y", Y)

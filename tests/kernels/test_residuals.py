@@ -62,6 +62,41 @@ def test_identical_candidates_give_zero_rows():
     assert R.nnz == 0
 
 
+def test_identical_candidates_with_float_weights_give_empty_rows():
+    # (0.1 + 0.2 + 0.3) y - 0.1 y - 0.2 y - 0.3 y left 3.7e-17 / 5.6e-17 stored
+    Y = sp.csr_matrix(np.array([[1.0, 1.0, 0.0], [2.0, 0.0, 3.0]]))
+    Yh = sp.csr_matrix(np.repeat(Y.toarray(), 3, axis=0))
+    R = aggregate_residuals(Y, Yh, np.array([0.1, 0.2, 0.3, 0.7, 1.3, 2.9]), [0, 3, 6])
+    assert R.nnz == 0
+
+
+def test_features_all_candidates_agree_on_are_not_stored():
+    # column 1 (count 3) agrees in every candidate: its residual is exactly 0
+    Y = sp.csr_matrix(np.array([[1.0, 3.0, 0.0]]))
+    Yh = sp.csr_matrix(np.array([[1.0, 3.0, 0.0], [1.0, 3.0, 0.0], [0.0, 3.0, 1.0]]))
+    R = aggregate_residuals(Y, Yh, np.array([0.1, 0.7, 0.2]), [0, 3])
+    np.testing.assert_array_equal(R.indices, [0, 2])
+    np.testing.assert_allclose(R.data, [0.2 / 3, -0.2 / 3], rtol=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_stored_entries_are_the_reference_non_zeros(seed):
+    # candidates are the gold with a few counts changed, float weights (Algorithm 1's alpha)
+    rng = np.random.default_rng(seed)
+    n, d2 = 40, 30
+    m = rng.integers(0, 6, size=n)
+    off = np.concatenate([[0], np.cumsum(m)])
+    Yd = np.round(sp.random(n, d2, density=0.3, random_state=rng).toarray() * 4)
+    Yhd = np.repeat(Yd, m, axis=0)
+    change = rng.random(Yhd.shape) < 0.05
+    Yhd[change] = rng.integers(0, 3, size=change.sum())
+    w = rng.gamma(1.0, 1.0, size=off[-1])
+    R = aggregate_residuals(sp.csr_matrix(Yd), sp.csr_matrix(Yhd), w, off)
+    ref = _reference_residuals(sp.csr_matrix(Yd), sp.csr_matrix(Yhd), w, off)
+    np.testing.assert_array_equal(R.toarray() != 0, ref != 0)
+    np.testing.assert_allclose(R.toarray(), ref, rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize(("args", "exc", "pattern"), [
     (dict(weights=np.ones(3)), ValueError, r"weights must have one entry per candidate \(4\)"),
     (dict(sent_offsets=[0, 4]), ValueError, r"sent_offsets must have n_sentences \+ 1 = 3"),
@@ -144,6 +179,9 @@ def test_kernels_run_without_jit():
         R = aggregate_residuals(Y, Yh, np.array([2., 1., 5.]), [0, 2, 3]).toarray()
         exp = np.array([[0.5, -1, 1], [0, 0, 0]])
         assert np.allclose(R, exp), R
+        R = aggregate_residuals(Y, sp.vstack([Y[:1], Y[:1], Y[1:]]).tocsr(),
+                                np.array([0.1, 0.2, 0.3]), [0, 2, 3])
+        assert R.nnz == 0, R.data
         xi, a = slack_update(np.array([0.2, 2.0]), np.array([1., 1.]), np.array([1., 1.]),
                              [0, 2], 0.5)
         assert np.allclose(xi, [0.8]) and np.allclose(a, [1.0, 0.1]), (xi, a)
