@@ -24,7 +24,9 @@ with ``t_{-1} = t_0 = BOS``.
   With ``prefix_weight='auto'`` the weight ``a`` is chosen from a grid in [0, 1] by the
   log-likelihood of held-out "unknown" words (affix tables rebuilt on 90% of the training
   sentences, scored on the other 10%'s unseen words), so it is 0 where prefixes do not help
-  (English XPOS) and large where they do (Chinese word-initial characters).
+  (English XPOS) and large where they do (Chinese word-initial characters).  A word whose
+  two experts share no tag (possible only with exactly balanced tag counts, theta = 0) keeps
+  the suffix expert alone.
 * Fallback for capitalisation: an unknown capitalised sentence-initial word whose
   lower-case form is known is tagged through the lower-case word's tag dictionary entry.
 
@@ -164,13 +166,20 @@ def _affix_posteriors(words, index, M, L, prior, theta, prefix) -> np.ndarray:
 
 
 def _combine(P_suffix, P_prefix, prior, alpha):
-    """``P(t | w) ∝ P(t | suffix) (P(t | prefix) / P(t))^alpha`` (product of experts)."""
+    """``P(t | w) ∝ P(t | suffix) (P(t | prefix) / P(t))^alpha`` (product of experts).
+
+    A word whose two experts have disjoint support has no product to normalise; it keeps the
+    suffix expert alone, TnT's unknown-word model (``prefix_weight = 0``).  That needs
+    theta = 0 (exactly balanced tag counts): otherwise successive abstraction mixes the prior
+    into both experts, so each is positive wherever ``P(t) > 0``.
+    """
     if alpha == 0:
         return P_suffix
     # a tag with zero prior has zero posterior under both experts
     ratio = np.divide(P_prefix, prior, out=np.zeros_like(P_prefix), where=prior > 0)
     P = P_suffix * ratio ** alpha
-    return P / P.sum(axis=1, keepdims=True)
+    total = P.sum(axis=1, keepdims=True)
+    return np.divide(P, total, out=P_suffix.copy(), where=total > 0)
 
 
 class TrigramHMM(PersistMixin, ParamsMixin):

@@ -3,6 +3,7 @@
 import itertools
 import math
 import re
+import warnings
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -97,9 +98,10 @@ class ReferenceTnT:
         P = self.posterior(word, self.suffix, self.L, False)
         if self.alpha:
             Q = self.posterior(word, self.prefix, self.Lp, True)
-            P = {t: P[t] * (Q[t] / self.prior[t]) ** self.alpha for t in P}
-            z = sum(P.values())
-            P = {t: v / z for t, v in P.items()}
+            PQ = {t: P[t] * (Q[t] / self.prior[t]) ** self.alpha for t in P}
+            z = sum(PQ.values())
+            if z > 0:  # experts sharing no tag: the suffix expert alone
+                P = {t: v / z for t, v in PQ.items()}
         return P
 
     def candidates(self, word, position):
@@ -248,6 +250,47 @@ def test_suffix_model_matches_nltk_tnt(train):
         assert set(ref) == set(ours)
         for t in ref:
             assert ours[t] == pytest.approx(ref[t], rel=1e-9)
+
+
+def test_experts_sharing_no_tag_keep_the_suffix_expert():
+    """Balanced tag counts give theta = 0, so "qa" has P(t | suffix a) = [1, 0] and
+    P(t | prefix q) = [0, 1]: the product is 0 for every tag (it gave 0/0 = NaN and then
+    'every token needs at least one candidate tag'); the suffix expert is used alone."""
+    train = TaggedCorpus.from_sentences([[("pa", "A"), ("qb", "B")]])
+    model = TrigramHMM(prefix_weight=1.0, max_suffix_length=1, max_prefix_length=1).fit(train)
+    assert model.theta_ == 0.0
+    A, B = model.tags_.ids(["A", "B"])
+    words = [["qa"], ["pb"], ["xa"], ["qa", "pb"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        P = model._unknown_posteriors(["qa", "pb", "xa"])
+        nb = model.nbest(TaggedCorpus.from_words(words), k=3)
+        tagged = model.tag(TaggedCorpus.from_words(words))
+    # "xa": unknown prefix x leaves the prefix expert at the prior, ratio 1: the product [1, 0]
+    expected = np.zeros((3, 2))
+    expected[[0, 1, 2], [A, B, A]] = 1.0
+    np.testing.assert_array_equal(P, expected)
+    assert [list(t) for _, t in tagged] == [["A"], ["B"], ["A"], ["A", "B"]]
+    ref = ReferenceTnT(train.to_sentences(), L=1, Lp=1, alpha=1.0)
+    for i, sent in enumerate(words):
+        exp = ref.all_sequences(sent)
+        assert nb.n_candidates[i] == len(exp) == 1
+        np.testing.assert_allclose(nb.scores[nb.sent_offsets[i]], exp[0][0], rtol=1e-12)
+        assert tuple(nb.candidate(i, 0)) == exp[0][1]
+
+
+def test_combine_falls_back_row_by_row():
+    """Hand-computed products of experts, prior [1/2, 1/2]: row 0 has support, row 1 none."""
+    from sparsecca.tagging._hmm import _combine
+
+    P_s = np.array([[0.5, 0.5], [1.0, 0.0]])
+    P_p = np.array([[0.2, 0.8], [0.0, 1.0]])
+    prior = np.array([0.5, 0.5])
+    # alpha 1: 0.5 * [0.4, 1.6] = [0.2, 0.8]; alpha 1/2: [sqrt .4, sqrt 1.6] ∝ [1, 2]
+    np.testing.assert_allclose(_combine(P_s, P_p, prior, 1.0), [[0.2, 0.8], [1.0, 0.0]],
+                               rtol=1e-15)
+    np.testing.assert_allclose(_combine(P_s, P_p, prior, 0.5), [[1 / 3, 2 / 3], [1.0, 0.0]],
+                               rtol=1e-15)
 
 
 def test_edge_sentences(train):
