@@ -36,7 +36,7 @@ from ._base import (
     type_features,
 )
 from ._lexical import suffixes
-from ._tags import BOS, recode_tags
+from ._tags import BOS, check_tag_symbols, recode_tags
 
 __all__ = ["JointView"]
 
@@ -90,7 +90,9 @@ class JointView(BaseView):
         Feature names, built on first access (there can be millions): ``"<unit>\\t<tags>"`` with
         the tag n-gram's symbols joined by a space (``"ing\\tDT NN"``), or ``"<tags>"`` for the
         tag-only n-grams of ``kind="ngram"``.  A tab separates the parts because CoNLL files
-        cannot contain one inside a word or a tag.
+        cannot contain one inside a word or a tag.  ``fit`` therefore refuses (ValueError) a
+        tag that contains a space or a tab, or is spelled ``<s>``: two different features
+        would share a name.
     n_features_ : int
     n_dropped_ : int
         Joint feature occurrences absent from the vocabulary at the last transform; after
@@ -194,6 +196,7 @@ class JointView(BaseView):
         min_count = check_min_count(self.min_count)
         max_features = check_max_features(self.max_features)
         corpus = check_corpus(corpus, tagged=True)
+        check_tag_symbols(corpus, type(self).__name__, (BOS,), separators=" \t")
         self._params = params
         T = len(corpus.tags)
         B = T + 2

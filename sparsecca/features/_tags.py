@@ -59,6 +59,30 @@ def recode_tags(tag_ids: np.ndarray, tags: Vocabulary, fitted: Vocabulary,
     return mapping[tag_ids] if tag_ids.size else tag_ids.astype(np.int64)
 
 
+def check_tag_symbols(corpus: TaggedCorpus, view: str, boundary: tuple[str, ...],
+                      separators: str = " ") -> None:
+    """Refuse a tag of ``corpus`` that would make two tag n-grams share a feature name.
+
+    Feature names join an n-gram's symbols with a space, so a tag holding a space ("A B"
+    names both the unigram A B and the bigram A, B), or spelled like a ``boundary`` symbol
+    ("<s> X" would name two bigrams), is ambiguous.  Only tags that occur are checked: the
+    names are built from them.
+    """
+    items = corpus.tags.items
+    for i in np.unique(corpus.tag_ids).tolist():
+        tag = items[i]
+        sep = next((c for c in separators if c in tag), None)
+        if sep is not None:
+            what = {" ": "a space", "\t": "a tab"}.get(sep, repr(sep))
+            raise ValueError(
+                f"{view} cannot featurise tag {tag!r}: it contains {what}, which separates "
+                f"the parts of feature names, so two different features would share a name")
+        if tag in boundary:
+            raise ValueError(
+                f"{view} cannot featurise tag {tag!r}: it is spelled like the sentence-boundary "
+                f"symbol of feature names, so two different features would share a name")
+
+
 def ngram_occurrences(t: np.ndarray, offsets: np.ndarray, n: int, boundaries: bool,
                       base: int, bos: int, eos: int) -> tuple[np.ndarray, np.ndarray]:
     """All tag n-grams of order ``n``: (sequence index, integer code), rows non-decreasing.
@@ -111,6 +135,12 @@ class TagNgramView(BaseView):
         Keep the ``max_features`` n-grams occurring most often in the fitting corpus (after
         ``min_count``); ties go to the earlier column.  None keeps them all.
 
+    Notes
+    -----
+    With an order >= 2, ``fit`` refuses (ValueError) a tag that contains a space, and with
+    ``boundaries`` also a tag spelled ``<s>`` or ``</s>``: two different n-grams would share
+    a feature name.
+
     Attributes
     ----------
     tags_ : Vocabulary
@@ -158,6 +188,9 @@ class TagNgramView(BaseView):
         min_count = check_min_count(self.min_count)
         max_features = check_max_features(self.max_features)
         corpus = check_corpus(corpus, tagged=True)
+        if max(orders) >= 2:
+            check_tag_symbols(corpus, type(self).__name__,
+                              (BOS, EOS) if params["boundaries"] else ())
         T = len(corpus.tags)
         order_base, _ = self._layout(orders, T)
         self._params, self._n_tags, self._order_base = params, T, order_base

@@ -238,3 +238,51 @@ def test_no_features_message_counts_the_most_frequent():
                                          r"frequent occurs 3 times\)$"):
         WordView(min_count=4).fit(corpus)
     assert WordView(min_count=3).fit(corpus).n_features_ == 1  # one left: kept as before
+
+
+def _tagged(tags):
+    return TaggedCorpus.from_sentences([[(f"w{i}", t) for i, t in enumerate(tags)],
+                                        [("v", tags[-1])]])
+
+
+SPACE = r"it contains a space, which separates the parts of feature names"
+BOUNDARY = r"it is spelled like the sentence-boundary symbol of feature names"
+
+
+@pytest.mark.parametrize(("view", "tags", "match"), [
+    # "A B" was both the unigram A B and the bigram A, B; "<s> X" two bigrams: fit said only
+    # 'Vocabulary items must be distinct' (JointView(kind="ngram") fitted, then its names failed)
+    (TagNgramView(), ["A", "B", "A B"], r"^TagNgramView cannot featurise tag 'A B': " + SPACE),
+    (TagNgramView(orders=(2, 3)), ["A", "B", "A B"], r"tag 'A B': " + SPACE),
+    (TagNgramView(), ["<s>", "X"], r"^TagNgramView cannot featurise tag '<s>': " + BOUNDARY),
+    (TagNgramView(), ["X", "</s>"], r"tag '</s>': " + BOUNDARY),
+    (TagNgramView(boundaries=False), ["A", "B", "A B"], r"tag 'A B': " + SPACE),
+    (JointView(kind="ngram"), ["A", "B", "A B"], r"^JointView cannot featurise tag 'A B': "
+                                                 + SPACE),
+    (JointView(kind="suffix"), ["A", "B", "A B"], r"tag 'A B': " + SPACE),
+    (JointView(kind="ngram"), ["<s>", "X"], r"^JointView cannot featurise tag '<s>': "
+                                            + BOUNDARY),
+    (JointView(kind="ngram"), ["A", "B\tC"], r"tag 'B\\tC': it contains a tab, which "
+                                             r"separates the parts of feature names"),
+], ids=repr)
+def test_tags_that_would_share_feature_names_refused(view, tags, match):
+    with pytest.raises(ValueError, match=match):
+        view.fit(_tagged(tags))
+
+
+@pytest.mark.parametrize(("view", "tags"), [
+    (TagNgramView(orders=1), ["A", "B", "A B"]),  # unigram names are the tags themselves
+    (TagNgramView(orders=1), ["<s>", "</s>"]),
+    (TagNgramView(boundaries=False), ["<s>", "</s>"]),  # no boundary symbol in any name
+    (JointView(kind="ngram"), ["X", "</s>"]),  # JointView has no end symbol
+], ids=repr)
+def test_tags_that_keep_feature_names_distinct_accepted(view, tags):
+    view.fit(_tagged(tags))
+    names = view.vocabulary_.items
+    assert len(set(names)) == len(names) == view.n_features_
+
+
+def test_only_tags_that_occur_are_checked():
+    corpus = TaggedCorpus.from_sentences([[("x", "A B")], [("a", "A"), ("b", "B")]])
+    view = TagNgramView().fit(corpus[1:])  # the tag vocabulary holds 'A B'; no token has it
+    assert view.vocabulary_.items == ["A", "B", "A B", "B </s>", "<s> A"]
