@@ -75,6 +75,35 @@ def _check_no_nan(name: str, v: np.ndarray, *, allow_pos_inf: bool) -> None:
         raise ValueError(f"{name} must be {allowed}, got {v[r]} at candidate {r}")
 
 
+def _real_array(name: str, a) -> np.ndarray:
+    """``a`` as a contiguous float64 array; a TypeError unless it holds real numbers.
+
+    A cast would turn ``True`` into 1.0 and ``'-1.5'`` into -1.5, and fail on complex
+    numbers without naming ``name``.
+    """
+    a = np.asarray(a)
+    # an empty list is float64 to NumPy
+    if a.size and a.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be an array of real numbers (int or float), got dtype "
+                        f"{a.dtype}")
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _bool_array(name: str, a) -> np.ndarray:
+    """``a`` as a contiguous bool array: bools, or integers that are all 0 or 1.
+
+    A cast would make any non-empty string (``'no'``) and any non-zero number True.
+    """
+    a = np.asarray(a)
+    if a.size and a.dtype.kind not in "biu":
+        raise TypeError(f"{name} must be an array of bools (or of 0 / 1 integers), got dtype "
+                        f"{a.dtype}")
+    if a.dtype.kind in "iu" and np.any((a != 0) & (a != 1)):
+        bad = a[(a != 0) & (a != 1)]
+        raise ValueError(f"{name} must hold only 0 and 1 when given as integers, got {bad[0]}")
+    return np.ascontiguousarray(a, dtype=bool)
+
+
 def _union_vocabulary(vocabs: Sequence[Vocabulary]) -> Vocabulary:
     seen: dict[str, None] = {}
     for v in vocabs:
@@ -128,7 +157,8 @@ class NBestList(PersistMixin):
         Candidate offsets of each sentence.
     scores : float array, shape (n_candidates,)
         Decoder scores (log-probabilities for :class:`TrigramHMM`): finite, or -inf for a
-        sequence the decoder deems impossible; NaN and +inf are a ValueError.  A reranker
+        sequence the decoder deems impossible; NaN and +inf are a ValueError, and an array
+        that is not of real numbers (bool, complex, str, object) a TypeError.  A reranker
         never chooses a -inf candidate unless its whole sentence has -inf; the baseline
         rerankers (which learn a weight for this score) refuse -inf in train and dev.
     corpus : TaggedCorpus
@@ -137,7 +167,8 @@ class NBestList(PersistMixin):
         What the candidate tag ids mean.  When ``corpus`` has gold tags, every gold tag
         string must be in it (a tagger extends its own tag set with unseen gold tags).
     unknown : bool array, shape (n_tokens,), optional
-        True for tokens whose word was not seen when training the decoder.
+        True for tokens whose word was not seen when training the decoder.  Integers 0 / 1
+        are accepted too; other integers are a ValueError, other dtypes a TypeError.
 
     Attributes
     ----------
@@ -168,7 +199,7 @@ class NBestList(PersistMixin):
         tag_ids = as_int_array("tag_ids", tag_ids, np.int32)
         cand_offsets = as_int_array("cand_offsets", cand_offsets, np.int64)
         sent_offsets = as_int_array("sent_offsets", sent_offsets, np.int64)
-        scores = np.ascontiguousarray(scores, dtype=np.float64)
+        scores = _real_array("scores", scores)
         n_sent = corpus.n_sentences
         if sent_offsets.shape != (n_sent + 1,) or sent_offsets[0] != 0 \
                 or np.any(np.diff(sent_offsets) < 0):
@@ -188,7 +219,7 @@ class NBestList(PersistMixin):
         if tag_ids.size and (tag_ids.min() < 0 or tag_ids.max() >= len(tags)):
             raise ValueError(f"tag_ids must lie in [0, {len(tags)}), the tag vocabulary size")
         if unknown is not None:
-            unknown = np.ascontiguousarray(unknown, dtype=bool)
+            unknown = _bool_array("unknown", unknown)
             if unknown.shape != (corpus.n_tokens,):
                 raise ValueError(f"unknown must have shape ({corpus.n_tokens},), got "
                                  f"{unknown.shape}")

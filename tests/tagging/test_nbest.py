@@ -242,6 +242,44 @@ def test_non_finite_scores_and_values():
     assert nb.argmax([0.0, np.inf, -np.inf]).tolist() == [1, 0]
 
 
+_GOOD = dict(tag_ids=[0, 1, 1, 1, 0], cand_offsets=[0, 2, 4, 5], sent_offsets=[0, 2, 3],
+             scores=[-1.0, -2.0, -0.5], tags=Vocabulary(["X", "Y"]))
+
+
+@pytest.mark.parametrize(("change", "exc", "match"), [
+    # a cast made '-1.5' -> -1.5, True -> 1.0, 'no' -> True (any non-empty string), 2 -> True
+    (dict(scores=["-1.0", "-2", "0"]), TypeError,
+     r"^scores must be an array of real numbers \(int or float\), got dtype <U4$"),
+    (dict(scores=[True, False, True]), TypeError, r"^scores must .* got dtype bool$"),
+    (dict(scores=np.array([-1.0, -2.0, -0.5]) + 1j), TypeError,
+     r"^scores must .* got dtype complex128$"),  # was float()'s unlabelled TypeError
+    (dict(scores=[-1.0, None, -0.5]), TypeError, r"^scores must .* got dtype object$"),
+    (dict(unknown=["no", "no", "yes"]), TypeError,
+     r"^unknown must be an array of bools \(or of 0 / 1 integers\), got dtype <U3$"),
+    (dict(unknown=[0.0, 1.0, 0.0]), TypeError, r"^unknown must .* got dtype float64$"),
+    (dict(unknown=[0, 2, 1]), ValueError,
+     r"^unknown must hold only 0 and 1 when given as integers, got 2$"),
+])
+def test_scores_and_unknown_dtypes_refused(change, exc, match):
+    corpus = TaggedCorpus.from_sentences([[("a", "X"), ("b", "Y")], [("c", "X")]])
+    with pytest.raises(exc, match=match):
+        NBestList(**{**_GOOD, "corpus": corpus, **change})
+
+
+def test_scores_and_unknown_dtypes_accepted():
+    corpus = TaggedCorpus.from_sentences([[("a", "X"), ("b", "Y")], [("c", "X")]])
+    ref = NBestList(**_GOOD, corpus=corpus, unknown=np.array([False, True, False]))
+    for scores, unknown in [([-1, -2, 0], [0, 1, 0]), (np.float32([-1, -2, -0.5]),
+                                                        np.uint8([0, 1, 0]))]:
+        nb = NBestList(**{**_GOOD, "scores": scores}, corpus=corpus, unknown=unknown)
+        assert nb.scores.dtype == np.float64 and nb.unknown.dtype == bool
+        np.testing.assert_array_equal(nb.scores, np.asarray(scores, dtype=np.float64))
+        np.testing.assert_array_equal(nb.unknown, ref.unknown)
+    # an empty list is float64 to NumPy: no candidates, nothing to refuse
+    empty = NBestList([], [0], [0], [], corpus[0:0], _GOOD["tags"], unknown=[])
+    assert empty.n_total == 0 and empty.unknown.dtype == bool
+
+
 def test_nan_scores_in_a_file_refused(nbest, tmp_path):
     path = nbest.save(tmp_path / "nb")
     with np.load(path, allow_pickle=False) as z:
