@@ -180,6 +180,11 @@ class NBestList(PersistMixin):
 
     Notes
     -----
+    A sentence may have no candidates.  :meth:`argmax` and :meth:`oracle_indices` give it
+    -1, and -1 is its only valid choice; the accuracies count its tokens as wrong (as the
+    rerankers do: the list offers no tagging of them); :meth:`reorder`, :meth:`sort_by` and
+    :meth:`truncate` keep it empty; :meth:`best` refuses it unless it has no tokens.
+
     ``save(path)`` writes the list (candidates, scores, the corpus with its gold tags, the
     unknown mask and the vocabularies) as a sparsecca model file: one ``.npz`` of arrays plus
     JSON metadata (format version, class name, library version), never pickle; an existing
@@ -359,6 +364,8 @@ class NBestList(PersistMixin):
         return out
 
     def _check_choice(self, indices) -> np.ndarray:
+        """``indices`` as int64, refusing any that is not a candidate (-1 for a sentence
+        without candidates)."""
         idx = np.asarray(indices)
         if idx.shape != (self.n_sentences,) or (idx.size and not np.issubdtype(idx.dtype,
                                                                              np.integer)):
@@ -366,11 +373,21 @@ class NBestList(PersistMixin):
                              f"({self.n_sentences},), got {idx.dtype} {idx.shape}")
         idx = idx.astype(np.int64)
         nc = self.n_candidates
-        if np.any((idx < 0) | (idx >= nc)):
-            bad = int(np.flatnonzero((idx < 0) | (idx >= nc))[0])
+        wrong = np.where(nc > 0, (idx < 0) | (idx >= nc), idx != -1)
+        if np.any(wrong):
+            bad = int(np.flatnonzero(wrong)[0])
+            hint = ", so its choice is -1" if nc[bad] == 0 else ""
             raise ValueError(f"indices[{bad}]={idx[bad]} is not a candidate of sentence {bad} "
-                             f"(it has {nc[bad]})")
-        return self.sent_offsets[:-1] + idx
+                             f"(it has {nc[bad]}{hint})")
+        return idx
+
+    def _chosen_tokens(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions in ``tag_ids`` of the chosen candidates' tokens and the corpus tokens
+        they tag (sentences without candidates left out)."""
+        has = np.flatnonzero(idx >= 0)
+        tok, _ = _gather_segments(self.cand_offsets, self.sent_offsets[has] + idx[has])
+        ctok, _ = _gather_segments(self.corpus.offsets, has)
+        return tok, ctok
 
     def best(self, indices=None) -> TaggedCorpus:
         """The corpus tagged with one chosen candidate per sentence.
@@ -385,10 +402,20 @@ class NBestList(PersistMixin):
         -------
         TaggedCorpus
             Same words as ``corpus``; tags are ids in ``tags``.
+
+        Raises
+        ------
+        ValueError
+            A sentence with tokens but without candidates: there is no tagging of it.
         """
-        idx = self.argmax() if indices is None else indices
-        r = self._check_choice(idx)
-        tok, _ = _gather_segments(self.cand_offsets, r)
+        idx = self._check_choice(self.argmax() if indices is None else indices)
+        untagged = np.flatnonzero((idx < 0) & (self.corpus.lengths > 0))
+        if untagged.size:
+            i = int(untagged[0])
+            raise ValueError(f"sentence {i} ({self.corpus.lengths[i]} tokens) has no "
+                             f"candidates, so there is no tagging of it to return "
+                             f"({untagged.size} such sentences)")
+        tok, _ = self._chosen_tokens(idx)
         return self.corpus.with_tags(self.tag_ids[tok], self.tags)
 
     def reorder(self, order) -> "NBestList":
@@ -399,8 +426,8 @@ class NBestList(PersistMixin):
         order : int array, shape (n_kept,)
             Global candidate indices to keep, in their new order; each sentence's kept
             candidates must stay within its own block and the blocks in sentence order (what
-            ``np.lexsort((-new_scores, cand_sentence))`` gives).  Every sentence keeps at least
-            one candidate.
+            ``np.lexsort((-new_scores, cand_sentence))`` gives).  Every sentence that has
+            candidates keeps at least one; a sentence without candidates stays empty.
         """
         order = np.asarray(order)
         if order.ndim != 1 or (order.size and not np.issubdtype(order.dtype, np.integer)):
@@ -412,8 +439,12 @@ class NBestList(PersistMixin):
         if np.any(np.diff(sent) < 0):
             raise ValueError("order must keep sentences in order (block per sentence)")
         counts = np.bincount(sent, minlength=self.n_sentences)
-        if np.any(counts == 0) and self.n_sentences:
-            raise ValueError("order must keep at least one candidate of every sentence")
+        lost = np.flatnonzero((counts == 0) & (self.n_candidates > 0))
+        if lost.size:
+            i = int(lost[0])
+            raise ValueError(f"order must keep at least one candidate of every sentence that "
+                             f"has one; it keeps none of the {self.n_candidates[i]} of "
+                             f"sentence {i}")
         new_sent = np.zeros(self.n_sentences + 1, dtype=np.int64)
         np.cumsum(counts, out=new_sent[1:])
         tok, new_cand = _gather_segments(self.cand_offsets, order)
@@ -449,7 +480,8 @@ class NBestList(PersistMixin):
         Parameters
         ----------
         indices : int array, shape (n_sentences,), optional
-            Within-sentence candidate index per sentence (default: the decoder's argmax).
+            Within-sentence candidate index per sentence (default: the decoder's argmax);
+            -1 for a sentence without candidates, whose tokens count as wrong.
         tokens : {'all', 'known', 'unknown'}
             Count all tokens, or only those whose word was (not) seen in training.
 
@@ -470,10 +502,10 @@ class NBestList(PersistMixin):
             raise ValueError(f"accuracy of an n-best list without tokens "
                              f"({self.n_sentences} sentences)")
         mask = self._token_mask(tokens)
-        idx = self.argmax() if indices is None else indices
-        r = self._check_choice(idx)
-        tok, _ = _gather_segments(self.cand_offsets, r)
-        correct = self.tag_ids[tok] == self.gold_ids
+        idx = self._check_choice(self.argmax() if indices is None else indices)
+        tok, ctok = self._chosen_tokens(idx)
+        correct = np.zeros(self.gold_ids.size, dtype=bool)
+        correct[ctok] = self.tag_ids[tok] == self.gold_ids[ctok]
         if mask is not None:
             correct = correct[mask]
         return float(correct.mean()) if correct.size else float("nan")
@@ -483,7 +515,8 @@ class NBestList(PersistMixin):
         return self.accuracy(None, tokens)
 
     def oracle_indices(self) -> np.ndarray:
-        """Per sentence, the candidate with the smallest loss (ties: the earlier one)."""
+        """Per sentence, the candidate with the smallest loss (ties: the earlier one; -1
+        for a sentence without candidates)."""
         if self.losses is None:
             raise ValueError("oracle needs gold tags; this n-best list's corpus is untagged")
         return self.argmax(-self.losses.astype(np.float64))

@@ -280,6 +280,63 @@ def test_scores_and_unknown_dtypes_accepted():
     assert empty.n_total == 0 and empty.unknown.dtype == bool
 
 
+def _with_empty_sentences():
+    """Sentences 1 ('c', one token) and 2 (no token) have no candidates."""
+    corpus = TaggedCorpus.from_sentences([[("a", "X"), ("b", "Y")], [("c", "Y")], [],
+                                          [("d", "X")]])
+    # sentence 0: [X X] (score -1), [X Y] (score -2, the gold); sentence 3: [X]
+    return NBestList(tag_ids=[0, 0, 0, 1, 0], cand_offsets=[0, 2, 4, 5],
+                     sent_offsets=[0, 2, 2, 2, 3], scores=[-1.0, -2.0, -0.5], corpus=corpus,
+                     tags=Vocabulary(["X", "Y"]), unknown=[False, True, True, False])
+
+
+def test_sentences_without_candidates():
+    """argmax gives them -1; accuracies count their tokens wrong (as losses_of_choice and
+    tune_weight do); reorder / sort_by / truncate keep them empty.  All but argmax refused
+    the list before."""
+    from sparsecca.rerank import losses_of_choice
+
+    nb = _with_empty_sentences()
+    assert nb.argmax().tolist() == [0, -1, -1, 0]
+    assert nb.oracle_indices().tolist() == [1, -1, -1, 0]
+    # 4 tokens: top 1 gets a and d right; the oracle a, b and d; c is always wrong
+    assert nb.top1_accuracy() == 0.5
+    assert nb.oracle_accuracy() == 0.75
+    assert nb.top1_accuracy("known") == 1.0 and nb.top1_accuracy("unknown") == 0.0
+    assert nb.oracle_accuracy("unknown") == 0.5
+    assert nb.accuracy([1, -1, -1, 0]) == 0.75
+    assert 1 - losses_of_choice(nb, nb.argmax()) / nb.corpus.n_tokens == nb.top1_accuracy()
+    with pytest.raises(ValueError, match=r"^indices\[1\]=0 is not a candidate of sentence 1 "
+                                         r"\(it has 0, so its choice is -1\)$"):
+        nb.accuracy([0, 0, -1, 0])
+    with pytest.raises(ValueError, match=r"^indices\[0\]=-1 is not a candidate of sentence 0 "
+                                         r"\(it has 2\)$"):
+        nb.accuracy([-1, -1, -1, 0])
+    swapped = nb.reorder([1, 0, 2])
+    assert swapped.sent_offsets.tolist() == [0, 2, 2, 2, 3]
+    assert swapped.candidate(0, 0) == ["X", "Y"] and swapped.top1_accuracy() == 0.5
+    assert swapped.sort_by() == nb
+    assert nb.sort_by([0.0, 1.0, 0.0]) == swapped
+    one = nb.truncate(1)
+    assert one.sent_offsets.tolist() == [0, 1, 1, 1, 2] and one.scores.tolist() == [-1.0, -0.5]
+    with pytest.raises(ValueError, match=r"^order must keep at least one candidate of every "
+                                         r"sentence that has one; it keeps none of the 2 of "
+                                         r"sentence 0$"):
+        nb.reorder([2])
+
+
+def test_best_needs_a_candidate_for_every_sentence_with_tokens(tmp_path):
+    nb = _with_empty_sentences()
+    with pytest.raises(ValueError, match=r"^sentence 1 \(1 tokens\) has no candidates, so "
+                                         r"there is no tagging of it to return \(1 such "
+                                         r"sentences\)$"):
+        nb.best()
+    # an empty sentence without candidates has nothing to tag
+    kept = nb.select([0, 2, 3])
+    assert [t for _, t in kept.best()] == [["X", "X"], [], ["X"]]
+    assert NBestList.load(nb.save(tmp_path / "nb")) == nb
+
+
 def test_nan_scores_in_a_file_refused(nbest, tmp_path):
     path = nbest.save(tmp_path / "nb")
     with np.load(path, allow_pickle=False) as z:
