@@ -14,7 +14,7 @@ import numpy as np
 
 from .._atomic import atomic_write_bytes
 from .._params import check_bool
-from ._corpus import TaggedCorpus, Vocabulary
+from ._corpus import SURROGATE, TaggedCorpus, Vocabulary
 
 __all__ = ["CorpusFormatError", "read_conllu", "write_conllu", "read_tokenized", "read_text"]
 
@@ -118,6 +118,16 @@ def conllu_corpus(text: str, name: str, tags: str | None = "upos") -> TaggedCorp
     """:func:`read_conllu` of a file's text (:func:`read_text`), for a caller that has read
     it already; ``name`` is the file named in a :class:`CorpusFormatError`."""
     _check_tags_arg(tags)
+    # read_text's strict UTF-8 decoding never gives a lone surrogate, other text may (a
+    # C-speed check: a regex search over the text cost 7% of the parse)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            line = text.count("\n", 0, exc.start) + 1
+            raise CorpusFormatError(name, line, f"holds a lone surrogate "
+                                                f"(U+{ord(text[exc.start]):04X}), which UTF-8 "
+                                                f"cannot encode") from None
     tcol = _TAG_COLUMNS[tags] if tags is not None else None
     wdict: dict[str, int] = {}
     tdict: dict[str, int] = {}
@@ -219,6 +229,8 @@ def _check_writable(what: str, items) -> None:
             reason = "is empty or only whitespace"
         elif "\t" in s or "\n" in s:
             reason = "contains a tab or a newline"
+        elif SURROGATE.search(s):
+            reason = "holds a lone surrogate, which UTF-8 cannot encode"
         elif what == "tag" and s == "_":
             reason = "is '_', which CoNLL-U reads as no tag"
         elif what == "tag" and s != s.strip():
@@ -247,8 +259,8 @@ def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: b
     Raises
     ------
     ValueError
-        A word or tag that would not read back: empty or only whitespace, with a tab or a
-        newline, or (tags) ``_`` or with leading or trailing whitespace.
+        A word or tag that would not read back: empty or only whitespace, with a tab, a
+        newline or a lone surrogate, or (tags) ``_`` or with leading or trailing whitespace.
     TypeError
         ``overwrite`` is not True or False.
     FileExistsError

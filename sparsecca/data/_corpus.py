@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -9,6 +10,10 @@ import numpy as np
 from .._params import as_int_array, check_bool, check_int, check_random_state
 
 __all__ = ["Vocabulary", "TaggedCorpus", "train_test_split", "kfold_indices"]
+
+#: a lone UTF-16 surrogate: a str may hold one (e.g. from ``'\\ud800'`` or a
+#: surrogateescape decode), but UTF-8 cannot encode it, so no model or CoNLL-U file can
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Vocabulary:
@@ -86,10 +91,16 @@ def _check_sentence(k: int, sent) -> None:
 
 
 def _check_form(k: int, what: str, s: str) -> None:
-    """Refuse a word or tag that read_conllu would refuse: empty or only whitespace."""
+    """Refuse a word or tag that read_conllu would refuse: empty or only whitespace, or
+    holding a lone surrogate (it failed only at ``save``, with a raw UnicodeEncodeError)."""
     if not s or s.isspace():
         raise ValueError(f"sentence {k}: {what} {s!r} is empty or only whitespace (CoNLL-U "
                          f"cannot hold it)")
+    m = SURROGATE.search(s)
+    if m:
+        raise ValueError(f"sentence {k}: {what} {s!r} holds a lone surrogate "
+                         f"(U+{ord(m.group()):04X} at position {m.start()}), which UTF-8 cannot "
+                         f"encode: neither a model file nor CoNLL-U can hold it")
 
 
 def _as_index_array(n: int, index) -> np.ndarray:
@@ -170,7 +181,7 @@ class TaggedCorpus:
             A sentence that is a str, or a word or tag that is not a str.
         ValueError
             A token that is not a (word, tag) pair, or an empty (or whitespace-only) word or
-            tag, which CoNLL-U cannot hold.
+            tag, or one holding a lone surrogate, which CoNLL-U cannot hold.
         """
         wdict: dict[str, int] = {}
         tdict: dict[str, int] = {}
@@ -213,7 +224,7 @@ class TaggedCorpus:
             A sentence that is a str (``["hello world"]``: split it first), or a word that is
             not a str.
         ValueError
-            An empty (or whitespace-only) word.
+            An empty (or whitespace-only) word, or one holding a lone surrogate.
         """
         wdict: dict[str, int] = {}
         wids: list[int] = []

@@ -357,6 +357,11 @@ def _corpus_with(word="w", tag="NN"):
     (_corpus_with(word="a\tb"), r"^word 'a\\tb' cannot be written to CoNLL-U: it contains a tab"),
     (_corpus_with(word=""), r"^word '' cannot be written to CoNLL-U: it is empty"),
     (_corpus_with(word=" "), r"^word ' ' cannot be written to CoNLL-U: it is empty or only "),
+    # a raw UnicodeEncodeError before
+    (_corpus_with(word="a\ud800"), r"^word 'a\\ud800' cannot be written to CoNLL-U: it holds "
+                                   r"a lone surrogate, which UTF-8 cannot encode$"),
+    (_corpus_with(tag="N\udfff"), r"^tag 'N\\udfff' cannot be written to CoNLL-U: it holds a "
+                                  r"lone surrogate"),
 ])
 def test_write_refuses_what_would_not_read_back(tmp_path, corpus, pattern):
     p = tmp_path / "w.conllu"
@@ -372,3 +377,22 @@ def test_write_checks_only_the_tags_used(tmp_path):
     c = TaggedCorpus([0, 1], [0, 0], [0, 2], ["a", "b"], ["X", ""])
     write_conllu(c, tmp_path / "w.conllu")
     assert read_conllu(tmp_path / "w.conllu").to_sentences() == [[("a", "X"), ("b", "X")]]
+
+
+def test_lone_surrogates_never_enter_from_text(tmp_path):
+    """A lone surrogate passed every check until save() (raw UnicodeEncodeError).  Files
+    cannot hold one (strict UTF-8: its 3-byte encoding is invalid); text handed to the
+    parser directly is refused with its line."""
+    from sparsecca.data._conllu import conllu_corpus, tokenized_corpus
+
+    p = tmp_path / "s.conllu"
+    p.write_bytes(TOK.encode() + b"2\tbad\xed\xa0\x80\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n\n")
+    with pytest.raises(CorpusFormatError, match=r"s\.conllu:2: is not valid UTF-8"):
+        read_conllu(p)
+    text = TOK + "\n" + TOK.replace("\tNOUN", "\tNO\ud800UN") + "\n"
+    with pytest.raises(CorpusFormatError, match=r"^t\.conllu:3: holds a lone surrogate "
+                                                r"\(U\+D800\), which UTF-8 cannot encode$"):
+        conllu_corpus(text, "t.conllu")
+    with pytest.raises(ValueError, match=r"^sentence 1: word 'b\\udc80' holds a lone "
+                                         r"surrogate"):
+        tokenized_corpus("a b\n\n c b\udc80\n")

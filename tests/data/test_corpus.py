@@ -202,6 +202,15 @@ def test_synthetic_bad_args(kwargs, pattern):
      r"^sentence 0: word '' is empty or only whitespace"),
     (lambda: TaggedCorpus.from_words([["a", 3]]), TypeError,
      r"^sentence 0: words must be str, got int$"),
+    # a lone surrogate failed only at save() / write_conllu, with a raw UnicodeEncodeError
+    (lambda: TaggedCorpus.from_sentences([[("ok", "A")], [("ok", "A"), ("bad\ud800", "B")]]),
+     ValueError, r"^sentence 1: word 'bad\\ud800' holds a lone surrogate \(U\+D800 at "
+                 r"position 3\), which UTF-8 cannot encode: neither a model file nor CoNLL-U "
+                 r"can hold it$"),
+    (lambda: TaggedCorpus.from_sentences([[("a", "\udfffX")]]), ValueError,
+     r"^sentence 0: tag '\\udfffX' holds a lone surrogate \(U\+DFFF at position 0\)"),
+    (lambda: TaggedCorpus.from_words([["a"], ["b", "\udc80"]]), ValueError,
+     r"^sentence 1: word '\\udc80' holds a lone surrogate"),
     # float ids were truncated to int without a word
     (lambda: TaggedCorpus(np.array([0.0, 1.9]), None, [0, 2], ["a", "b"], None), TypeError,
      r"^word_ids must be an array of integers, got dtype float64$"),
