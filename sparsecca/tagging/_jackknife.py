@@ -11,11 +11,18 @@ from ._nbest import NBestList, concatenate
 __all__ = ["jackknife_nbest", "clone"]
 
 
-def clone(estimator):
-    """A new unfitted estimator with the same parameters (``type(e)(**e.get_params())``)."""
+def _check_estimator(estimator) -> None:
+    if isinstance(estimator, type):  # its get_params would miss 'self'
+        raise TypeError(f"estimator must be an instance, e.g. {estimator.__name__}(), got the "
+                        f"class {estimator.__name__}")
     if not hasattr(estimator, "get_params"):
         raise TypeError(f"estimator must have get_params (scikit-learn style), got "
                         f"{type(estimator).__name__}")
+
+
+def clone(estimator):
+    """A new unfitted estimator with the same parameters (``type(e)(**e.get_params())``)."""
+    _check_estimator(estimator)
     return type(estimator)(**estimator.get_params())
 
 
@@ -48,6 +55,7 @@ def jackknife_nbest(estimator, corpus: TaggedCorpus, k: int = 10, folds: int = 1
         With Hamming losses against the gold tags, and the unknown mask relative to each
         sentence's fold model.  The tag vocabulary is the union over folds.
     """
+    _check_estimator(estimator)  # before any fold is fitted
     if not isinstance(corpus, TaggedCorpus):
         raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
     if not corpus.has_tags:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sparsecca.data import kfold_indices, synthetic_corpus
-from sparsecca.tagging import NBestList, TrigramHMM, concatenate, jackknife_nbest
+from sparsecca.tagging import NBestList, TrigramHMM, clone, concatenate, jackknife_nbest
 
 
 @pytest.fixture(scope="module")
@@ -56,5 +56,11 @@ def test_bad_input(corpus):
         jackknife_nbest(TrigramHMM(), corpus.with_tags(None, None))
     with pytest.raises(TypeError, match="estimator must have get_params"):
         jackknife_nbest(object(), corpus)
+    # the class itself failed with "get_params() missing 1 required positional argument"
+    with pytest.raises(TypeError, match=r"^estimator must be an instance, e\.g\. TrigramHMM\(\), "
+                                        r"got the class TrigramHMM$"):
+        jackknife_nbest(TrigramHMM, corpus, folds=2)
+    with pytest.raises(TypeError, match=r"^estimator must be an instance"):
+        clone(TrigramHMM)
     with pytest.raises(TypeError, match="corpus must be a TaggedCorpus"):
         jackknife_nbest(TrigramHMM(), [[("a", "B")]])
