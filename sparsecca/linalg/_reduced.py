@@ -570,6 +570,10 @@ LOBPCG_DROP_SINGLE = 1e-5
 #: benchmark problems rise by 0.0-2.4x their estimate (en-wsj, en-brown, zipf); a cluster
 #: of saturated correlations wider than the block (n < d1: 7e-3 off, estimate 5e-4) by 120x
 LOBPCG_JUMP_RATIO = 10.0
+
+#: a Ritz value may exceed the cap omega_max on the eigenvalues (plain CCA: 1 / (1 - tau)^2)
+#: by the rounding of float32 blocks; beyond this relative margin LOBPCG has broken down
+LOBPCG_CAP_SLACK = 1e-3
 _LOBPCG_ERROR = (f"squared residual over the gap, at least the last step's rise / "
                  f"{LOBPCG_JUMP_RATIO:g}")
 
@@ -767,6 +771,17 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     quad = np.inf
     last = None  # the wanted Ritz values at the previous check
     while it < maxiter:
+        if theta.size < k or (omega_max is not None
+                              and theta[k - 1] > omega_max * (1.0 + LOBPCG_CAP_SLACK)):
+            # fewer than k independent Ritz vectors after a step (the rank of C_xy was
+            # checked at the start), or a Ritz value above the cap that bounds every
+            # eigenvalue: the working precision has lost C_xx (a tau far below the scale
+            # of X^T X: a rank-300 X with ||X^T X|| = 5e6 at tau = 1e-6 'converged' to
+            # correlations of 0.67 for 0.92, with a negative error estimate)
+            raise FactorizationError(
+                f"LOBPCG broke down after {it} steps ({_breakdown(theta, k, omega_max)}): "
+                f"C_xx is too ill-conditioned for its {np.dtype(wdt).name} blocks at this "
+                f"tau; use solver='dense' or 'iterative', or a larger tau")
         R = ct(UX)
         R -= CX * theta
         W = precond(R)
@@ -852,6 +867,14 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
                  lobpcg_residual=float(rel[:k].max()), lobpcg_error=quad,
                  lobpcg_images=images, lobpcg_dtype=np.dtype(wdt))
     return A, B, theta[:k], it, stats
+
+
+def _breakdown(theta, k, omega_max):
+    """What shows that LOBPCG broke down (see _lobpcg)."""
+    if theta.size < k:
+        return f"{theta.size} independent Ritz vectors for {k} components"
+    return (f"Ritz value {float(theta[k - 1]):.6g} above the cap {omega_max:.6g} on every "
+            f"eigenvalue")
 
 
 def _preconditioned_norms(R, W):

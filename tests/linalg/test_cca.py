@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsecca.linalg import CCAEngine, SparseCCA, cca_path
+from sparsecca.linalg import CCAEngine, FactorizationError, SparseCCA, cca_path
 
 from .conftest import count_problem, covariances, dense_problem, eigh_reference, max_sin_angle
 
@@ -207,6 +207,47 @@ def test_centred_dense_input_with_large_offsets(solver, offset):
     np.testing.assert_allclose(np.abs(xs), np.abs(xr), atol=1e3 * tol * scale)
     np.testing.assert_allclose(est.empirical_correlations_, ref.empirical_correlations_,
                                rtol=tol)
+
+
+def _rank_deficient(n, d, r, seed=0):
+    rng = np.random.default_rng(seed)
+    B = rng.standard_normal((n, r))
+    return B @ rng.standard_normal((r, d)), B[:, :8] + 0.5 * rng.standard_normal((n, 8))
+
+
+def test_lobpcg_breakdown_at_a_tiny_tau_is_an_error():
+    """A rank-300 X with ||X^T X|| ~ 5e6 at tau = 1e-6: LOBPCG's float32 blocks lose C_xx,
+    and it 'converged' to correlations of 0.67 for 0.92 with a negative error estimate.
+    A Ritz value above the cap is now a FactorizationError; the exact solvers still fit."""
+    X, Y = _rank_deficient(3000, 400, 300)
+    ref = SparseCCA(3, tau=1e-6, solver="dense").fit(X, Y)
+    assert ref.correlations_[0] > 0.9
+    np.testing.assert_allclose(
+        SparseCCA(3, tau=1e-6, solver="iterative").fit(X, Y).correlations_,
+        ref.correlations_, rtol=1e-7)
+    with pytest.raises(FactorizationError, match=r"LOBPCG broke down after \d+ steps \(Ritz "
+                                                 r"value .* above the cap .*use solver='dense'"):
+        SparseCCA(3, tau=1e-6, solver="randomized", random_state=0).fit(X, Y)
+    # well above the rounding of the pencil nothing changes
+    est = SparseCCA(3, tau=1e-4, solver="randomized", random_state=0).fit(X, Y)
+    np.testing.assert_allclose(
+        est.correlations_, SparseCCA(3, tau=1e-4, solver="dense").fit(X, Y).correlations_,
+        rtol=1e-3)
+
+
+def test_exact_low_rank_model_that_misses_tol_warns():
+    """When the randomized model's rank spans X it used to be trusted without a warning,
+    though at a tiny tau its 1/tau tail magnifies the factor's rounding (tau = 1e-10: 4e-3
+    off, estimate 0.11; tau = 1e-14: 0.69 for 0.92)."""
+    X, Y = _rank_deficient(400, 30, 12)
+    for tau in (1e-10, 1e-14):
+        with pytest.warns(RuntimeWarning, match=r"although its low-rank model spans X "
+                                                r"\(rank 12\)"):
+            est = SparseCCA(3, tau=tau, solver="randomized", random_state=0).fit(X, Y)
+        assert est.error_estimate_ > 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SparseCCA(3, tau=1e-4, solver="randomized", random_state=0).fit(X, Y)
 
 
 @pytest.mark.parametrize("fmt", ["dense", "csr", "csc"])
