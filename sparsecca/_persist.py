@@ -22,7 +22,9 @@ Estimators opt in through :class:`PersistMixin`: they provide ``_get_state`` and
 ``_set_state`` (or declare their fitted attributes) and get ``save`` / ``load`` /
 ``get_state`` / ``from_state``.  ``_set_state`` validates every array (dtype, shape, index
 ranges, offsets) before the object can reach a numba kernel, so a hand-edited file gives a
-:class:`ModelFormatError` naming the array, never a crash.
+:class:`ModelFormatError` naming the array, never a crash.  ``save`` runs the same checks
+before writing, so it never writes a file that ``load`` refuses (e.g. after ``set_params``
+changed a parameter the fitted state depends on).
 """
 
 from __future__ import annotations
@@ -608,6 +610,10 @@ class PersistMixin:
 
         Raises
         ------
+        ValueError
+            :meth:`load` would refuse the state, e.g. a parameter was changed with
+            ``set_params`` after ``fit`` (``center``, ``solver`` ...) so that it no longer
+            matches the fitted attributes; nothing is written.
         TypeError
             ``overwrite`` is not True or False.
         FileExistsError
@@ -618,6 +624,17 @@ class PersistMixin:
             The directory of ``path`` does not exist.
         """
         params, arrays, extra = self._get_state()
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        # run load()'s checks on what the file would hold (params and extra through JSON),
+        # so that save never writes a file that load refuses
+        stored_params, stored_extra = json.loads(json.dumps([params, extra]))
+        try:
+            type(self).from_state(stored_params, arrays, stored_extra)
+        except ModelFormatError as exc:
+            raise ValueError(
+                f"cannot save this {type(self).__name__}: load() would refuse its state "
+                f"({exc}); were parameters changed (set_params) since fit? Refit, or restore "
+                f"the parameters it was fitted with") from None
         return save_model_file(path, type(self).__name__, params, arrays, extra=extra,
                                overwrite=overwrite, info=info)
 

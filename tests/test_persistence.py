@@ -312,6 +312,40 @@ def test_unfitted_save_refused(tmp_path, est, err):
     assert not (tmp_path / "x.npz").exists()
 
 
+#: a fitted model, parameters set after fit, and why load() would refuse the state saved
+SET_AFTER_FIT = {
+    "SparseCCA-center": (lambda: SparseCCA(3, random_state=0).fit(*two_views()),
+                         {"center": True}, r"array 'x_mean_' must be present for center=True"),
+    "SparseCCA-solver": (lambda: SparseCCA(3, random_state=0).fit(*two_views()),
+                         {"solver": "bogus"}, r"solver must be one of .* got 'bogus'"),
+    "GenerativeReranker-center": (
+        lambda: GenerativeReranker(n_components=5, tau=0.5, center=True).fit(
+            *nbest_lists()[:2]),
+        {"center": False}, r"x_mean_ and y_mean_ must be zero for center=False"),
+    "TrigramHMM-unknown_ratio": (lambda: TrigramHMM().fit(corpora()[0]),
+                                 {"unknown_ratio": 2.0}, r"unknown_ratio must be in \[0, 1\)"),
+}
+
+
+@pytest.mark.parametrize("case", list(SET_AFTER_FIT))
+def test_save_refuses_what_load_would_refuse(tmp_path, case):
+    # save wrote such a state, and load refused the file: set_params after fit made the
+    # parameters disagree with the fitted attributes
+    make, params, why = SET_AFTER_FIT[case]
+    model = make()
+    fitted_params = model.get_params()
+    model.set_params(**params)
+    name = type(model).__name__
+    with pytest.raises(ValueError, match=rf"^cannot save this {name}: load\(\) would refuse its "
+                                         rf"state \(.*{why}.*\); were parameters changed "
+                                         rf"\(set_params\) since fit\? Refit, or restore the "
+                                         rf"parameters it was fitted with$"):
+        model.save(tmp_path / "m")
+    assert os.listdir(tmp_path) == []  # nothing written
+    model.set_params(**fitted_params)  # restored: saved, and loaded back
+    assert type(type(model).load(model.save(tmp_path / "m"))) is type(model)
+
+
 # -- every saveable class: round trip and damaged files -----------------------------------------
 
 def _transform_test(model):

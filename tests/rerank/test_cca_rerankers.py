@@ -662,12 +662,17 @@ def test_views_of_the_right_kind_fit():
 
 
 def test_saved_model_with_a_tag_reading_input_view_refused(tmp_path):
-    from sparsecca._persist import ModelFormatError
+    from sparsecca._persist import ModelFormatError, save_model_file
 
     train, dev, _ = lists()
     model = GenerativeReranker(**FIXED).fit(train, dev)
     model.input_view_ = TagNgramView().fit(train.corpus)  # as a tampered file would hold
-    path = model.save(tmp_path / "leak")
+    with pytest.raises(ValueError, match=r"^cannot save this GenerativeReranker: load\(\) would "
+                                         r"refuse its state \(input_view_ must be a view of the "
+                                         r"words"):
+        model.save(tmp_path / "leak")  # save refuses what load would refuse
+    params, arrays, extra = model.get_state()
+    path = save_model_file(tmp_path / "leak", "GenerativeReranker", params, arrays, extra=extra)
     with pytest.raises(ModelFormatError, match="input_view_ must be a view of the words .*, "
                                                f"got TagNgramView, which reads tags{_LEAK}"):
         GenerativeReranker.load(path)
