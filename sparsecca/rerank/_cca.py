@@ -197,25 +197,26 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         return _as_grid("lam", self.lam)
 
     # -- views -----------------------------------------------------------------------------
-    def _candidate_view(self, nbest, name="nbest"):
+    def _candidate_view(self, nbest, name="nbest", output_view=None):
+        view = self.output_view_ if output_view is None else output_view
         try:
-            return self.output_view_.transform_sequences(nbest.tag_ids, nbest.cand_offsets,
-                                                         nbest.tags)
+            return view.transform_sequences(nbest.tag_ids, nbest.cand_offsets, nbest.tags)
         except TagsetMismatchError as exc:  # say which list, and whose tagset
             raise TagsetMismatchError(
                 f"the candidates of {name} do not fit the tagset this {type(self).__name__} "
                 f"was fitted on: {exc}") from None
 
-    def _views(self, nbest, name="nbest"):
-        X = self.input_view_.transform(nbest.corpus)
-        return X, self._candidate_view(nbest, name)
+    def _views(self, nbest, name="nbest", views=None):
+        input_view, output_view = views or (self.input_view_, self.output_view_)
+        X = input_view.transform(nbest.corpus)
+        return X, self._candidate_view(nbest, name, output_view)
 
     # -- the model-specific part -----------------------------------------------------------
     def _cross_factor(self, Y, R, lam):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K):
-        """Projections (A, B, omega, info) for one (tau, lam)."""
+    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K, means):
+        """Projections (A, B, omega, info) for one (tau, lam); ``means`` = (mu_x, mu_y)."""
         R = aggregate_residuals(Y, Yhat, train.losses.astype(np.float64), train.sent_offsets)
         A, B, omega, err = _solve(engine, self._cross_factor(Y, R, lam), tau, K)
         return A, B, omega, {"error": err}
@@ -250,13 +251,16 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
             raise ValueError(
                 "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "
                 "them (scalar tau and lam, k_grid=[n_components], a number for w)")
-        self.input_view_ = (SuffixView() if self.input_view is None
-                            else _clone_view(self.input_view))
-        self.output_view_ = (TagNgramView() if self.output_view is None
-                             else _clone_view(self.output_view))
-        X = self.input_view_.fit_transform(train.corpus)
-        Y = self.output_view_.fit_transform(train.corpus)
-        Yhat = self._candidate_view(train, "train")
+        # everything learned stays in locals until the grid is done: a refit that fails
+        # (a rank-deficient solve, a bad dev list) leaves the previous fit intact and usable
+        input_view = (SuffixView() if self.input_view is None
+                      else _clone_view(self.input_view))
+        output_view = (TagNgramView() if self.output_view is None
+                       else _clone_view(self.output_view))
+        views = (input_view, output_view)
+        X = input_view.fit_transform(train.corpus)
+        Y = output_view.fit_transform(train.corpus)
+        Yhat = self._candidate_view(train, "train", output_view)
         # the rank cap is part of the model (rank-plus-ridge C_xx): no adaptive doubling
         # a tag n-gram view too wide for a dense C_yy whitener (en-brown XPOS 1-3 grams:
         # 65,337) gets a rank-2048 one under the randomized solver, part of its model
@@ -268,10 +272,10 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
         # training means of the views (zero without centring): every projection is taken
         # of the centred vector, A^T (x - mu_x) and B^T (yhat - mu_y)
-        self.x_mean_ = column_mean(X) if self.center else np.zeros(X.shape[1])
-        self.y_mean_ = column_mean(Y) if self.center else np.zeros(Y.shape[1])
+        means = (column_mean(X) if self.center else np.zeros(X.shape[1]),
+                 column_mean(Y) if self.center else np.zeros(Y.shape[1]))
         if dev is not None:
-            Xd, Yhat_d = self._views(dev, "dev")
+            Xd, Yhat_d = self._views(dev, "dev", views)
         grid_acc = np.full((taus.size, lams.size), -np.inf)
         best = None
         points = [(a, b) for a in range(taus.size) for b in range(lams.size)]
@@ -283,7 +287,8 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         for a, b in points:
             tau, lam = taus[a], lams[b]
             try:
-                A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K)
+                A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K,
+                                                       means)
             except RankDeficientError as exc:
                 # say it in the user's terms: K is n_components capped at min(d1, d2)
                 capped = (f" (capped at min(d1, d2) = {K}, d1 counting identical input "
@@ -297,7 +302,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
             if dev is None:
                 cand = (-np.inf, -np.inf, tau, lam, K, float(self.w), A, B, omega, info)
             else:
-                score, acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks)
+                score, acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks, means)
                 grid_acc[a, b] = acc
                 cand = (score, acc, tau, lam, k, w, A, B, omega, info)
             if best is None or cand[0] > best[0] + PLATEAU_TIE:  # ties: the earlier point
@@ -307,6 +312,9 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
             bar.update()
         bar.close()
         _, acc, tau, lam, k, w, A, B, omega, info = best
+        # the fit succeeded: only now does it replace the previous one
+        self.input_view_, self.output_view_ = views
+        self.x_mean_, self.y_mean_ = means
         self._set_info(info)
         self.x_weights_ = np.ascontiguousarray(A[:, :k])
         self.y_weights_ = np.ascontiguousarray(B[:, :k])
@@ -326,14 +334,14 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         """Record what the solve of the selected grid point reported."""
         self.solver_error_ = info.get("error")
 
-    def _tune_k_w(self, dev, Xd, Yhat_d, A, B, ks):
+    def _tune_k_w(self, dev, Xd, Yhat_d, A, B, ks, means):
         """Best (selection score, dev accuracy, k, w) over the k grid for one (tau, lam).
 
         The selection score is the plateau-averaged dev accuracy of :func:`tune_weight`
         (``w_window``), so k, tau and lam are compared on the same robust criterion as w.
         """
-        P = _cosine_prefix_scores(centred_projection(Xd, A, self.x_mean_),
-                                  centred_projection(Yhat_d, B, self.y_mean_), dev.cand_sentence)
+        P = _cosine_prefix_scores(centred_projection(Xd, A, means[0]),
+                                  centred_projection(Yhat_d, B, means[1]), dev.cand_sentence)
         best = (-np.inf, -np.inf, None, None)
         for k in ks:
             p = P[:, k - 1]
@@ -458,7 +466,7 @@ class GenerativeReranker(_LowDimReranker):
     def _lam_grid(self):
         return np.array([0.0])
 
-    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K):
+    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K, means):
         A, B, omega, err = _solve(engine, Y, tau, K)
         return A, B, omega, {"error": err}
 
@@ -528,7 +536,7 @@ class DiscriminativeReranker(_LowDimReranker):
         check_int("n_iter", self.n_iter, 0)
         return out
 
-    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K):
+    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K, means):
         L = train.losses.astype(np.float64)
         alpha = L.copy()
         off = train.sent_offsets
@@ -543,15 +551,15 @@ class DiscriminativeReranker(_LowDimReranker):
             if it == int(self.n_iter):
                 break
             # normalise to the length constraints ||X a|| = ||Y b|| = 1 (Eq. 4)
-            PX = centred_projection(X, A, self.x_mean_)
-            PY = centred_projection(Y, B, self.y_mean_)
+            PX = centred_projection(X, A, means[0])
+            PY = centred_projection(Y, B, means[1])
             nx = np.linalg.norm(PX, axis=0)
             ny = np.linalg.norm(PY, axis=0)
             nx[nx == 0] = 1.0
             ny[ny == 0] = 1.0
             PX /= nx
             QY = PY / ny
-            QH = centred_projection(Yhat, B, self.y_mean_) / ny
+            QH = centred_projection(Yhat, B, means[1]) / ny
             margins = np.einsum("ij,ij->i", PX[cand_sent], QY[cand_sent] - QH)
             xi, alpha = slack_update(margins, L, alpha, off, float(self.gamma))
             history.append(xi)

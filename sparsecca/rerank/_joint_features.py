@@ -198,10 +198,11 @@ class JointFeatures(BasePersistMixin, ParamsMixin):
         lowercase = check_bool("lowercase", self.lowercase)
         return kind, lengths, min_count, binary, lowercase
 
-    def _raw(self, nbest: NBestList) -> sp.csr_matrix:
-        """All joint features of the view (before column selection)."""
-        Z = self.view_.transform_sequences(candidate_word_ids(nbest), nbest.tag_ids,
-                                           nbest.cand_offsets, nbest.corpus.words, nbest.tags)
+    def _raw(self, nbest: NBestList, view=None) -> sp.csr_matrix:
+        """All joint features of the view (``view_`` by default), before column selection."""
+        view = self.view_ if view is None else view
+        Z = view.transform_sequences(candidate_word_ids(nbest), nbest.tag_ids,
+                                     nbest.cand_offsets, nbest.corpus.words, nbest.tags)
         if self.binary:
             Z.data[:] = 1.0
         return Z
@@ -222,14 +223,16 @@ class JointFeatures(BasePersistMixin, ParamsMixin):
         nbest = check_nbest(nbest, "nbest")
         cands = TaggedCorpus(candidate_word_ids(nbest), nbest.tag_ids, nbest.cand_offsets,
                              nbest.corpus.words, nbest.tags)
-        self.view_ = JointView(kind=kind, lengths=lengths, min_count=1,
-                               lowercase=lowercase).fit(cands)
-        Z = self._raw(nbest)
+        # the fitted attributes are set once everything is computed: a refit that fails
+        # leaves the previous fit intact, not a new view_ with the old columns_
+        view = JointView(kind=kind, lengths=lengths, min_count=1, lowercase=lowercase).fit(cands)
+        Z = self._raw(nbest, view)
         counts = _discriminating_sentences(Z, nbest)
-        self.columns_ = np.flatnonzero(counts >= min_count).astype(np.int64)
-        self._remap = np.full(Z.shape[1], -1, dtype=np.int64)
-        self._remap[self.columns_] = np.arange(self.columns_.size, dtype=np.int64)
-        self.n_features_ = int(self.columns_.size) + 1
+        columns = np.flatnonzero(counts >= min_count).astype(np.int64)
+        remap = np.full(Z.shape[1], -1, dtype=np.int64)
+        remap[columns] = np.arange(columns.size, dtype=np.int64)
+        self.view_, self.columns_, self._remap = view, columns, remap
+        self.n_features_ = int(columns.size) + 1
         self._names = None
         return self._select(Z)
 

@@ -36,6 +36,7 @@ dropping tags whose suffix posterior is below ``unknown_ratio`` times the best o
 
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
@@ -303,6 +304,15 @@ class TrigramHMM(PersistMixin, ParamsMixin):
         corpus = _check_corpus("corpus", corpus, need_tags=True)
         if corpus.n_tokens == 0:
             raise ValueError("corpus must contain at least one token, got an empty corpus")
+        # fitted on a copy whose attributes become ours only once it is done: a refit that
+        # fails (or is interrupted) must not leave the tags_ and words_ of one corpus with
+        # the tables of another; the previous fit stays intact and usable
+        new = copy.copy(self)
+        new._fit(corpus)
+        vars(self).update(vars(new))
+        return self
+
+    def _fit(self, corpus: TaggedCorpus) -> None:
         # compact the vocabularies to what the corpus uses (slices share big vocabularies)
         tag_used, tag_ids = np.unique(corpus.tag_ids, return_inverse=True)
         word_used, word_ids = np.unique(corpus.word_ids, return_inverse=True)
@@ -322,7 +332,6 @@ class TrigramHMM(PersistMixin, ParamsMixin):
         else:
             self.prefix_weight_ = float(self.prefix_weight)
         self._reset_caches()
-        return self
 
     def _fit_transitions(self, tag_ids, offsets, T):
         S = T + 2

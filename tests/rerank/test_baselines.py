@@ -146,6 +146,25 @@ def test_joint_features_unseen_words_and_tags_contribute_nothing():
                                                         "ling\tNN", "ng\tNN"]
 
 
+def test_joint_features_failed_refit_keeps_the_previous_fit(monkeypatch):
+    # a refit that failed after fitting its view left the new view_ with the old columns_
+    nb = make_nbest(HAND)
+    jf = JointFeatures().fit(nb)
+    before = dict(vars(jf))
+    X = jf.transform(nb)
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("sparsecca.rerank._joint_features._discriminating_sentences",
+                        interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        jf.fit(synthetic_lists()[0])
+    for name, value in before.items():
+        assert getattr(jf, name) is value, name
+    np.testing.assert_array_equal(jf.transform(nb).toarray(), X.toarray())
+
+
 def test_joint_features_unfitted_and_bad_params():
     with pytest.raises(NotFittedError, match="not fitted"):
         JointFeatures().transform(make_nbest(HAND))

@@ -555,6 +555,24 @@ def test_too_few_training_sentences_named_as_the_cause(center):
     assert model.n_components_ == bound
 
 
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+def test_failed_refit_keeps_the_previous_fit(cls, tmp_path):
+    # a refit that failed in the solve left the new views and means beside the old weights:
+    # decision_function failed on a shape mismatch and save wrote a file load refused
+    train, dev, test = lists()
+    model = cls(**dict(FIXED, center=True)).fit(train, dev)
+    before = dict(vars(model))
+    scores = model.decision_function(test)
+    with pytest.raises(ValueError, match="exceeds the number of nonzero canonical"):
+        model.fit(train.select(np.arange(4)), dev)
+    assert vars(model).keys() == before.keys()
+    for name, value in before.items():
+        assert getattr(model, name) is value, name
+    np.testing.assert_array_equal(model.decision_function(test), scores)
+    back = cls.load(model.save(tmp_path / "m"))
+    np.testing.assert_array_equal(back.decision_function(test), scores)
+
+
 def test_components_capped_by_distinct_input_columns():
     """The cap min(d1, d2) counts identical input columns once, as the engine does (it merges
     them): the user's n_components is reported in the reranker's terms, not refused inside

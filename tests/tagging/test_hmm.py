@@ -364,6 +364,24 @@ def test_not_fitted_and_params(train):
         model.set_params(bogus=1)
 
 
+def test_failed_refit_keeps_the_previous_fit(train, heldout, monkeypatch):
+    # an interrupted refit left the new corpus's tags_ and words_ beside the old tables
+    model = TrigramHMM().fit(train)
+    tagged = model.tag(heldout)
+    before = dict(vars(model))
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TrigramHMM, "_fit_lexicon", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(heldout)
+    assert vars(model).keys() == before.keys()
+    for name, value in before.items():
+        assert getattr(model, name) is value, name
+    assert model.tag(heldout) == tagged
+
+
 def test_fit_on_slice_compacts_vocabularies(train):
     part = train[:20]
     model = TrigramHMM().fit(part)
