@@ -53,6 +53,7 @@ __all__ = [
     "get_child",
     "load_model",
     "load_model_file",
+    "model_path",
     "pack_strings",
     "put_child",
     "read_model_meta",
@@ -75,6 +76,17 @@ _REGISTRY: dict[str, type] = {}
 def _npz_path(path) -> Path:
     p = Path(path)
     return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
+
+
+def model_path(path) -> Path:
+    """The file a model saved as ``path`` is in: ``path`` itself, or, when no such file
+    exists, ``path`` with ``.npz`` appended if that exists (what ``save(path)`` writes)."""
+    p = Path(path)
+    if not p.exists():
+        q = _npz_path(p)
+        if q.exists():
+            return q
+    return p
 
 
 def save_model_file(path, cls_name: str, params: dict, arrays: dict, *, extra: dict | None = None,
@@ -147,9 +159,11 @@ _DAMAGE = (zipfile.BadZipFile, zlib.error, struct.error, OSError, EOFError, KeyE
 
 def _read(path, names: str | None):
     """(meta, arrays) of a model file; ``names='meta'`` reads the metadata only."""
-    p = Path(path)
+    p = model_path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such model file")
+        q = _npz_path(p)
+        nor = f" (nor {q})" if q != p and not p.exists() else ""
+        raise FileNotFoundError(f"{p}: no such model file{nor}")
     try:
         # np.load takes anything that is neither a zip archive nor a .npy array for a
         # pickle, and refuses it with advice to unpickle it: say what the file is not
@@ -215,6 +229,8 @@ def read_model_meta(path) -> dict:
 def load_model_file(path, cls_name: str) -> tuple[dict, dict]:
     """Read a file written by :func:`save_model_file` for class ``cls_name``.
 
+    ``path`` may omit the ``.npz`` suffix that saving appended (see :func:`model_path`).
+
     Returns
     -------
     meta : dict
@@ -224,11 +240,12 @@ def load_model_file(path, cls_name: str) -> tuple[dict, dict]:
     Raises
     ------
     FileNotFoundError
-        No such file.
+        No such file (the message names ``path`` with ``.npz`` appended too).
     ModelFormatError
         Not a sparsecca model file (including pickles and truncated or corrupted archives),
         a file of another class, or a newer format version.
     """
+    path = model_path(path)
     meta, arrays = _read(path, None)
     if meta["class"] != cls_name:
         raise ModelFormatError(f"{Path(path)}: holds a {meta['class']!r}, not a {cls_name!r}")
@@ -642,6 +659,9 @@ class PersistMixin:
     def load(cls, path):
         """Read a model written by :meth:`save`.
 
+        ``path`` may omit the ``.npz`` suffix that :meth:`save` appended: ``load('m')``
+        reads ``m.npz`` when there is no file ``m``.
+
         Raises
         ------
         FileNotFoundError
@@ -649,11 +669,12 @@ class PersistMixin:
             Not a sparsecca model file, corrupted or truncated, of another class, from a
             newer format version, or with arrays inconsistent with each other.
         """
+        path = model_path(path)
         meta, arrays = load_model_file(path, cls.__name__)
         try:
             return cls.from_state(meta["params"], arrays, meta["extra"])
         except ModelFormatError as exc:
-            raise ModelFormatError(f"{Path(path)}: {exc}") from None
+            raise ModelFormatError(f"{path}: {exc}") from None
 
 
 def _import_model_modules() -> None:
@@ -674,6 +695,7 @@ def load_model(path, allowed=None):
     Parameters
     ----------
     path : str or path-like
+        As given to ``save`` (``.npz`` may be omitted, see :func:`model_path`).
     allowed : collection of classes, optional
         Refuse (ModelFormatError) any other class.
 
@@ -681,6 +703,7 @@ def load_model(path, allowed=None):
     -------
     The fitted object.
     """
+    path = model_path(path)
     meta = read_model_meta(path)
     _import_model_modules()
     name = meta["class"]

@@ -116,6 +116,17 @@ def _input_file(path: str, what: str = "input") -> Path:
     return p
 
 
+def _model_file(path: str, what: str) -> Path:
+    """An input model file, found under the name given to save: ``-o out/tagger`` wrote
+    ``out/tagger.npz``, which ``out/tagger`` names when no file ``out/tagger`` exists."""
+    from ._persist import model_path
+
+    p = model_path(path)
+    if not p.exists() and p.suffix != ".npz":
+        raise UsageError(f"{p}: no such file, nor {p}.npz ({what})")
+    return _input_file(p, what)
+
+
 def _output_file(path, force: bool) -> Path:
     """Check an output path before any work is done."""
     p = Path(path)
@@ -231,7 +242,7 @@ def _load_tagger(path):
     from ._persist import read_model_meta
     from .tagging import TrigramHMM
 
-    p = _input_file(path, "tagger model")
+    p = _model_file(path, "tagger model")
     hmm = TrigramHMM.load(p)
     return hmm, read_model_meta(p).get("info", {})
 
@@ -656,7 +667,7 @@ def _cmd_rerank(args) -> int:
     from .rerank import BaseReranker
 
     hmm, tinfo = _load_tagger(args.tagger)
-    rpath = _input_file(args.reranker, "reranker model")
+    rpath = _model_file(args.reranker, "reranker model")
     rinfo = read_model_meta(rpath).get("info", {})
     reranker = load_model(rpath)
     if not isinstance(reranker, BaseReranker):

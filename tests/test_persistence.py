@@ -346,6 +346,31 @@ def test_save_refuses_what_load_would_refuse(tmp_path, case):
     assert type(type(model).load(model.save(tmp_path / "m"))) is type(model)
 
 
+def test_load_finds_the_file_save_wrote(tmp_path):
+    # save('m') wrote m.npz, and load('m') said 'no such model file'
+    model = fitted("SuffixView")
+    path = model.save(tmp_path / "m")
+    assert path == tmp_path / "m.npz"
+    for back in (SuffixView.load(tmp_path / "m"), load_model(str(tmp_path / "m"))):
+        assert_same(back.transform(corpora()[1]), model.transform(corpora()[1]))
+    assert read_model_meta(tmp_path / "m")["class"] == "SuffixView"
+    assert load_model_file(tmp_path / "m", "SuffixView")[0]["class"] == "SuffixView"
+    # errors name the file read
+    with pytest.raises(ModelFormatError, match=r"m\.npz: holds a 'SuffixView', not a "
+                                               r"'TrigramHMM'$"):
+        TrigramHMM.load(tmp_path / "m")
+    # a file of the name given is the one read
+    (tmp_path / "m").write_bytes(b"not a model")
+    with pytest.raises(ModelFormatError, match=r"/m: not a sparsecca model file"):
+        SuffixView.load(tmp_path / "m")
+    # neither exists: both names are in the message
+    missing = re.escape(str(tmp_path / "nope"))
+    for load in (SuffixView.load, load_model, read_model_meta):
+        with pytest.raises(FileNotFoundError, match=rf"^{missing}: no such model file "
+                                                    rf"\(nor {missing}\.npz\)$"):
+            load(tmp_path / "nope")
+
+
 # -- every saveable class: round trip and damaged files -----------------------------------------
 
 def _transform_test(model):

@@ -54,6 +54,13 @@ CASES = {
                            r"nope.conllu: no such file \(input\)"),
     "input is a directory": (["tag", "{tagger}", "{bad}/empty"], r"empty: is a directory"),
     "missing model file": (["tag", "{bad}/nope.npz", "{test}"], r"nope.npz: no such file"),
+    "missing model file without .npz": (["tag", "{bad}/nope", "{test}"],
+                                         r"nope: no such file, nor \S*/nope\.npz "
+                                         r"\(tagger model\)$"),
+    "missing reranker without .npz": (["rerank", "--tagger", "{tagger}", "--reranker",
+                                       "{bad}/nope", "{test}"],
+                                      r"nope: no such file, nor \S*/nope\.npz "
+                                      r"\(reranker model\)$"),
     "malformed CoNLL-U line": (["tag", "{tagger}", "{bad}/bad.conllu"],
                                r"bad.conllu:4: expected 10 tab-separated columns, found 9"),
     "gz suffix on plain text": (["train-tagger", "{bad}/fake.conllu.gz", "-o", "{bad}/m"],

@@ -203,6 +203,23 @@ def test_rerank_output(dataset, tagger, reranker, tmp_path):
     assert b == len(blocks)
 
 
+def test_models_named_as_given_to_output(dataset, reranker, tmp_path):
+    # -o out/tagger wrote out/tagger.npz, and 'tag out/tagger' said 'no such file'
+    r = run_cli("train-tagger", dataset["train"], "-o", tmp_path / "tagger", "-q")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tagger.npz"]
+    r = run_cli("tag", tmp_path / "tagger", dataset["test"], "-o", tmp_path / "t.conllu", "-q")
+    assert r.returncode == 0, r.stderr
+    hmm = TrigramHMM.load(tmp_path / "tagger.npz")
+    assert read_conllu(tmp_path / "t.conllu", tags="upos") == hmm.tag(
+        read_conllu(dataset["test"], tags=None))
+    rr = reranker.with_suffix("")
+    r = run_cli("rerank", "--tagger", tmp_path / "tagger", "--reranker", rr, dataset["test"],
+                "-o", tmp_path / "r.conllu", "-q")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "r.conllu").is_file()
+
+
 def test_cca_reranker_through_the_cli(dataset, tagger, tmp_path):
     """train-reranker / rerank with one of the three CCA models (saved and loaded)."""
     from sparsecca.rerank import default_rerankers
