@@ -9,7 +9,9 @@ the softened model (Figure 1).
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._atomic import atomic_write, atomic_write_bytes
+from ._atomic import atomic_write_bytes
 from ._params import check_bool, check_random_state
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
@@ -378,22 +380,23 @@ def format_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _plot_grid(result: dict, path: Path) -> bool:
-    """Figure 1: dev accuracy over the (tau, lambda) grid of the softened model."""
+def _plot_grid(result: dict) -> bytes | None:
+    """Figure 1 as PNG bytes: dev accuracy over the (tau, lambda) grid of the softened model
+    (None without such a grid or without matplotlib)."""
     grid = None
     for key in ("Softened-Disc", "Discriminative"):
         if key in result["grids"]:
             grid = result["grids"][key]
             break
     if grid is None:
-        return False
+        return None
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return False
+        return None
     taus = np.asarray(grid["tau"], dtype=float)
     lams = np.asarray(grid["lam"], dtype=float)
     acc = 100 * np.asarray(grid["accuracy"], dtype=float)  # shape (n_tau, n_lam)
@@ -406,12 +409,24 @@ def _plot_grid(result: dict, path: Path) -> bool:
     ax.set_title(f"{result['name']}: softened model, dev accuracy")
     ax.legend(fontsize=8)
     fig.tight_layout()
+    buf = io.BytesIO()
     try:
-        with atomic_write(path) as fh:
-            fig.savefig(fh, format="png", dpi=120)
+        fig.savefig(buf, format="png", dpi=120)
     finally:
         plt.close(fig)
-    return True
+    return buf.getvalue()
+
+
+def _json_safe(value):
+    """``value`` with every NaN or infinite float (e.g. the unknown-word accuracy of a test
+    set without unknown words) replaced by None: JSON has no NaN, ``null`` is the JSON."""
+    if isinstance(value, Mapping):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        return None
+    return value
 
 
 #: the keys of an experiment result that write_report reads
@@ -497,12 +512,22 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
     overwrite : bool
         Existing report files are refused (FileExistsError) unless this is True.  Each
         file is written to a unique temporary file in ``out_dir`` and renamed into place,
-        so a replaced report is never left half-written.
+        so a replaced report is never left half-written.  With True, the
+        ``<set>_grid.png`` of a set in ``results`` that gets no figure this time (no grid,
+        or no matplotlib) is removed: the directory holds no figure of an earlier run
+        that report.md does not show (figures of other sets' names are left alone).
 
     Returns
     -------
     dict
         What was written: ``md``, ``json`` and ``png:<name>`` -> path.
+
+    Notes
+    -----
+    Every file is rendered in memory before the first one is written, so a result that
+    report.json cannot encode (a TypeError) leaves nothing behind.  NaN and infinite
+    values (e.g. the unknown-word accuracy of a test set without unknown words) are
+    written as ``null``: report.json is strict JSON.
 
     Raises
     ------
@@ -534,18 +559,29 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
                   f"dev {s['dev']['sentences']}, test {s['test']['sentences']}; k = {r['k']}, "
                   f"{r['folds']}-fold jackknife")
     md += ["", format_table(results)]
-    written = {}
+    figures = {}
     for r in results:
-        if _plot_grid(r, pngs[r["name"]]):
+        png = _plot_grid(r)
+        if png is not None:
+            figures[r["name"]] = png
             md.append(f"![{r['name']} grid]({pngs[r['name']].name})")
-            written[f"png:{r['name']}"] = str(pngs[r["name"]])
-    atomic_write_bytes(targets["md"], ("\n".join(md) + "\n").encode("utf-8"))
     by_model: dict[str, dict] = {}
     for r in results:
         for m, row in r["rows"].items():
             by_model.setdefault(m, {})[r["name"]] = {"dev": row["dev"], "test": row["test"]}
     payload = {"table2": by_model, "sets": results}
-    atomic_write_bytes(targets["json"],
-                       json.dumps(payload, indent=1, default=float).encode("utf-8"))
+    # rendered before anything is written: a value JSON cannot encode leaves no partial
+    # report (which a rerun without overwrite would then refuse)
+    md_text = "\n".join(md) + "\n"
+    json_text = json.dumps(_json_safe(payload), indent=1, default=float, allow_nan=False)
+    written = {}
+    for name, png in figures.items():
+        atomic_write_bytes(pngs[name], png)
+        written[f"png:{name}"] = str(pngs[name])
+    atomic_write_bytes(targets["md"], md_text.encode("utf-8"))
+    atomic_write_bytes(targets["json"], json_text.encode("utf-8"))
+    for name, p in pngs.items():
+        if overwrite and name not in figures and p.is_file():
+            p.unlink()  # an earlier run's figure that this report does not show
     written.update({k: str(v) for k, v in targets.items()})
     return written

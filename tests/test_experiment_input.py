@@ -1,5 +1,6 @@
 """The experiment runner's refusals of data-set directories it cannot run, naming the file."""
 
+import json
 import os
 
 import numpy as np
@@ -177,6 +178,48 @@ def test_write_report_refuses_to_overwrite(tmp_path):
     with pytest.raises(FileExistsError, match=r"report.md exists; pass overwrite=True"):
         sparsecca.write_report([_result()], tmp_path)
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == "keep me"
+
+
+def test_write_report_writes_nothing_when_json_fails(tmp_path):
+    # report.md (and the figures) were written before report.json failed to encode: the
+    # partial report made a rerun without overwrite fail
+    bad = _result() | {"extra": {"path": tmp_path}}
+    with pytest.raises(TypeError):
+        sparsecca.write_report([bad], tmp_path / "rep")
+    assert os.listdir(tmp_path / "rep") == []
+    written = sparsecca.write_report([_result()], tmp_path / "rep")
+    assert set(written) == {"md", "json"}
+
+
+def test_write_report_json_is_strict(tmp_path):
+    # NaN (e.g. the unknown-word accuracy of a test set without unknown words) was written
+    # as a bare NaN, which is not JSON
+    result = _result()
+    result["rows"]["Model"] = {"dev": float("nan"), "test": np.float64(np.inf)}
+    result["table3"] = {"Baseline": {"test": float("nan")}}
+    sparsecca.write_report([result], tmp_path)
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    rep = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"),
+                     parse_constant=refuse)
+    assert rep["table2"]["Model"]["set"] == {"dev": None, "test": None}
+    assert rep["sets"][0]["table3"] == {"Baseline": {"test": None}}
+    assert rep["table2"]["Baseline"]["set"] == {"dev": 0.5, "test": 0.5}
+
+
+def test_write_report_overwrite_removes_its_stale_figure(tmp_path):
+    # a rerun without a grid left the earlier run's set_grid.png beside a report.md that
+    # does not show it
+    (tmp_path / "set_grid.png").write_bytes(b"earlier figure")
+    (tmp_path / "other_grid.png").write_bytes(b"another set's figure")
+    with pytest.raises(FileExistsError, match=r"set_grid.png exists; pass overwrite=True"):
+        sparsecca.write_report([_result()], tmp_path)
+    written = sparsecca.write_report([_result()], tmp_path, overwrite=True)
+    assert set(written) == {"md", "json"}
+    assert sorted(os.listdir(tmp_path)) == ["other_grid.png", "report.json", "report.md"]
+    assert "grid" not in (tmp_path / "report.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("overwrite", ["no", "False", 1, None])
