@@ -43,6 +43,48 @@ def test_atomic_write_keeps_the_usual_permissions(tmp_path):
     assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == stat.S_IMODE(ref.stat().st_mode)
 
 
+def _overwrite_raw(p):
+    with atomic_write(p) as fh:
+        # the permissions are set before any data is in the file
+        assert stat.S_IMODE(os.fstat(fh.fileno()).st_mode) == stat.S_IMODE(p.stat().st_mode)
+        fh.write(b"new")
+
+
+def _overwrite_model(p):
+    _save(p, overwrite=True)
+
+
+def _overwrite_corpus(p):
+    write_conllu(synthetic_corpus(3, random_state=0), p, overwrite=True)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+@pytest.mark.parametrize("mode", [0o600, 0o660])
+@pytest.mark.parametrize("write", [_overwrite_raw, _overwrite_model, _overwrite_corpus])
+def test_overwrite_keeps_the_permissions_of_the_file(tmp_path, mode, write):
+    # the replacement got 0666 less the umask: a private 0600 file became 0644
+    p = tmp_path / "out.npz"
+    p.write_bytes(b"old")
+    p.chmod(mode)
+    write(p)
+    assert p.read_bytes() != b"old"
+    assert stat.S_IMODE(p.stat().st_mode) == mode
+    assert os.listdir(tmp_path) == ["out.npz"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_cli_force_keeps_the_permissions_of_the_output(tmp_path):
+    model = TrigramHMM().fit(synthetic_corpus(60, random_state=1)).save(tmp_path / "hmm.npz")
+    src = tmp_path / "in.conllu"
+    write_conllu(synthetic_corpus(5, random_state=2), src)
+    out = tmp_path / "out.conllu"
+    out.write_text("private", encoding="utf-8")
+    out.chmod(0o600)
+    assert cli.main(["tag", str(model), str(src), "-o", str(out), "--force", "-q"]) == 0
+    assert read_conllu(out).n_sentences == 5
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
 # (name of the user's file the old fixed temporary name clobbered, writer of the output)
 def _write_model(d):
     _save(d / "m.npz")
