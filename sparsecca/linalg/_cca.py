@@ -664,23 +664,20 @@ class CCAEngine:
             n_refine = res.n_iter
             err = _error_estimate(res)
             history.append((xinv.rank_, err))
-        if err > self.tol and exhausted:
-            # the model spans X, but its 1/tau tail magnifies the factor's rounding (a
-            # rank-12 X at tau = 1e-10: 4e-3 off, estimate 0.11; at 1e-14 garbage)
-            warnings.warn(
-                f"randomized solver: estimated relative error {err:.3g} > tol = {self.tol:g} "
-                f"although its low-rank model spans X (rank {xinv.rank_}): at tau = {tau:g} "
-                f"the model's 1/tau tail magnifies the rounding of its factor. Use "
-                f"solver='dense' or 'iterative', or a larger tau", RuntimeWarning,
-                stacklevel=3)
-        elif err > self.tol:
-            what = ("after LOBPCG refinement" if refine else
-                    f"at the largest allowed rank {xinv.rank_} (max_rank)")
-            warnings.warn(
-                f"randomized solver: estimated relative error {err:.3g} > tol = {self.tol:g} "
-                f"{what}; the correlations are lower bounds of the exact ones. Use "
-                f"solver='iterative' for an exact solve or raise max_rank", RuntimeWarning,
-                stacklevel=3)
+        if err > self.tol:
+            if exhausted:
+                # the model spans X, but its 1/tau tail magnifies the factor's rounding (a
+                # rank-12 X at tau = 1e-10: 4e-3 off, estimate 0.11; at 1e-14 garbage)
+                why = (f"although its low-rank model spans X (rank {xinv.rank_}): at tau = "
+                       f"{tau:g} the model's 1/tau tail magnifies the rounding of its factor. "
+                       f"Use solver='dense' or 'iterative', or a larger tau")
+            else:
+                what = ("after LOBPCG refinement" if refine else
+                        f"at the largest allowed rank {xinv.rank_} (max_rank)")
+                why = (f"{what}; the correlations are lower bounds of the exact ones. Use "
+                       f"solver='iterative' for an exact solve or raise max_rank")
+            warnings.warn(f"randomized solver: estimated relative error {err:.3g} > tol = "
+                          f"{self.tol:g} {why}", RuntimeWarning, stacklevel=3)
         res.__dict__.update(solver="randomized", error_estimate=err, rank_history=history,
                             preconditioner=_preconditioner_used(xinv, res),
                             exact=exhausted, n_refine=n_refine)

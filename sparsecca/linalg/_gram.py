@@ -379,6 +379,8 @@ def column_sums(X, squares=False):
 
 def _column_moments(X):
     """Column sums and sums of squares of a dense or sparse (n, d) X, float64 (d,) each."""
+    if sp.issparse(X) and X.format not in ("csr", "csc"):
+        X = X.tocsr()  # converted once for both sums
     return column_sums(X), column_sums(X, squares=True)
 
 
