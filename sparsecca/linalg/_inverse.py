@@ -509,7 +509,6 @@ class RegularizedInverse(ShapeCheckedOperator):
                 f"unresolved direction has zero variance); use tau > 0 (e.g. tau = 1e-3)")
         gam2 = (1.0 - tau) * lam
         self._isd = 1.0 / np.sqrt(delta)  # delta^-1/2
-        self._tail_used = tail
         if tail == "identity" or np.ptp(delta) == 0:
             # W' = V diag(sqrt((1-tau) lam / delta)) has orthogonal columns: closed forms
             self._P = np.ascontiguousarray(V)
@@ -547,7 +546,6 @@ class RegularizedInverse(ShapeCheckedOperator):
                 f"{c:.3g}, at the rounding level of its largest, {float(g.max()):.3g}); "
                 f"{advice}")
         self._isd = np.full(V.shape[0], 1.0 / np.sqrt(c))
-        self._tail_used = "none"
         self._P = np.ascontiguousarray(V)
         self._g2 = g / c - 1.0
         self._Wp = None
