@@ -23,7 +23,7 @@ from ._atomic import atomic_write_bytes
 from ._params import check_bool, check_random_state
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
-from .exceptions import TagsetMismatchError
+from .exceptions import TagsetMismatchError, in_context
 
 __all__ = ["DatasetError", "load_splits", "experiment", "experiment_on_corpora", "write_report",
            "format_table"]
@@ -147,15 +147,6 @@ def _check_run_options(random_state, progress) -> None:
         check_random_state(random_state)
 
 
-def _in_context(exc: Exception, context: str) -> Exception:
-    """``exc`` as the same exception type with ``context`` before its message."""
-    try:
-        return type(exc)(f"{context}: {exc}")
-    except Exception:  # an exception type with another constructor: keep it, add a note
-        exc.add_note(context)
-        return exc
-
-
 def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, rerankers=None,
                random_state=0, progress: bool = False, name: str | None = None,
                tagger=None) -> dict:
@@ -216,7 +207,9 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     folds : int >= 2
         Jackknife folds for the training n-best lists.
     rerankers : dict name -> unfitted reranker, optional
-        Default: :func:`sparsecca.rerank.default_rerankers`.
+        Default: :func:`sparsecca.rerank.default_rerankers`.  A caller's rerankers are fitted
+        in place (unlike ``tagger``, which is cloned), so they can be inspected or saved
+        afterwards; pass clones to keep the originals unfitted.
     random_state : None, int >= 0, numpy Generator or RandomState
         Seed of the jackknife folds and the default rerankers.
     progress : bool
@@ -294,7 +287,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
         except ValueError as exc:
             # e.g. a train split too small for the model's n_components, which an
             # experiment user never chose: say which row and which data
-            raise _in_context(exc, f"{model_name} (reranker), fitted on {where['train']} "
+            raise in_context(exc, f"{model_name} (reranker), fitted on {where['train']} "
                                    f"({train.n_sentences} sentences) and tuned on "
                                    f"{where['dev']}") from exc
         fit_s = time.perf_counter() - t0
@@ -524,10 +517,10 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
 
     Notes
     -----
-    Every file is rendered in memory before the first one is written, so a result that
-    report.json cannot encode (a TypeError) leaves nothing behind.  NaN and infinite
-    values (e.g. the unknown-word accuracy of a test set without unknown words) are
-    written as ``null``: report.json is strict JSON.
+    Every file is rendered in memory before ``out_dir`` is created and the first file is
+    written, so a result that report.json cannot encode (a TypeError) leaves nothing
+    behind.  NaN and infinite values (e.g. the unknown-word accuracy of a test set without
+    unknown words) are written as ``null``: report.json is strict JSON.
 
     Raises
     ------
@@ -544,7 +537,6 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out}: exists and is not a directory (out_dir)")
-    out.mkdir(parents=True, exist_ok=True)
     targets = {"md": out / "report.md", "json": out / "report.json"}
     pngs = {r["name"]: out / f"{r['name']}_grid.png" for r in results}
     if not overwrite:
@@ -574,6 +566,7 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
     # report (which a rerun without overwrite would then refuse)
     md_text = "\n".join(md) + "\n"
     json_text = json.dumps(_json_safe(payload), indent=1, default=float, allow_nan=False)
+    out.mkdir(parents=True, exist_ok=True)  # after rendering: a failure leaves no empty dir
     written = {}
     for name, png in figures.items():
         atomic_write_bytes(pngs[name], png)

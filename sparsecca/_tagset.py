@@ -16,10 +16,13 @@ import numpy as np
 from .data import Vocabulary
 from .exceptions import TagsetMismatchError
 
-__all__ = ["MAX_UNKNOWN_TAG_FRACTION", "check_tagset", "TagsetMismatchError"]
+__all__ = ["COLUMN_HINT", "MAX_UNKNOWN_TAG_FRACTION", "check_tagset", "TagsetMismatchError"]
 
 #: more than this fraction of tag tokens outside the fitted tagset is a tagset mismatch
 MAX_UNKNOWN_TAG_FRACTION = 0.5
+
+#: the end of check_tagset's message (a caller that knows the cause replaces it)
+COLUMN_HINT = "; is one of them another tag column (UPOS against XPOS)?"
 
 
 def _examples(items, n: int = 5) -> str:
@@ -68,6 +71,5 @@ def check_tagset(tag_ids, tags: Vocabulary, fitted: Vocabulary, *, what: str,
             f"{what}: {100 * frac:.1f}% of the tag tokens ({n_out} of {tag_ids.size}) are not "
             f"in {fitted_what} (at most {MAX_UNKNOWN_TAG_FRACTION:.0%} may be); given tags "
             f"[{_examples(given)}] ({len(given)} tags), fitted tagset "
-            f"[{_examples(fitted.items)}] ({len(fitted)} tags); is one of them another tag "
-            f"column (UPOS against XPOS)?")
+            f"[{_examples(fitted.items)}] ({len(fitted)} tags){COLUMN_HINT}")
     return mapping

@@ -11,7 +11,7 @@ the tagset a model was fitted on (see :mod:`sparsecca._tagset`).
 
 from __future__ import annotations
 
-__all__ = ["ModelFormatError", "NotFittedError", "TagsetMismatchError"]
+__all__ = ["ModelFormatError", "NotFittedError", "TagsetMismatchError", "in_context"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -27,3 +27,13 @@ class ModelFormatError(ValueError):
 
 class TagsetMismatchError(ValueError):
     """Most given tags are outside the tagset a model was fitted on (UPOS against XPOS)."""
+
+
+def in_context(exc: Exception, context: str) -> Exception:
+    """``exc`` as the same exception type with ``context`` before its message (for a caller
+    that knows which file, fold or model the error belongs to)."""
+    try:
+        return type(exc)(f"{context}: {exc}")
+    except Exception:  # an exception type with another constructor: keep it, add a note
+        exc.add_note(context)
+        return exc

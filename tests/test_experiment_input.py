@@ -186,7 +186,7 @@ def test_write_report_writes_nothing_when_json_fails(tmp_path):
     bad = _result() | {"extra": {"path": tmp_path}}
     with pytest.raises(TypeError):
         sparsecca.write_report([bad], tmp_path / "rep")
-    assert os.listdir(tmp_path / "rep") == []
+    assert not (tmp_path / "rep").exists()  # not even an empty directory
     written = sparsecca.write_report([_result()], tmp_path / "rep")
     assert set(written) == {"md", "json"}
 
@@ -333,3 +333,30 @@ def test_seeds_and_generators_are_accepted(tmp_path):
     b = sparsecca.experiment(d, k=2, folds=2, rerankers={},
                              random_state=np.random.default_rng(0), progress=np.False_)
     assert a["rows"]["Baseline"]["test"] == b["rows"]["Baseline"]["test"]
+
+
+def test_a_callers_rerankers_are_fitted_in_place_and_its_tagger_is_cloned(tmp_path):
+    # documented: the caller can inspect or save its rerankers afterwards; the tagger is
+    # cloned (fitted on train and on each jackknife fold), so the caller's stays unfitted
+    import sparsecca.data
+    import sparsecca.tagging
+
+    rng = np.random.default_rng(0)
+    d = tmp_path / "set"
+    d.mkdir()
+    for split, n in {"train": 30, "dev": 8, "test": 8}.items():
+        # ambiguous words, so that k = 2 gives two candidates
+        text = "".join("".join(f"{j}\t{w}\t_\t{t}\t_\t_\t0\t_\t_\t_\n" for j, (w, t) in
+                               enumerate(zip(rng.choice(list("abc"), 4),
+                                             rng.choice(["NOUN", "VERB"], 4)), 1)) + "\n"
+                       for _ in range(n))
+        (d / f"{split}.conllu").write_text(text, encoding="utf-8")
+    model = sparsecca.rerank.PerceptronReranker()
+    tagger = sparsecca.tagging.TrigramHMM()
+    out = sparsecca.experiment(d, k=2, folds=2, rerankers={"P": model}, tagger=tagger)
+    dev = sparsecca.tagging.TrigramHMM().fit(
+        sparsecca.data.read_conllu(d / "train.conllu")).nbest(
+        sparsecca.data.read_conllu(d / "dev.conllu"), k=2)
+    assert dev.accuracy(model.rerank(dev)) == out["rows"]["P"]["dev"]
+    with pytest.raises(sparsecca.exceptions.NotFittedError):
+        tagger.nbest(sparsecca.data.read_conllu(d / "dev.conllu"), k=2)

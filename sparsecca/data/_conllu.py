@@ -209,7 +209,10 @@ def conllu_corpus(text: str, name: str, tags: str | None = "upos") -> TaggedCorp
 def read_tokenized(path) -> TaggedCorpus:
     """Read one-sentence-per-line, whitespace-tokenised text (plain or gzip) as an untagged corpus.
 
-    Blank lines are skipped.
+    Blank lines are skipped.  Tokens are separated by any Unicode whitespace (``str.split``):
+    besides spaces and tabs, also no-break spaces (U+00A0, U+202F) and the ideographic space
+    (U+3000), so a token cannot contain one (a number written "10 000" with a no-break space
+    becomes two tokens); use CoNLL-U, whose FORM column may hold spaces, for such tokens.
     """
     return tokenized_corpus(read_text(path))
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._params import check_int
+from .._tagset import COLUMN_HINT
 from ..data import TaggedCorpus, kfold_indices
+from ..exceptions import TagsetMismatchError, in_context
 from ._nbest import NBestList, concatenate
 
 __all__ = ["jackknife_nbest", "clone"]
@@ -72,9 +74,23 @@ def jackknife_nbest(estimator, corpus: TaggedCorpus, k: int = 10, folds: int = 1
         it = tqdm(splits, desc="jackknife", unit="fold")
     parts: list[NBestList] = []
     held_all: list[np.ndarray] = []
-    for train_idx, held_idx in it:
-        model = clone(estimator).fit(corpus.select(train_idx))
-        parts.append(model.nbest(corpus.select(held_idx), k=k))
+    n_folds = len(splits)
+    for fold, (train_idx, held_idx) in enumerate(it, 1):
+        where = (f"jackknife fold {fold} of {n_folds} (a tagger fitted on {train_idx.size} of "
+                 f"the {corpus.n_sentences} sentences, decoding the other {held_idx.size})")
+        try:
+            model = clone(estimator).fit(corpus.select(train_idx))
+            parts.append(model.nbest(corpus.select(held_idx), k=k))
+        except TagsetMismatchError as exc:
+            # one corpus has one tag column: the fold's training part lacks the held-out
+            # part's tags because the corpus is tiny, not because of a swapped column
+            raise TagsetMismatchError(
+                f"{where}: {str(exc).removesuffix(COLUMN_HINT)}; the training part lacks "
+                f"most of the held-out part's tags: the corpus is too small for {n_folds} "
+                f"folds (use {'fewer folds or ' if n_folds > 2 else ''}more sentences)"
+            ) from None
+        except ValueError as exc:
+            raise in_context(exc, where) from exc
         held_all.append(held_idx)
     stacked = concatenate(parts)
     # stacked sentence j is corpus sentence held[j]; invert to restore the corpus order

@@ -174,6 +174,10 @@ def test_read_tokenized(tmp_path):
     p.write_bytes("Le chat\x0cdort .\r\nIl\u2028mange\x85des pommes\n".encode())
     assert [w for w, _ in read_tokenized(p)] == [["Le", "chat", "dort", "."],
                                                  ["Il", "mange", "des", "pommes"]]
+    # documented: no-break and ideographic spaces separate tokens too
+    p.write_text("10\u00a0000 euros\u202f!\n\u6211\u3000\u7231\n", encoding="utf-8")
+    assert [w for w, _ in read_tokenized(p)] == [["10", "000", "euros", "!"],
+                                                 ["\u6211", "\u7231"]]
 
 
 TOK = "1\tw\t_\tNOUN\tNN\t_\t_\t_\t_\t_\n"

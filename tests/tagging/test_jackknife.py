@@ -64,3 +64,28 @@ def test_bad_input(corpus):
         clone(TrigramHMM)
     with pytest.raises(TypeError, match="corpus must be a TaggedCorpus"):
         jackknife_nbest(TrigramHMM(), [[("a", "B")]])
+
+
+def test_a_failing_fold_is_named():
+    from sparsecca.data import TaggedCorpus
+    from sparsecca.exceptions import TagsetMismatchError
+
+    # fold 1 of 2 trains on sentence 0 only (tag X) and decodes two sentences tagged mostly
+    # Y: the tagset check's "another tag column?" is wrong within one corpus
+    c = TaggedCorpus.from_sentences([[("a", "X"), ("b", "Y")], [("c", "X")], [("a", "Y")]])
+    with pytest.raises(TagsetMismatchError, match=r"^jackknife fold 1 of 2 \(a tagger fitted "
+                       r"on 1 of the 3 sentences, decoding the other 2\): corpus gold tags: "
+                       r"66\.7% .* \(1 tags\); the training part lacks most of the held-out "
+                       r"part's tags: the corpus is too small for 2 folds \(use more "
+                       r"sentences\)$"):
+        jackknife_nbest(TrigramHMM(), c, k=3, folds=2)
+    four = TaggedCorpus.from_sentences([[("a", "X")], [("b", "X")], [("c", "Y")], [("d", "X")]])
+    with pytest.raises(TagsetMismatchError, match=r"^jackknife fold \d of 4 .* too small for 4 "
+                                                  r"folds \(use fewer folds or more sentences\)$"):
+        jackknife_nbest(TrigramHMM(), four, k=3, folds=4)
+    # a fold whose training part has no tokens said "got an empty corpus", naming no fold
+    empty = TaggedCorpus.from_sentences([[], [("a", "X")]])
+    with pytest.raises(ValueError, match=r"^jackknife fold 2 of 2 \(a tagger fitted on 1 of the "
+                                         r"2 sentences, decoding the other 1\): corpus must "
+                                         r"contain at least one token"):
+        jackknife_nbest(TrigramHMM(), empty, k=3, folds=2)
