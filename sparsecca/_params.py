@@ -39,9 +39,11 @@ def check_float(name: str, value, low: float, *, strict: bool,
     v = float(value)
     if not np.isfinite(v) or (v <= low if strict else v < low) or (high is not None
                                                                     and v > high):
-        bound = (f"{'>' if strict else '>='} {low:g}" if high is None
-                 else f"in {'(' if strict else '['}{low:g}, {high:g}]")
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+        bound = (f" {'>' if strict else '>='} {low:g}" if high is None
+                 else f" in {'(' if strict else '['}{low:g}, {high:g}]")
+        if low == -np.inf and high is None:  # any finite number ("finite number >= -inf")
+            bound = ""
+        raise ValueError(f"{name} must be a finite number{bound}, got {value!r}")
     return v
 
 

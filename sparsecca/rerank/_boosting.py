@@ -69,7 +69,9 @@ def ranking_pairs(nbest: NBestList, H: sp.csr_matrix):
     D = (P @ sp.csr_matrix(H)).tocsr()
     D.eliminate_zeros()
     D.sort_indices()
-    return D, nbest.scores[top] - nbest.scores[other], nbest.cand_sentence[other]
+    with np.errstate(over="ignore"):  # an overflowing difference is refused by the caller
+        diff = nbest.scores[top] - nbest.scores[other]
+    return D, diff, nbest.cand_sentence[other]
 
 
 def decoder_line_search(score_diff, upper=None) -> float:
@@ -81,6 +83,13 @@ def decoder_line_search(score_diff, upper=None) -> float:
     decoder keeps weight 1.
     """
     d = np.asarray(score_diff, dtype=np.float64)
+    if d.ndim != 1:
+        raise ValueError(f"score_diff must be 1-d, got shape {d.shape}")
+    if not np.all(np.isfinite(d)):
+        raise ValueError(f"score_diff must be finite, got {int(np.sum(~np.isfinite(d)))} "
+                         f"NaN or infinite value(s)")
+    if upper is not None:
+        upper = check_float("upper", upper, 0.0, strict=True)
     nz = np.abs(d[d != 0.0])
     if nz.size == 0:
         return 1.0
@@ -149,16 +158,24 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
                               binary=True, lowercase=p["lowercase"])
         H = feats.fit_joint(train)
         D, diff, _ = ranking_pairs(train, H)
+        if not np.all(np.isfinite(diff)):
+            # finite scores whose differences overflow (|s| near 1.8e308)
+            raise ValueError(f"train's decoder scores are too large: a difference between "
+                             f"two candidates' scores overflows (scores in "
+                             f"[{train.scores.min():.3g}, {train.scores.max():.3g}]); "
+                             f"{type(self).__name__} needs log-probability-like scores")
         alpha0 = decoder_line_search(diff)
         margins = alpha0 * diff
         Hd = feats.joint(dev) if dev is not None else None
+        # dev sentences without candidates have every token wrong (losses_of_choice's rule)
+        missing = 0 if dev is None else int(dev.corpus.lengths[dev.n_candidates == 0].sum())
         best = None
         tuning = []
         for reg in grid:
             f, d, obj = boosting_path(D, margins, p["n_rounds"], eps=eps, l1=reg)
             if dev is not None:
                 loss = path_losses(Hd, alpha0 * dev.scores, dev.sent_offsets, dev.losses, f, d)
-                acc = 1.0 - loss / dev.corpus.n_tokens
+                acc = 1.0 - (loss + missing) / dev.corpus.n_tokens
                 t = int(np.argmax(acc))
             else:
                 acc, t = None, f.size
@@ -185,6 +202,15 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
 
     def _set_reg(self, reg):
         pass
+
+    def tuned_params(self) -> dict:
+        """The values chosen on train (decoder weight) and dev (rounds, C), for reports."""
+        self._check_fitted("coef_")
+        out = {"decoder_weight": self.decoder_weight_, "n_rounds": self.n_rounds_}
+        reg = getattr(self, "C_", None)
+        if reg is not None:
+            out["C"] = float(reg)
+        return out
 
     def decision_function(self, nbest: NBestList) -> np.ndarray:
         """Score of every candidate: ``decoder_weight_ * score + joint features @ coef_[1:]``.

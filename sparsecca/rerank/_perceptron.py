@@ -157,6 +157,11 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.dev_accuracy_ = dev_acc
         return self
 
+    def tuned_params(self) -> dict:
+        """The values chosen on dev (decoder weight, epochs), for reports."""
+        self._check_fitted("coef_")
+        return {"decoder_weight": self.decoder_weight_, "n_epochs": self.n_epochs_}
+
     def decision_function(self, nbest: NBestList) -> np.ndarray:
         """Score of every candidate: ``decoder_weight_ * score + joint features @ coef_[1:]``.
 

@@ -357,7 +357,11 @@ def test_perceptron_no_update_when_oracle_chosen():
     (dict(orders=[0, 0]), ValueError, "orders must be a 2-d int array"),
     (dict(orders=[[3]]), ValueError, r"orders must hold sentence indices in \[0, 1\)"),
     (dict(losses=[0]), ValueError, r"losses must have shape \(2,\)"),
-    (dict(decoder_weight=np.inf), ValueError, "decoder_weight must be a finite number"),
+    # any finite weight: the message said "a finite number >= -inf"
+    (dict(decoder_weight=np.inf), ValueError, r"^decoder_weight must be a finite number, got "
+                                              r"inf$"),
+    (dict(decoder_weight=-np.inf), ValueError, r"^decoder_weight must be a finite number, got "
+                                               r"-inf$"),
     (dict(base_scores=[0.0, np.nan]), ValueError, "base_scores must be finite"),
 ])
 def test_perceptron_bad_input(kwargs, err, match):

@@ -217,6 +217,31 @@ def test_decoder_line_search_edge_cases():
     assert decoder_line_search(np.array([1.0, 2.0]), upper=7.0) == 7.0  # separable: the bound
 
 
+@pytest.mark.parametrize("d,upper,match", [
+    # scipy's brentq said "xtol too small (0 <= 0)" or returned NaN; upper = -5 was returned
+    # as a weight although the weight is >= 0
+    ([np.nan, 1.0], None, r"^score_diff must be finite, got 1 NaN or infinite value\(s\)$"),
+    ([np.inf, -1.0], None, r"^score_diff must be finite, got 1 NaN or infinite"),
+    ([[1.0]], None, r"^score_diff must be 1-d, got shape \(1, 1\)$"),
+    ([1.0, 2.0], -5.0, r"^upper must be a finite number > 0, got -5\.0$"),
+    ([0.0], 0.0, r"^upper must be a finite number > 0, got 0\.0$"),
+])
+def test_decoder_line_search_bad_input(d, upper, match):
+    with pytest.raises(ValueError, match=match):
+        decoder_line_search(np.array(d), upper=upper)
+
+
+@pytest.mark.parametrize("cls", [BoostingReranker, RegularizedBoostingReranker])
+def test_boosting_refuses_overflowing_score_differences(cls):
+    # finite scores whose difference is inf passed check_finite_scores and failed in brentq
+    sents = [(w, g, [(t, 1.7e308 if j == 0 else -1.7e308) for j, (t, _) in enumerate(c)])
+             for w, g, c in HAND]
+    with pytest.raises(ValueError, match=r"^train's decoder scores are too large: a difference "
+                                         r"between two candidates' scores overflows"):
+        cls(n_rounds=5, min_count=1).set_params(
+            **({"C": 1e-3} if cls is RegularizedBoostingReranker else {})).fit(make_nbest(sents))
+
+
 # -- boosting rerankers ------------------------------------------------------------------------
 
 
@@ -410,6 +435,14 @@ def test_sentence_without_candidates(name):
     # the other sentences are reranked as without the empty one
     ref = ALL[name]().fit(make_nbest(HAND), make_nbest(HAND))
     np.testing.assert_array_equal(choice[:-1], ref.rerank(make_nbest(HAND)))
+    # the dev accuracies the model reports count the empty sentence's tokens wrong, as
+    # score() and NBestList.accuracy do (the boosting paths counted them right)
+    if name == "perc":
+        assert est.dev_accuracy_.max() == est.score(nb)
+    else:
+        assert est.dev_accuracy_path_[est.n_rounds_] == est.score(nb)
+        assert est.tuning_[-1]["dev_accuracy"] <= est.score(nb)
+        assert max(t["dev_accuracy"] for t in est.tuning_) == est.score(nb)
 
 
 @pytest.mark.parametrize("name", list(ALL))
@@ -536,6 +569,24 @@ def test_grid_without_dev_is_an_error():
         PerceptronReranker().fit(nb)
     RegularizedBoostingReranker(C=1e-3, n_rounds=5).fit(nb)  # one value: fine
     PerceptronReranker(decoder_weight=1.0, n_epochs=1).fit(nb)
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_tuned_params_report_the_dev_choices(name):
+    # the experiment's report wrote tuned: {} for every baseline row
+    nb = make_nbest(HAND)
+    est = ALL[name]().fit(nb, nb)
+    tuned = est.tuned_params()
+    assert tuned["decoder_weight"] == est.decoder_weight_
+    if name == "perc":
+        assert tuned == {"decoder_weight": est.decoder_weight_, "n_epochs": est.n_epochs_}
+    else:
+        assert tuned["n_rounds"] == est.n_rounds_
+        assert ("C" in tuned) == (name == "reg")
+        if name == "reg":
+            assert tuned["C"] == est.C_
+    with pytest.raises(NotFittedError):
+        ALL[name]().tuned_params()
 
 
 def test_baseline_rerankers_table():
