@@ -317,6 +317,11 @@ class RegularizedBoostingReranker(_ExpLossBoosting):
     without smoothing, and for small C the method approaches the unregularised minimiser.
     C (a grid) and the number of rounds are tuned on dev.
 
+    Features with identical training columns give the same objective whichever of them
+    holds the weight; which one does is left to rounding (the unregularised path always
+    keeps the lower column).  Their dev columns can differ, so two correct implementations
+    may report different dev accuracies, and even choose a different C, on such data.
+
     Parameters
     ----------
     features : {"suffix", "ngram"}, default "suffix"
