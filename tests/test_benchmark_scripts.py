@@ -7,6 +7,10 @@ the file) and must exit 0 and print its table header.  They read ../shared/data:
 a reason when it is absent, failing under CI=true (the ``shared_data`` fixture).  psutil and
 matplotlib are optional for the scripts (the RSS sampler falls back to /proc/self/statm; no
 plot without matplotlib), so this runs with the test extra alone.
+
+The tests at the end need no data: they point the scripts and the asv modules at a missing
+``../shared/data`` and check that they skip (asv) or stop with the documented message and exit
+status (scripts).
 """
 
 import json
@@ -16,8 +20,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -31,6 +33,8 @@ def _run(script, *args, timeout=120):
     return proc.stdout
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_compare_peers_quick(shared_data, tmp_path):
     out = tmp_path / "peers.json"
     text = _run("compare_peers.py", "--quick", "--sizes", "200", "--out", out)
@@ -43,6 +47,8 @@ def test_compare_peers_quick(shared_data, tmp_path):
     assert ours["status"] == "ok" and len(ours["corr"]) == 10
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_scale_run_small(shared_data, tmp_path):
     out = tmp_path / "scale.md"
     text = _run("scale_run.py", "--n", 300, "--k", 10, "--folds", 3, "--max-rank", 64,
@@ -55,6 +61,8 @@ def test_scale_run_small(shared_data, tmp_path):
     assert out.read_text().startswith("# Scale run")
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_profile_fit_small(shared_data, tmp_path):
     text = _run("memory/profile_fit.py", "--sizes", "200,400", "--min-counts", "1,5",
                 "--d1-n", 200, "--no-tracemalloc", "--k", 10, "--max-rank", 64,
@@ -72,6 +80,8 @@ def test_profile_fit_small(shared_data, tmp_path):
     assert (tmp_path / "profile_fit.png").stat().st_size > 0
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_bench_linalg_zipf20k_cold(shared_data, tmp_path):
     # the engine benchmark on its smallest case, without the warm-up, with tracemalloc
     out = tmp_path / "linalg.json"
@@ -88,6 +98,8 @@ def test_bench_linalg_zipf20k_cold(shared_data, tmp_path):
     assert abs(row["correlations"][0] - 1.9538) < 1e-3
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_profile_single_products_zipf20k(shared_data):
     # both precisions of each product on the smallest case; float32 within its rounding
     text = _run("profile_single_products.py", "--cases", "zipf20k", "--repeat", "1")
@@ -96,6 +108,8 @@ def test_profile_single_products_zipf20k(shared_data):
     assert all(0 < float(r[7]) < 1e-5 for r in rows)
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_plot_solver_scaling_small(shared_data, tmp_path):
     # one small size, dense against randomized, on the first 800 sentences
     out, js = tmp_path / "scaling.png", tmp_path / "scaling.json"
@@ -119,6 +133,8 @@ def test_plot_solver_scaling_small(shared_data, tmp_path):
     assert redrawn.stat().st_size > 0
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_wsj_solver_accuracy_with_both_preconditioners(shared_data):
     # all of en-wsj with X's 1,000 most frequent columns: LOBPCG refines the model (300
     # columns, as here before, are exhausted by the randomized factor, whose model is then
@@ -136,6 +152,8 @@ def test_wsj_solver_accuracy_with_both_preconditioners(shared_data):
     assert all("own tol 0.001: met" in r and " covers it" in r for r in rows[:3])
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_truncated_rayleigh_ritz_is_exact_on_the_whole_space(shared_data):
     # 2,000 en-brown sentences, 1,000 input features: the error falls with r, and r past
     # min(d1, d2) spans both spaces, where the step must reproduce the dense solver
@@ -148,6 +166,8 @@ def test_truncated_rayleigh_ritz_is_exact_on_the_whole_space(shared_data):
     assert rows[100000] < 1e-9
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_profile_dense_gram_small(shared_data):
     # both ways of forming the dense Gram matrices, equal (the script checks), one row each
     text = _run("profile_dense_gram.py", "--case", "brown1k", "--rows", 2000, "--repeat", 1)
@@ -156,6 +176,8 @@ def test_profile_dense_gram_small(shared_data):
     assert len(rows) == 6
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_bench_linalg_path_pairs(shared_data, tmp_path):
     # the tau grid against one fit in alternating pairs, and their median
     env = {**os.environ, "PYTHONUNBUFFERED": "1",
@@ -172,3 +194,29 @@ def test_bench_linalg_path_pairs(shared_data, tmp_path):
     (median,) = [line for line in proc.stdout.splitlines() if "median of 2" in line]
     value = float(median.split(": ")[1].split("x")[0])
     assert min(ratios) - 0.01 <= value <= max(ratios) + 0.01
+
+
+# --- without ../shared/data (no data needed: not marked shared_data) -------------------------
+
+def _asv_module(name):
+    """Import benchmarks/benchmarks/<name>.py as asv does (package ``benchmarks``)."""
+    import importlib
+
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module(f"benchmarks.{name}")
+
+
+@pytest.mark.parametrize("cls", ["CCAZipf20K", "CCAZipf50K", "CCAWsj", "CCAPreconditioner"])
+def test_asv_linalg_skips_in_setup_without_data(cls, tmp_path, monkeypatch):
+    # asv counts NotImplementedError in setup_cache as a failure: it must return None and
+    # setup must raise (asv's skip) with the missing path in the reason.
+    linalg = _asv_module("linalg")
+    absent = tmp_path / "absent"
+    monkeypatch.setattr(linalg, "ZIPF", absent / "zipf-two-view")
+    monkeypatch.setattr(linalg, "WSJ", absent / "en-wsj" / "train.conllu")
+    bench = getattr(linalg, cls)()
+    assert bench.setup_cache() is None
+    params = [p[0] for p in bench.params]
+    with pytest.raises(NotImplementedError, match="absent"):
+        bench.setup(None, *params)
