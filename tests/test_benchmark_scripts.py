@@ -220,3 +220,31 @@ def test_asv_linalg_skips_in_setup_without_data(cls, tmp_path, monkeypatch):
     params = [p[0] for p in bench.params]
     with pytest.raises(NotImplementedError, match="absent"):
         bench.setup(None, *params)
+
+
+_COMMON_CLASSES = [("cca", "SparseCCAFit"), ("svd", "TruncatedSVD"),
+                   ("kernels", "KBestViterbi"), ("kernels", "Residuals"),
+                   ("pipeline", "ReadAndFeaturize"), ("pipeline", "EndToEndFit"),
+                   ("rerank", "CCARerankerFit"), ("rerank", "BaselineRerankerFit")]
+
+
+@pytest.mark.parametrize("module, cls", _COMMON_CLASSES)
+def test_asv_en_brown_classes_skip_without_data(module, cls, tmp_path, monkeypatch):
+    # no synthetic fallback under the en-brown names: skip, naming the missing file
+    common = _asv_module("_common")
+    absent = tmp_path / "absent" / "en-brown"
+    monkeypatch.setattr(common, "BROWN", absent)
+    common._brown.cache_clear()
+    mod = _asv_module(module)
+    if hasattr(mod, "BROWN"):
+        monkeypatch.setattr(mod, "BROWN", absent)
+    bench = getattr(mod, cls)()
+    args = []
+    if hasattr(bench, "setup_cache"):
+        cache = bench.setup_cache()
+        assert cache is None
+        args.append(cache)
+    # smallest size, first other parameter: a combination that is not skipped for budget
+    params = [min(p) if all(isinstance(v, int) for v in p) else p[0] for p in bench.params]
+    with pytest.raises(NotImplementedError, match=str(absent)):
+        bench.setup(*args, *params)

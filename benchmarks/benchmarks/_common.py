@@ -2,9 +2,10 @@
 
 Sizes are the first n sentences of en-brown train (XPOS, 452 tags; 51,606 sentences in all),
 so n = 50,000 is essentially the whole training set.  Without ../shared/data every class
-falls back to ``synthetic_corpus`` of the same number of sentences (12 tags: a much easier
-problem, so its timings are not comparable with the en-brown ones; the benchmark names stay
-the same and the ``track_*`` values show which data ran).
+is skipped with the missing path as the reason (``train_corpus`` / ``dev_corpus`` raise
+NotImplementedError, asv's skip, from ``setup``; a ``setup_cache`` checks ``missing_brown``
+and returns None instead, because asv counts NotImplementedError there as a failure).  There
+is no synthetic fallback: its figures would land in the en-brown series under the same names.
 
 This module starts with an underscore, so asv does not look for benchmarks in it.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparsecca.data import read_conllu, synthetic_corpus
+from sparsecca.data import read_conllu
 from sparsecca.features import HStackView, SuffixView, TagNgramView, WordView
 
 # /work/shared/data from /work/main/benchmarks/benchmarks/_common.py
@@ -27,35 +28,39 @@ BROWN = SHARED_DATA / "en-brown"
 SIZES = [5_000, 20_000, 50_000]
 
 
-def have_brown() -> bool:
-    return (BROWN / "train.conllu.gz").is_file() and (BROWN / "dev.conllu.gz").is_file()
+def missing_brown() -> str | None:
+    """The skip reason when en-brown train or dev is absent, else None."""
+    for split in ("train", "dev"):
+        path = BROWN / f"{split}.conllu.gz"
+        if not path.is_file():
+            return f"{path} not found (../shared/data is absent)"
+    return None
+
+
+def require_brown():
+    """Raise NotImplementedError (asv's skip; call it from ``setup``) when en-brown is absent."""
+    reason = missing_brown()
+    if reason:
+        raise NotImplementedError(reason)
 
 
 @functools.lru_cache(maxsize=None)
 def _brown(split: str):
+    require_brown()
     return read_conllu(BROWN / f"{split}.conllu.gz", tags="xpos")
 
 
-@functools.lru_cache(maxsize=None)
-def _synthetic(n: int):
-    return synthetic_corpus(n_sentences=n, random_state=0)
-
-
 def train_corpus(n: int):
-    """The first ``n`` sentences of en-brown train (XPOS), or a synthetic corpus of n."""
-    if have_brown():
-        c = _brown("train")
-        if n > c.n_sentences:
-            raise NotImplementedError(f"en-brown train has {c.n_sentences} sentences < {n}")
-        return c[:n]
-    return _synthetic(n)
+    """The first ``n`` sentences of en-brown train (XPOS); NotImplementedError without it."""
+    c = _brown("train")
+    if n > c.n_sentences:
+        raise NotImplementedError(f"en-brown train has {c.n_sentences} sentences < {n}")
+    return c[:n]
 
 
 def dev_corpus():
-    """en-brown dev (2,867 sentences), or 3,000 synthetic sentences of another seed."""
-    if have_brown():
-        return _brown("dev")
-    return synthetic_corpus(n_sentences=3000, random_state=1)
+    """en-brown dev (2,867 sentences); NotImplementedError without it."""
+    return _brown("dev")
 
 
 def input_view():

@@ -23,9 +23,9 @@ from ._common import (
     BROWN,
     SIZES,
     dev_corpus,
-    have_brown,
     input_view,
     output_view,
+    require_brown,
     train_corpus,
 )
 
@@ -39,9 +39,7 @@ OVER_BUDGET: dict = {
 
 
 def _read(n):
-    if have_brown():
-        return read_conllu(BROWN / "train.conllu.gz", tags="xpos")[:n]
-    return train_corpus(n)
+    return read_conllu(BROWN / "train.conllu.gz", tags="xpos")[:n]
 
 
 def _featurize(n):
@@ -61,8 +59,7 @@ class ReadAndFeaturize:
     param_names = ["n"]
 
     def setup(self, n):
-        if not have_brown():
-            train_corpus(n)  # build the synthetic fallback outside the timing
+        require_brown()
 
     def time_read_and_featurize(self, n):
         _featurize(n)
