@@ -4,7 +4,8 @@ Sizes are the first n sentences of en-brown train (XPOS, 452 tags; 51,606 senten
 so n = 50,000 is essentially the whole training set.  Without ../shared/data every class
 is skipped with the missing path as the reason (``train_corpus`` / ``dev_corpus`` raise
 NotImplementedError, asv's skip, from ``setup``; a ``setup_cache`` checks ``missing_brown``
-and returns None instead, because asv counts NotImplementedError there as a failure).  There
+and returns the marker ``{"missing": reason}`` instead, because asv counts NotImplementedError
+there as a failure -- and not None, for which asv passes no cache argument to ``setup``).  There
 is no synthetic fallback: its figures would land in the en-brown series under the same names.
 
 This module starts with an underscore, so asv does not look for benchmarks in it.

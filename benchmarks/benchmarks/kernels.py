@@ -49,9 +49,10 @@ def _build():
 
 def _setup_cache(self):
     # one module-level function: asv keys setup_cache by source line, so both classes share
-    # one cache (built once per run).  None without en-brown: setup then skips with the reason
-    # (NotImplementedError here would be an asv failure, not a skip)
-    return None if missing_brown() else _build()
+    # one cache (built once per run).  A marker without en-brown: setup then skips with the
+    # reason (NotImplementedError here would be an asv failure, and None drops the argument)
+    reason = missing_brown()
+    return {"missing": reason} if reason else _build()
 
 
 _setup_cache.timeout = 900

@@ -33,7 +33,11 @@ TARGET = {"dense": 1e-12, "iterative": 1e-6, "randomized": 1e-3}
 
 
 def _missing(path):
-    """The skip reason when ``path`` is absent, else None."""
+    """The skip reason when ``path`` is absent, else None.
+
+    ``setup_cache`` returns ``{"missing": reason}`` then, never None: asv passes no cache
+    argument at all for a None cache, so ``setup(self, ref, ...)`` would fail with a TypeError.
+    """
     if not path.exists():
         return f"{path} not found (../shared/data is absent)"
     return None
@@ -43,7 +47,7 @@ def _require(path):
     """Skip (asv's NotImplementedError convention) when ``path`` is absent.
 
     Only for ``setup``: asv counts NotImplementedError in ``setup_cache`` as a failure, so
-    ``setup_cache`` returns None via ``_missing`` and ``setup`` raises here.
+    ``setup_cache`` returns a marker via ``_missing`` and ``setup`` raises here.
     """
     reason = _missing(path)
     if reason:
@@ -81,8 +85,8 @@ class CCAZipf20K:
     param_names = ["solver"]
 
     def setup_cache(self):
-        if _missing(ZIPF / "X_20000_5000.npz"):
-            return None  # setup skips with the reason
+        if reason := _missing(ZIPF / "X_20000_5000.npz"):
+            return {"missing": reason}  # setup skips with it
         X, Y = _zipf()
         return _fit(X, Y, "dense").correlations_.tolist()
 
@@ -122,8 +126,8 @@ class CCAZipf50K:
     def setup_cache(self):
         import time
 
-        if _missing(ZIPF / "X_50000_30000.npz"):
-            return None  # setup skips with the reason
+        if reason := _missing(ZIPF / "X_50000_30000.npz"):
+            return {"missing": reason}  # setup skips with it
         X, Y = _zipf("50000_30000")
         out = {}
         for solver in ("dense", "iterative", "randomized"):
@@ -196,8 +200,8 @@ class CCAWsj:
     param_names = ["solver", "tau"]
 
     def setup_cache(self):
-        if _missing(WSJ):
-            return None  # setup skips with the reason
+        if reason := _missing(WSJ):
+            return {"missing": reason}  # setup skips with it
         X, Y = self._views()
         return {tau: _fit(X, Y, "dense", tau=tau).correlations_.tolist()
                 for tau in (0.1, 0.5, 0.95)}
@@ -246,8 +250,8 @@ class CCAPreconditioner:
     OWN_TOL = {"randomized": 1e-3, "iterative": 1e-7}
 
     def setup_cache(self):
-        if _missing(WSJ):
-            return None  # setup skips with the reason
+        if reason := _missing(WSJ):
+            return {"missing": reason}  # setup skips with it
         X, Y = self._views()
         return {tau: _fit(X, Y, "dense", tau=tau).correlations_.tolist() for tau in (0.1, 0.5)}
 

@@ -66,10 +66,11 @@ OVER_BUDGET: dict = {
 
 
 def _setup_cache(self):
-    """{n: (jackknifed train 10-best, dev 10-best)} for every size; None without en-brown
-    (setup skips with the reason: NotImplementedError here would be an asv failure)."""
-    if missing_brown():
-        return None
+    """{n: (jackknifed train 10-best, dev 10-best)} for every size; ``{"missing": reason}``
+    without en-brown (setup skips with it: NotImplementedError here would be an asv failure,
+    and for None asv passes no cache argument)."""
+    if reason := missing_brown():
+        return {"missing": reason}
     dev = dev_corpus()
     out = {}
     for n in SIZES:
