@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
+
 from sparsecca.data import read_conllu
 from sparsecca.rerank._baselines import BASELINE_ROWS, baseline_rerankers
 from sparsecca.tagging import TrigramHMM, jackknife_nbest
@@ -82,8 +84,7 @@ def main(argv=None):
     ap.add_argument("--folds", type=int, default=10, help="jackknife folds on train")
     ap.add_argument("--random-state", type=int, default=0)
     args = ap.parse_args(argv)
-    if not args.data_dir.is_dir():
-        ap.error(f"data directory {args.data_dir} not found (pass --data-dir)")
+    require(*(args.data_dir / name for name in args.sets), hint="pass --data-dir")  # exit 3
     results, infos = {}, []
     for name in args.sets:
         print(f"running {name} ...", file=sys.stderr, flush=True)

@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BROWN_TRAIN = SHARED_DATA / "en-brown" / "train.conllu.gz"
 
@@ -78,9 +80,7 @@ def main(argv=None) -> int:
                     help="also time SuffixView(1,2,3,4) and both JointView kinds (not targeted), "
                          "in separate processes")
     args = ap.parse_args(argv)
-    if not BROWN_TRAIN.is_file():
-        print(f"skipped: {BROWN_TRAIN} not found")
-        return 0
+    require(BROWN_TRAIN)  # exit 3 with one line (see _data_check.py)
 
     cols = ["read", "suffix", "tags"]
     head = f"{'dtype':8} {'run':>4} " + " ".join(f"{c + ' s':>10}" for c in cols) + \

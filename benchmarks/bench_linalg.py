@@ -45,6 +45,9 @@ Usage::
                                       [--skip-dense] [--solvers iterative randomized]
                                       [--cold] [--trace] [--verbose] [--center]
                                       [--pairs N]
+
+Exit status (``_data_check.py``): 0 every fit ran, 1 a child failed (after the table), 2 a
+usage error, 3 a data file of the chosen cases is missing (one line naming it, nothing run).
 """
 
 from __future__ import annotations
@@ -58,12 +61,22 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _data_check import EXIT_FAILED, require  # noqa: E402  (benchmarks/ is the script's dir)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 TAUS_PATH = [0.1, 0.3, 0.5, 0.7, 0.9]
 
 
 # -- data ----------------------------------------------------------------------------------
+
+def data_paths(case):
+    """The files ``load(case)`` reads (checked before any child starts)."""
+    if case.startswith("zipf") or case == "path":
+        size = "50000_30000" if case == "zipf50k" else "20000_5000"
+        d = SHARED_DATA / "zipf-two-view"
+        return [d / f"X_{size}.npz", d / f"Y_{size.split('_')[0]}_300.npz"]
+    return [SHARED_DATA / "en-brown" / "train.conllu.gz"]
+
 
 def load(case, n_rows=None):
     """(X, Y, k, tau) of a case; ``brown<N>k`` is en-brown with its N,000 most frequent input
@@ -244,10 +257,17 @@ def main():
         return
     if args.pairs < 1:
         ap.error(f"--pairs must be an int >= 1, got {args.pairs}")
-    if not SHARED_DATA.is_dir():
-        sys.exit(f"{SHARED_DATA} not found")
+    require(*(p for case in args.cases for p in data_paths(case)))
     print(HEADER)
     rows = []
+    failed = []  # children that failed: the exit status says so after the table
+
+    def measure(spec):
+        r = run_child(spec)
+        if "error" in r:
+            failed.append(r)
+        return r
+
     for case in args.cases:
         if case == "path":
             # a fixed rank cap, so that the grid and the single fit use the same factor size
@@ -256,9 +276,9 @@ def main():
             # to minutes, and a single pair's ratio moved between 1.33x and 1.76x
             ratios = []
             for _ in range(args.pairs):
-                single = run_child(dict(case="path", solver="randomized", max_rank=mr,
+                single = measure(dict(case="path", solver="randomized", max_rank=mr,
                                         center=args.center))
-                grid = run_child(dict(case="path", solver="randomized", max_rank=mr,
+                grid = measure(dict(case="path", solver="randomized", max_rank=mr,
                                       path=True, center=args.center))
                 for r in (single, grid):
                     print(fmt_row(r, None), flush=True)
@@ -273,8 +293,8 @@ def main():
             for solver in ("iterative", "dense"):
                 if solver == "dense" and args.skip_dense:
                     continue
-                s1 = run_child(dict(case="path", solver=solver, center=args.center))
-                s5 = run_child(dict(case="path", solver=solver, path=True,
+                s1 = measure(dict(case="path", solver=solver, center=args.center))
+                s5 = measure(dict(case="path", solver=solver, path=True,
                                     center=args.center))
                 for r in (s1, s5):
                     print(fmt_row(r, None), flush=True)
@@ -287,7 +307,7 @@ def main():
         want_dense = (case != "brown") and not args.skip_dense  # all of en-brown: too large
         ref = None
         if want_dense:
-            ref = run_child(dict(case=case, solver="dense", center=args.center))
+            ref = measure(dict(case=case, solver="dense", center=args.center))
             print(fmt_row(ref, None), flush=True)
             rows.append(ref)
         elif "iterative" in solvers:
@@ -297,7 +317,7 @@ def main():
             print(f"{case:8s} (max reldiff and speed-up against the iterative solver)",
                   flush=True)
         for solver in solvers:
-            r = run_child(dict(case=case, solver=solver, max_rank=args.max_rank,
+            r = measure(dict(case=case, solver=solver, max_rank=args.max_rank,
                                cold=args.cold, trace=args.trace, verbose=args.verbose,
                                center=args.center))
             if ref is None and solver == "iterative" and "error" not in r:
@@ -319,6 +339,9 @@ def main():
     out = Path(os.environ.get("BENCH_LINALG_JSON", "/tmp/bench_linalg.json"))
     out.write_text(json.dumps(rows, indent=1))
     print(f"(raw results: {out})")
+    if failed:
+        print(f"{len(failed)} measurement(s) FAILED", file=sys.stderr)
+        sys.exit(EXIT_FAILED)
 
 
 if __name__ == "__main__":

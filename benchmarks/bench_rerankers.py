@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
 from baseline_rerankers import find_split  # noqa: E402  (benchmarks/ is the script's dir)
 
 from sparsecca.data import read_conllu
@@ -54,9 +55,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     d = args.data / args.set
-    if not d.is_dir():
-        print(f"error: no data set directory {d}", file=sys.stderr)
-        return 2
+    require(d)  # exit 3 with one line (see _data_check.py)
     train = read_conllu(find_split(d, "train"), tags=args.tags)
     dev = read_conllu(find_split(d, "dev"), tags=args.tags)
     tagger = TrigramHMM().fit(train)

@@ -16,6 +16,9 @@ Targets on the 2-core reference machine:
 Usage::
 
     python benchmarks/bench_tagger.py [--repeat 3] [--no-nltk] [--warm-cache]
+
+Exit status: 3 when an en-wsj / en-brown file is missing (one line naming it; see
+``_data_check.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+FILES = [SHARED_DATA / "en-wsj" / "train.conllu", SHARED_DATA / "en-wsj" / "test.conllu",
+         SHARED_DATA / "en-brown" / "train.conllu.gz", SHARED_DATA / "en-brown" / "test.conllu.gz"]
 
 
 def best_of(fn, repeat):
@@ -47,6 +54,7 @@ def main(argv=None):
     ap.add_argument("--warm-cache", action="store_true",
                     help="use numba's normal on-disk cache (compile time = cache load)")
     args = ap.parse_args(argv)
+    require(*FILES)  # every file before the first timing: exit 3, one line (_data_check.py)
     if not args.warm_cache:
         # must happen before numba is imported
         os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-cold-")
@@ -57,8 +65,6 @@ def main(argv=None):
     from sparsecca.kernels import kbest_viterbi
     from sparsecca.tagging import TrigramHMM, jackknife_nbest
 
-    if not SHARED_DATA.is_dir():
-        raise SystemExit(f"{SHARED_DATA} not found")
     rows = []  # (what, value, unit, target, ok)
 
     def row(what, value, unit, target="", ok=None):
@@ -80,11 +86,11 @@ def main(argv=None):
         row(f"compile kbest_viterbi ({'parallel' if parallel else 'serial'})",
             time.perf_counter() - t, "s")
 
-    wsj_train = read_conllu(SHARED_DATA / "en-wsj" / "train.conllu", tags="xpos")
-    wsj_test = read_conllu(SHARED_DATA / "en-wsj" / "test.conllu", tags="xpos")
-    br_train = read_conllu(SHARED_DATA / "en-brown" / "train.conllu.gz", tags="xpos")
-    br_test = read_conllu(SHARED_DATA / "en-brown" / "test.conllu.gz", tags="xpos")
-    br_train_u = read_conllu(SHARED_DATA / "en-brown" / "train.conllu.gz", tags="upos")
+    wsj_train = read_conllu(FILES[0], tags="xpos")
+    wsj_test = read_conllu(FILES[1], tags="xpos")
+    br_train = read_conllu(FILES[2], tags="xpos")
+    br_test = read_conllu(FILES[3], tags="xpos")
+    br_train_u = read_conllu(FILES[2], tags="upos")
 
     # -- fit ------------------------------------------------------------------------------
     print("fit")

@@ -79,6 +79,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "memory"))
 
+from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
 from _harness import (  # noqa: E402
     MB,
     machine_info,
@@ -638,6 +639,21 @@ RATIO_COLS = [("part", "part", "s"), ("problem", "problem", "s"), ("ours", "ours
               ("mem_ratio", "peer peak MB / ours", ".3g"), ("agree", "agreement", "s")]
 
 
+def _data_files(args, both):
+    """Every data file the chosen parts will read, checked before the first run."""
+    files = []
+    if both or args.cca:
+        if "brown" in args.ladders:
+            files.append(BROWN / "train.conllu.gz")
+        if "zipf-top" in args.ladders or "zipf50k" in args.fixed:
+            files += [ZIPF / "X_50000_30000.npz", ZIPF / "Y_50000_300.npz"]
+        if "zipf20k" in args.fixed:
+            files += [ZIPF / "X_20000_5000.npz", ZIPF / "Y_20000_300.npz"]
+    if both or args.taggers:
+        files += [WSJ / "train.conllu", WSJ / "test.conllu"]
+    return files
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -700,10 +716,8 @@ def main(argv=None):
     args.sizes = parse_sizes(args.sizes)
     if "auto" not in args.solvers:
         args.solvers = ["auto"] + args.solvers
-    if not SHARED_DATA.is_dir():
-        print(f"skipped: {SHARED_DATA} not found (the peer comparison needs ../shared/data)")
-        return 0
     both = not (args.cca or args.taggers)
+    require(*_data_files(args, both))  # exit 3 with one line (see _data_check.py)
     info = machine_info()
     t0 = time.perf_counter()
     command = "python benchmarks/compare_peers.py " + " ".join(

@@ -22,6 +22,9 @@ Usage::
     python benchmarks/plot_solver_scaling.py [--sizes 1 2 4 8 16 all] [--dense-max 8]
         [--solvers dense iterative randomized] [--out docs/solver_scaling.png] [--json FILE]
     python benchmarks/plot_solver_scaling.py --replot FILE --out docs/solver_scaling.png
+
+Exit status (``_data_check.py``): 0 every fit ran, 1 a fit failed (after the table and the
+--json/--out files), 2 a usage error, 3 en-brown is missing (one line naming it).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_linalg  # noqa: E402  (the child runner and the cases)
+from _data_check import EXIT_FAILED, require  # noqa: E402
 
 SOLVERS = ("dense", "iterative", "randomized")
 STYLE = {"dense": ("tab:red", "s"), "iterative": ("tab:blue", "o"),
@@ -170,8 +174,7 @@ def main():
     for s in args.sizes:
         if s != "all" and not (s.isdigit() and int(s) > 0):
             ap.error(f"--sizes takes positive integers (thousands) or 'all', got {s!r}")
-    if not bench_linalg.SHARED_DATA.is_dir():
-        sys.exit(f"{bench_linalg.SHARED_DATA} not found")
+    require(*bench_linalg.data_paths("brown"))
     rows = run(args.sizes, args.solvers, args.dense_max, args.n_rows)
     print()
     print(table(rows))
@@ -184,6 +187,10 @@ def main():
             print("(no figure: matplotlib is not installed)")
         else:
             print(f"\nfigure: {args.out}")
+    n_failed = sum("error" in r for r in rows)
+    if n_failed:
+        print(f"{n_failed} fit(s) FAILED", file=sys.stderr)
+        sys.exit(EXIT_FAILED)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_linalg import load  # noqa: E402
+from _data_check import require  # noqa: E402
+from bench_linalg import data_paths, load  # noqa: E402
 
 
 def main(argv=None):
@@ -37,6 +38,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error(f"--repeat must be >= 1, got {args.repeat}")
+    require(*data_paths(args.case))  # exit 3 with one line (see _data_check.py)
     X, Y, _, _ = load(args.case, n_rows=args.rows)
     X, Y = X.astype(np.float64), Y.astype(np.float64)
     ways = {"one product": lambda A, B: _f64((_transposed(A) @ B).toarray()),

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_linalg import load  # noqa: E402
+from _data_check import require  # noqa: E402
+from bench_linalg import data_paths, load  # noqa: E402
 
 WIDTH = {"brown8k": 112, "zipf20k": 75}
 
@@ -52,6 +53,9 @@ def main():
                     choices=sorted(WIDTH))
     ap.add_argument("--repeat", type=int, default=5, help="timings per product (best shown)")
     args = ap.parse_args()
+    # every case's data before the first timing; exit 3 with one line (see _data_check.py)
+    require(*(p for case in args.cases
+              for p in data_paths("path" if case == "zipf20k" else case)))
     print("| case | product | block | float64 s | float32 s | float64 / float32 "
           "| max reldiff |")
     print("|---|---|---:|---:|---:|---:|---:|")

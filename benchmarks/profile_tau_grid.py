@@ -21,10 +21,14 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data_check import require  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 TAUS = [0.1, 0.3, 0.5, 0.7, 0.9]
@@ -68,6 +72,7 @@ def main():
                     help="instead: LOBPCG steps of the warm solves for every order of the grid")
     args = ap.parse_args()
     d = SHARED_DATA / "zipf-two-view"
+    require(d / "X_20000_5000.npz", d / "Y_20000_300.npz")  # exit 3, one line
     X = sp.load_npz(d / "X_20000_5000.npz").tocsr()
     Y = sp.load_npz(d / "Y_20000_300.npz").tocsr()
     k = 50

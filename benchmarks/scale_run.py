@@ -50,6 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "memory"))
 
+from _data_check import EXIT_FAILED, require  # noqa: E402  (benchmarks/ is the script's dir)
 from _harness import (  # noqa: E402
     MB,
     StageRecorder,
@@ -279,9 +280,7 @@ def main(argv=None):
         with open(args.result, "w") as fh:
             json.dump(res, fh)
         return 0
-    if not (BROWN / "train.conllu.gz").is_file():
-        print(f"skipped: {BROWN} not found (the scale run needs ../shared/data/en-brown)")
-        return 0
+    require(BROWN / "train.conllu.gz", BROWN / "dev.conllu.gz")  # exit 3, one line
     info = machine_info()
     print(f"machine: {info}", flush=True)
     argv_list = sys.argv[1:] if argv is None else list(argv)
@@ -291,7 +290,7 @@ def main(argv=None):
     if "error" in res:
         print(f"scale run failed: {res['error']} (peak RSS {res.get('child_maxrss_mb', 0):.0f} "
               f"MB)", flush=True)
-        return 2
+        return EXIT_FAILED
     text, data, ok = report(args, res, info, command, res["wall_s"])
     print("\n" + text)
     if args.out:

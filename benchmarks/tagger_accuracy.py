@@ -16,6 +16,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +25,9 @@ import numpy as np
 from sparsecca.data import read_conllu
 from sparsecca.tagging import TrigramHMM
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data_check import conllu_split, require  # noqa: E402
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SETS = ["en-wsj:xpos", "en-brown:upos", "en-brown:xpos", "sv-talbanken:upos", "zh-gsd:upos",
         "fr-sequoia:upos"]
@@ -31,9 +35,8 @@ SETS = ["en-wsj:xpos", "en-brown:upos", "en-brown:xpos", "sv-talbanken:upos", "z
 
 def load(name: str, tags: str):
     folder = SHARED_DATA / name
-    ext = ".conllu.gz" if (folder / "train.conllu.gz").is_file() else ".conllu"
-    return (read_conllu(folder / f"train{ext}", tags=tags),
-            read_conllu(folder / f"test{ext}", tags=tags))
+    return (read_conllu(conllu_split(folder, "train"), tags=tags),
+            read_conllu(conllu_split(folder, "test"), tags=tags))
 
 
 def nltk_tnt(train, test, unknown):
@@ -60,8 +63,9 @@ def main(argv=None):
     ap.add_argument("--no-nltk", action="store_true", help="skip the NLTK TnT columns")
     ap.add_argument("-k", type=int, default=10, help="n-best size for the oracle")
     args = ap.parse_args(argv)
-    if not SHARED_DATA.is_dir():
-        raise SystemExit(f"{SHARED_DATA} not found")
+    # every set's files before the first fit: exit 3 with one line (_data_check.py)
+    require(*(conllu_split(SHARED_DATA / spec.split(":")[0], split)
+              for spec in args.sets for split in ("train", "test")))
     head = (f"{'set':<20} {'tokens':>7} {'unk%':>5} | {'ours':>6} {'known':>6} {'unk':>6} "
             f"{f'or@{args.k}':>6} | {'TnT':>6} {'known':>6} {'unk':>6} | {'diff':>6} "
             f"{'>=TnT':>5} | {'fit s':>5} {'tok/s':>8} {'TnT tok/s':>9}")

@@ -32,7 +32,8 @@ import numpy as np
 import scipy.linalg as la
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_linalg import SHARED_DATA, load  # noqa: E402
+from _data_check import require  # noqa: E402
+from bench_linalg import data_paths, load  # noqa: E402
 
 from sparsecca.linalg import CCAEngine  # noqa: E402
 
@@ -56,9 +57,7 @@ def main(argv=None):
         ap.error(f"--ranks must be >= 1, got {args.ranks}")
     if args.rows is not None and args.rows < 1:
         ap.error(f"--rows must be >= 1, got {args.rows}")
-    if not (SHARED_DATA / "en-brown").exists():
-        print(f"error: {SHARED_DATA / 'en-brown'} not found", file=sys.stderr)
-        return 2
+    require(*data_paths(args.case))  # exit 3 with one line (see _data_check.py)
     X, Y, k, tau = load(args.case, n_rows=args.rows)
     print(f"{args.case}: X {X.shape[0]:,} x {X.shape[1]:,} (nnz {X.nnz:,}), "
           f"Y d2 = {Y.shape[1]:,}, k = {k}, tau = {tau}")

@@ -37,6 +37,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
 
 from sparsecca.data import read_conllu
 from sparsecca.features import SuffixView, TagNgramView
@@ -63,9 +64,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.features is not None and args.features < 1:
         ap.error(f"--features must be >= 1, got {args.features}")
-    if not WSJ.exists():
-        print(f"error: {WSJ} not found", file=sys.stderr)
-        return 2
+    require(WSJ)  # exit 3 with one line (see _data_check.py)
     corpus = read_conllu(WSJ, tags="xpos")
     X = SuffixView(lengths=(2, 3, 4), max_features=args.features).fit_transform(corpus)
     Y = TagNgramView(orders=(1, 2)).fit_transform(corpus)

@@ -249,3 +249,56 @@ def test_asv_en_brown_classes_skip_without_data(module, cls, tmp_path, monkeypat
     params = [min(p) if all(isinstance(v, int) for v in p) else p[0] for p in bench.params]
     with pytest.raises(NotImplementedError, match=str(absent)):
         bench.setup(*args, *params)
+
+
+_SCRIPTS = ["bench_linalg.py", "plot_solver_scaling.py", "profile_tau_grid.py",
+            "profile_single_products.py", "profile_dense_gram.py", "bench_tagger.py",
+            "tagger_accuracy.py", "compare_peers.py", "bench_data.py", "scale_run.py",
+            "bench_rerankers.py", "baseline_rerankers.py", "wsj_solver_accuracy.py",
+            "truncated_rayleigh_ritz.py"]
+
+
+@pytest.fixture(scope="module")
+def bench_copy(tmp_path_factory):
+    """A copy of benchmarks/ in <tmp>/repo, so that its ../shared/data is <tmp>/shared/data."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("nodata")
+    shutil.copytree(BENCH, root / "repo" / "benchmarks",
+                    ignore=shutil.ignore_patterns("benchmarks", "__pycache__", ".asv"))
+    return root
+
+
+def _run_copy(root, script, *args, **env):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
+    return subprocess.run([sys.executable, str(root / "repo" / "benchmarks" / script),
+                           *map(str, args)], capture_output=True, text=True, timeout=120,
+                          env=env)
+
+
+@pytest.mark.parametrize("script", _SCRIPTS)
+def test_script_without_data_exits_3_with_one_line(script, bench_copy):
+    # the convention of benchmarks/_data_check.py: one line naming the path, exit 3
+    proc = _run_copy(bench_copy, script)
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("missing data: "), lines
+    assert str(bench_copy / "shared" / "data") in lines[0]
+
+
+def test_bench_linalg_failed_child_exits_1_after_the_table(bench_copy, tmp_path):
+    # data files present but unreadable: the child fails, the table is printed, exit 1
+    d = bench_copy / "shared" / "data" / "zipf-two-view"
+    d.mkdir(parents=True)
+    try:
+        for name in ("X_20000_5000.npz", "Y_20000_300.npz"):
+            (d / name).write_bytes(b"not an npz")
+        proc = _run_copy(bench_copy, "bench_linalg.py", "--cases", "zipf20k", "--solvers",
+                         "randomized", "--skip-dense",
+                         BENCH_LINALG_JSON=str(tmp_path / "raw.json"))
+    finally:
+        import shutil
+
+        shutil.rmtree(bench_copy / "shared")
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "FAILED" in proc.stdout and "case" in proc.stdout.splitlines()[0]
