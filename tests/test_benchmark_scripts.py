@@ -85,9 +85,10 @@ def test_profile_fit_small(shared_data, tmp_path):
 def test_bench_linalg_zipf20k_cold(shared_data, tmp_path):
     # the engine benchmark on its smallest case, without the warm-up, with tracemalloc
     out = tmp_path / "linalg.json"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "BENCH_LINALG_JSON": str(out)}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.run([sys.executable, str(BENCH / "bench_linalg.py"), "--cases", "zipf20k",
-                           "--solvers", "randomized", "--skip-dense", "--cold", "--trace"],
+                           "--solvers", "randomized", "--skip-dense", "--cold", "--trace",
+                           "--json", out],
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "cold: RSS after imports" in proc.stdout and "fit's traced peak" in proc.stdout
@@ -180,8 +181,7 @@ def test_profile_dense_gram_small(shared_data):
 @pytest.mark.slow
 def test_bench_linalg_path_pairs(shared_data, tmp_path):
     # the tau grid against one fit in alternating pairs, and their median
-    env = {**os.environ, "PYTHONUNBUFFERED": "1",
-           "BENCH_LINALG_JSON": str(tmp_path / "linalg.json")}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, str(BENCH / "bench_linalg.py"), "--cases", "path", "--skip-dense"]
     bad = subprocess.run(cmd + ["--pairs", "0"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "--pairs must be an int >= 1, got 0" in bad.stderr
@@ -294,11 +294,20 @@ def test_bench_linalg_failed_child_exits_1_after_the_table(bench_copy, tmp_path)
         for name in ("X_20000_5000.npz", "Y_20000_300.npz"):
             (d / name).write_bytes(b"not an npz")
         proc = _run_copy(bench_copy, "bench_linalg.py", "--cases", "zipf20k", "--solvers",
-                         "randomized", "--skip-dense",
-                         BENCH_LINALG_JSON=str(tmp_path / "raw.json"))
+                         "randomized", "--skip-dense", "--json", tmp_path / "raw.json")
     finally:
         import shutil
 
         shutil.rmtree(bench_copy / "shared")
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "FAILED" in proc.stdout and "case" in proc.stdout.splitlines()[0]
+    # --json PATH (the only way a raw file is written) keeps the failed row
+    (row,) = json.loads((tmp_path / "raw.json").read_text())
+    assert "error" in row and f"(raw results: {tmp_path / 'raw.json'})" in proc.stdout
+
+
+def test_bench_linalg_writes_no_raw_file_unless_asked(bench_copy):
+    # S9: no fixed /tmp path any more; --help names the option
+    proc = _run_copy(bench_copy, "bench_linalg.py", "--help")
+    assert proc.returncode == 0 and "--json PATH" in proc.stdout
+    assert "/tmp/bench_linalg.json" not in (BENCH / "bench_linalg.py").read_text()
