@@ -223,10 +223,11 @@ def test_asv_linalg_skips_in_setup_without_data(cls, tmp_path, monkeypatch):
         bench.setup(cache, *params)
 
 
-_COMMON_CLASSES = [("cca", "SparseCCAFit"), ("svd", "TruncatedSVD"),
+_COMMON_CLASSES = [("cca", "SparseCCAFit"), ("cca", "SparseCCAFitLarge"), ("svd", "TruncatedSVD"),
                    ("kernels", "KBestViterbi"), ("kernels", "Residuals"),
                    ("pipeline", "ReadAndFeaturize"), ("pipeline", "EndToEndFit"),
-                   ("rerank", "CCARerankerFit"), ("rerank", "BaselineRerankerFit")]
+                   ("rerank", "CCARerankerFit"), ("rerank", "CCARerankerFitLarge"),
+                   ("rerank", "BaselineRerankerFit"), ("rerank", "BaselineRerankerFitLarge")]
 
 
 @pytest.mark.parametrize("module, cls", _COMMON_CLASSES)
@@ -311,3 +312,17 @@ def test_bench_linalg_writes_no_raw_file_unless_asked(bench_copy):
     proc = _run_copy(bench_copy, "bench_linalg.py", "--help")
     assert proc.returncode == 0 and "--json PATH" in proc.stdout
     assert "/tmp/bench_linalg.json" not in (BENCH / "bench_linalg.py").read_text()
+
+
+def test_asv_large_classes_have_their_own_setup_cache():
+    # asv shares a setup_cache between classes whose setup_cache is the same source line: a
+    # *Large class inheriting its parent's would get the parent's sizes
+    import inspect
+
+    for module, small, large in (("cca", "SparseCCAFit", "SparseCCAFitLarge"),
+                                 ("rerank", "CCARerankerFit", "CCARerankerFitLarge"),
+                                 ("rerank", "BaselineRerankerFit", "BaselineRerankerFitLarge")):
+        mod = _asv_module(module)
+        a, b = getattr(mod, small), getattr(mod, large)
+        assert inspect.getsourcelines(a.setup_cache)[1] != inspect.getsourcelines(b.setup_cache)[1]
+        assert not set(a.params[0]) & set(b.params[0])
