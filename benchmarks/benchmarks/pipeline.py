@@ -34,8 +34,8 @@ from ._common import (
 
 #: n -> reason for skipping EndToEndFit (measured over the benchmark budget)
 OVER_BUDGET: dict = {
-    20_000: "jackknife ~5 s + generative fit ~26 s at n = 20K, x3 per run: left out of the "
-            "quick-run budget",
+    20_000: "jackknife ~5 s + generative fit ~26 s at n = 20K, x3 per run: not measured by "
+            "asv (benchmarks/scale_run.py runs the full size)",
     50_000: "jackknife ~11-17 s + generative fit ~46 s at n = 50K, x3 per run: over the "
             "one-minute budget; benchmarks/scale_run.py measures it",
 }
