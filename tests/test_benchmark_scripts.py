@@ -207,7 +207,7 @@ def _asv_module(name):
     return importlib.import_module(f"benchmarks.{name}")
 
 
-@pytest.mark.parametrize("cls", ["CCAZipf20K", "CCAZipf50K", "CCAWsj", "CCAPreconditioner"])
+@pytest.mark.parametrize("cls", ["CCAZipf20K", "CCAZipf50KLarge", "CCAWsj", "CCAPreconditioner"])
 def test_asv_linalg_skips_in_setup_without_data(cls, tmp_path, monkeypatch):
     # asv counts NotImplementedError in setup_cache as a failure, and passes no cache argument
     # for None: setup_cache returns a marker and setup raises (asv's skip) naming the path.

@@ -13,7 +13,7 @@ there) and, as the ``-lowrank`` parameter values, by the low-rank-plus-diagonal 
 that misses its own tolerance (1e-3, 1e-7) is skipped, and ``track_estimate_over_error``
 is the solver's error estimate over the measured error (below 1: it understated).
 
-``CCAZipf50K``: zipf-two-view 50K x 30K with the iterative solver; the dense reference
+``CCAZipf50KLarge``: zipf-two-view 50K x 30K with the iterative solver; the dense reference
 (~200 s, 7.4 GB) is too heavy to repeat, so ``setup_cache`` fits it and the iterative solver
 once each, side by side, and ``track_speedup_vs_dense`` / ``track_max_rel_error`` report the
 ratio and the accuracy of that pair; ``time_fit`` / ``peakmem_fit`` repeat only the iterative
@@ -113,7 +113,7 @@ class CCAZipf20K:
     track_max_rel_error.unit = "relative"
 
 
-class CCAZipf50K:
+class CCAZipf50KLarge:
     """zipf-two-view 50K x 30K, k = 50, tau = 0.5: iterative and randomized, and their ratios
     to dense (one dense fit, ~150 s and 7.4 GB, in setup_cache)."""
 
