@@ -75,6 +75,11 @@ def decoder_term(weight: float, scores: np.ndarray) -> np.ndarray:
     return out
 
 
+def tokens_without_candidates(nbest: NBestList) -> int:
+    """Tokens of the sentences without candidates: wrong whatever a reranker chooses."""
+    return int(nbest.corpus.lengths[nbest.n_candidates == 0].sum())
+
+
 def losses_of_choice(nbest: NBestList, choice: np.ndarray) -> int:
     """Total Hamming loss of one chosen candidate per sentence.
 
@@ -148,8 +153,7 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True,
     refine = check_bool("refine", refine)
     n_tok = nbest.corpus.n_tokens
 
-    # sentences without candidates have every token wrong whatever w is
-    missing = int(nbest.corpus.lengths[nbest.n_candidates == 0].sum())
+    missing = tokens_without_candidates(nbest)
 
     def accs_of(ws):
         lost = weight_path_losses(nbest.scores, p, nbest.sent_offsets, nbest.losses, ws)

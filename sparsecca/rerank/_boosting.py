@@ -23,6 +23,7 @@ from ._base import (
     check_nbest,
     check_tuning_dev,
     decoder_term,
+    tokens_without_candidates,
 )
 from ._joint_features import (
     JointFeatures,
@@ -167,8 +168,7 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         alpha0 = decoder_line_search(diff)
         margins = alpha0 * diff
         Hd = feats.joint(dev) if dev is not None else None
-        # dev sentences without candidates have every token wrong (losses_of_choice's rule)
-        missing = 0 if dev is None else int(dev.corpus.lengths[dev.n_candidates == 0].sum())
+        missing = 0 if dev is None else tokens_without_candidates(dev)
         best = None
         tuning = []
         for reg in grid:
