@@ -29,20 +29,38 @@ BROWN = SHARED_DATA / "en-brown"
 SIZES = [5_000, 20_000, 50_000]
 
 
-def missing_brown() -> str | None:
-    """The skip reason when en-brown train or dev is absent, else None."""
-    for split in ("train", "dev"):
-        path = BROWN / f"{split}.conllu.gz"
-        if not path.is_file():
+def missing(*paths) -> str | None:
+    """The skip reason when one of ``paths`` is absent, else None.
+
+    A ``setup_cache`` returns ``{"missing": reason}`` then, never None: asv passes no cache
+    argument at all for a None cache, so ``setup(self, cache, ...)`` would fail with a
+    TypeError.
+    """
+    for path in paths:
+        if not Path(path).exists():
             return f"{path} not found (../shared/data is absent)"
     return None
 
 
-def require_brown():
-    """Raise NotImplementedError (asv's skip; call it from ``setup``) when en-brown is absent."""
-    reason = missing_brown()
+def require(*paths):
+    """Skip (asv's NotImplementedError convention) when one of ``paths`` is absent.
+
+    Only for ``setup``: asv counts NotImplementedError in ``setup_cache`` as a failure, so
+    ``setup_cache`` returns a marker via :func:`missing` and ``setup`` raises here.
+    """
+    reason = missing(*paths)
     if reason:
         raise NotImplementedError(reason)
+
+
+def missing_brown() -> str | None:
+    """The skip reason when en-brown train or dev is absent, else None."""
+    return missing(BROWN / "train.conllu.gz", BROWN / "dev.conllu.gz")
+
+
+def require_brown():
+    """Raise NotImplementedError (asv's skip; call it from ``setup``) when en-brown is absent."""
+    require(BROWN / "train.conllu.gz", BROWN / "dev.conllu.gz")
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,14 +13,11 @@ import numpy as np
 from sparsecca.data import read_conllu
 from sparsecca.features import JointView, SuffixView, TagNgramView
 
+from ._common import require
+
 # /work/shared/data from /work/main/benchmarks/benchmarks/data.py
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 BROWN_TRAIN = SHARED_DATA / "en-brown" / "train.conllu.gz"
-
-
-def _require_brown():
-    if not BROWN_TRAIN.is_file():
-        raise NotImplementedError(f"{BROWN_TRAIN} not found (../shared/data is absent)")
 
 
 class ReadBrown:
@@ -31,7 +28,7 @@ class ReadBrown:
     repeat = 3
 
     def setup(self):
-        _require_brown()
+        require(BROWN_TRAIN)
 
     def time_read_conllu(self):
         read_conllu(BROWN_TRAIN, tags="xpos")
@@ -55,7 +52,7 @@ class BrownViews:
     param_names = ["dtype"]
 
     def setup(self, dtype):
-        _require_brown()
+        require(BROWN_TRAIN)
         self.corpus = read_conllu(BROWN_TRAIN, tags="xpos")
         self.dtype = np.dtype(dtype)
 

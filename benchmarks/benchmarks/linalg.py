@@ -25,33 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ._common import missing, require
+
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 ZIPF = SHARED_DATA / "zipf-two-view"
 WSJ = SHARED_DATA / "en-wsj" / "train.conllu"
 
 TARGET = {"dense": 1e-12, "iterative": 1e-6, "randomized": 1e-3}
-
-
-def _missing(path):
-    """The skip reason when ``path`` is absent, else None.
-
-    ``setup_cache`` returns ``{"missing": reason}`` then, never None: asv passes no cache
-    argument at all for a None cache, so ``setup(self, ref, ...)`` would fail with a TypeError.
-    """
-    if not path.exists():
-        return f"{path} not found (../shared/data is absent)"
-    return None
-
-
-def _require(path):
-    """Skip (asv's NotImplementedError convention) when ``path`` is absent.
-
-    Only for ``setup``: asv counts NotImplementedError in ``setup_cache`` as a failure, so
-    ``setup_cache`` returns a marker via ``_missing`` and ``setup`` raises here.
-    """
-    reason = _missing(path)
-    if reason:
-        raise NotImplementedError(reason)
 
 
 def _zipf(size="20000_5000"):
@@ -85,13 +65,13 @@ class CCAZipf20K:
     param_names = ["solver"]
 
     def setup_cache(self):
-        if reason := _missing(ZIPF / "X_20000_5000.npz"):
+        if reason := missing(ZIPF / "X_20000_5000.npz"):
             return {"missing": reason}  # setup skips with it
         X, Y = _zipf()
         return _fit(X, Y, "dense").correlations_.tolist()
 
     def setup(self, ref, solver):
-        _require(ZIPF / "X_20000_5000.npz")
+        require(ZIPF / "X_20000_5000.npz")
         self.X, self.Y = _zipf()
         _warm_up(self.X, self.Y, solver)
         ref = np.asarray(ref)
@@ -126,7 +106,7 @@ class CCAZipf50KLarge:
     def setup_cache(self):
         import time
 
-        if reason := _missing(ZIPF / "X_50000_30000.npz"):
+        if reason := missing(ZIPF / "X_50000_30000.npz"):
             return {"missing": reason}  # setup skips with it
         X, Y = _zipf("50000_30000")
         out = {}
@@ -138,7 +118,7 @@ class CCAZipf50KLarge:
         return out
 
     def setup(self, ref, solver):
-        _require(ZIPF / "X_50000_30000.npz")
+        require(ZIPF / "X_50000_30000.npz")
         self.X, self.Y = _zipf("50000_30000")
         _warm_up(self.X, self.Y, solver)
         (t_dense, c_dense), (t_s, c_s) = ref["dense"], ref[solver]
@@ -176,7 +156,7 @@ class CCAPath:
     param_names = ["solver"]
 
     def setup(self, solver):
-        _require(ZIPF / "X_20000_5000.npz")
+        require(ZIPF / "X_20000_5000.npz")
         self.X, self.Y = _zipf()
         _warm_up(self.X, self.Y, solver)
 
@@ -200,7 +180,7 @@ class CCAWsj:
     param_names = ["solver", "tau"]
 
     def setup_cache(self):
-        if reason := _missing(WSJ):
+        if reason := missing(WSJ):
             return {"missing": reason}  # setup skips with it
         X, Y = self._views()
         return {tau: _fit(X, Y, "dense", tau=tau).correlations_.tolist()
@@ -216,7 +196,7 @@ class CCAWsj:
                 TagNgramView(orders=(1, 2)).fit_transform(corpus))
 
     def setup(self, ref, solver, tau):
-        _require(WSJ)
+        require(WSJ)
         self.X, self.Y = self._views()
         _warm_up(self.X, self.Y, solver)
         m = _fit(self.X, self.Y, solver, tau=tau)
@@ -250,7 +230,7 @@ class CCAPreconditioner:
     OWN_TOL = {"randomized": 1e-3, "iterative": 1e-7}
 
     def setup_cache(self):
-        if reason := _missing(WSJ):
+        if reason := missing(WSJ):
             return {"missing": reason}  # setup skips with it
         X, Y = self._views()
         return {tau: _fit(X, Y, "dense", tau=tau).correlations_.tolist() for tau in (0.1, 0.5)}
@@ -270,7 +250,7 @@ class CCAPreconditioner:
                     preconditioner="low-rank" if lowrank else "auto")
 
     def setup(self, ref, solver, tau):
-        _require(WSJ)
+        require(WSJ)
         self.X, self.Y = self._views()
         _warm_up(self.X, self.Y, solver.removesuffix("-lowrank"))
         m = self._fit(solver, tau)

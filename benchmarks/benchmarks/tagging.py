@@ -13,15 +13,12 @@ from pathlib import Path
 from sparsecca.data import read_conllu
 from sparsecca.tagging import TrigramHMM, jackknife_nbest
 
+from ._common import require
+
 # /work/shared/data from /work/main/benchmarks/benchmarks/tagging.py
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 WSJ = SHARED_DATA / "en-wsj"
 BROWN = SHARED_DATA / "en-brown"
-
-
-def _require(path: Path):
-    if not path.exists():
-        raise NotImplementedError(f"{path} not found (../shared/data is absent)")
 
 
 class TaggerWSJ:
@@ -34,7 +31,7 @@ class TaggerWSJ:
     param_names = ["k", "parallel"]
 
     def setup(self, k, parallel):
-        _require(WSJ / "train.conllu")
+        require(WSJ / "train.conllu")
         self.train = read_conllu(WSJ / "train.conllu", tags="xpos")
         self.test = read_conllu(WSJ / "test.conllu", tags="xpos")
         self.model = TrigramHMM(parallel=parallel).fit(self.train)
@@ -74,7 +71,7 @@ class TaggerWSJTraining:
     repeat = 3
 
     def setup(self):
-        _require(WSJ / "train.conllu")
+        require(WSJ / "train.conllu")
         self.train = read_conllu(WSJ / "train.conllu", tags="xpos")
         TrigramHMM().fit(self.train[:200]).nbest(self.train[:20], k=10)  # warm-up
 
@@ -101,7 +98,7 @@ class TaggerBrown:
     param_names = ["tags"]
 
     def setup(self, tags):
-        _require(BROWN / "train.conllu.gz")
+        require(BROWN / "train.conllu.gz")
         self.train = read_conllu(BROWN / "train.conllu.gz", tags=tags)
         self.test = read_conllu(BROWN / "test.conllu.gz", tags=tags)
         self.model = TrigramHMM().fit(self.train)
