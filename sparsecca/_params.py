@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 __all__ = ["ParamsMixin", "as_int_array", "check_bool", "check_float", "check_float_dtype",
-           "check_int", "check_random_state"]
+           "check_int", "check_random_state", "check_weight_scale"]
 
 
 def check_bool(name: str, value) -> bool:
@@ -45,6 +45,39 @@ def check_float(name: str, value, low: float, *, strict: bool,
             bound = ""
         raise ValueError(f"{name} must be a finite number{bound}, got {value!r}")
     return v
+
+
+def check_weight_scale(name: str, weight: float, values, what: str, *, signed: bool = False,
+                       hint: str = "") -> None:
+    """Refuse a finite ``weight`` whose product with a finite value of ``values`` overflows.
+
+    ``weight * value`` would be +-inf: a possible candidate scored as impossible (or as
+    certain), with at most NumPy's overflow warning to say so (none inside a numba kernel).
+
+    Parameters
+    ----------
+    name : str
+        The weight, as the message names it (an argument, or what a fit chose).
+    weight : float
+    values : float array
+        Non-finite values (a -inf log 0) are left to the caller.
+    what : str
+        The values, as the message names them (e.g. "train's decoder scores").
+    signed : bool
+        The weight may be negative: the allowed range is [-limit, limit], else [0, limit].
+    hint : str
+        Appended to the message (what to do about it).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    amax = float(np.abs(v).max()) if v.size else 0.0
+    with np.errstate(over="ignore"):
+        if np.isfinite(weight * amax):
+            return
+    limit = np.finfo(np.float64).max / amax
+    low = f"{-limit:.4g}" if signed else "0"
+    raise ValueError(f"{name} times {what} overflows float64 (largest |value| {amax:.4g}): "
+                     f"{name} must be in [{low}, {limit:.4g}], got {weight:.4g}{hint}")
 
 
 def check_random_state(seed) -> np.random.Generator:

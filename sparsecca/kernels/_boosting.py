@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
-from .._params import check_bool, check_float, check_int
+from .._params import check_bool, check_float, check_int, check_weight_scale
 from .._sparse import check_sparse_structure
 from ._checks import check_offsets, int_array, real_array
 
@@ -475,6 +475,7 @@ def perceptron_train(H, base_scores, sent_offsets, oracle, losses, orders, decod
     if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
         raise ValueError(f"orders must hold sentence indices in [0, {n_sent})")
     dw = check_float("decoder_weight", decoder_weight, -np.inf, strict=False)
+    check_weight_scale("decoder_weight", dw, base, "base_scores", signed=True)
     averaged = check_bool("averaged", averaged)
     w = np.zeros(n_features, dtype=np.float64)
     acc = np.zeros(n_features, dtype=np.float64)

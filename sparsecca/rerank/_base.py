@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import check_bool, check_int
+from .._params import check_bool, check_int, check_weight_scale
 from .._tagset import check_tagset
 from ..exceptions import NotFittedError
 from ..kernels import weight_path_losses
@@ -68,7 +68,10 @@ def check_finite_scores(nbest: NBestList, name: str, model: str) -> None:
 
 def decoder_term(weight: float, scores: np.ndarray) -> np.ndarray:
     """``weight * scores`` with -inf (log 0) kept at -inf whatever the weight's sign, so an
-    impossible candidate is never chosen (0 * -inf would be NaN)."""
+    impossible candidate is never chosen (0 * -inf would be NaN).  A finite score whose
+    product overflows is a ValueError, not a candidate turned impossible."""
+    check_weight_scale("decoder_weight_", weight, scores, "nbest's decoder scores",
+                       signed=True)
     impossible = scores == -np.inf
     out = weight * np.where(impossible, 0.0, scores)
     out[impossible] = -np.inf

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 
-from .._params import ParamsMixin, check_bool, check_float, check_int
+from .._params import ParamsMixin, check_bool, check_float, check_int, check_weight_scale
 from ..kernels import boosting_path, path_losses
 from ..tagging import NBestList
 from ._base import (
@@ -166,6 +166,16 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
                              f"[{train.scores.min():.3g}, {train.scores.max():.3g}]); "
                              f"{type(self).__name__} needs log-probability-like scores")
         alpha0 = decoder_line_search(diff)
+        # the line search can pick a weight whose product with a score overflows (tiny
+        # training differences next to large differences or dev scores); refuse it by name
+        # rather than boost on infinite margins or tune on -inf dev scores
+        hint = (f" (the line search's choice on train); {type(self).__name__} needs "
+                f"log-probability-like scores")
+        check_weight_scale("decoder_weight_", alpha0, diff,
+                           "train's decoder score differences", hint=hint)
+        if dev is not None:
+            check_weight_scale("decoder_weight_", alpha0, dev.scores, "dev's decoder scores",
+                               hint=hint)
         margins = alpha0 * diff
         Hd = feats.joint(dev) if dev is not None else None
         missing = 0 if dev is None else tokens_without_candidates(dev)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import ParamsMixin, check_bool, check_int, check_random_state
+from .._params import (
+    ParamsMixin,
+    check_bool,
+    check_int,
+    check_random_state,
+    check_weight_scale,
+)
 from ..kernels import perceptron_train
 from ..tagging import NBestList
 from ._base import (
@@ -51,7 +57,8 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
     averaged : bool, default True
         Averaged weights (False: the last weights).
     decoder_weight : float >= 0 or sequence of float >= 0, default (1, 2, 4, 8, 16, 32, 64)
-        Decoder-score weights b to try (ties on dev: the earlier value).
+        Decoder-score weights b to try (ties on dev: the earlier value); b times every train
+        and dev score must be finite in float64.
     shuffle : bool, default True
         Visit the sentences in a new random order every epoch (False: corpus order).
     min_count : int >= 1, default 1
@@ -124,6 +131,12 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         elif len(grid) > 1:
             raise ValueError(f"decoder_weight has {len(grid)} values to choose from but no dev "
                              f"n-best list was given; pass dev or a single decoder_weight")
+        # b * score must stay finite, in training (the kernel's numba product gives inf
+        # silently) and on dev, before any work is done
+        for nb, name in ((train, "train"), (dev, "dev")):
+            if nb is not None:
+                check_weight_scale("decoder_weight", max(grid), nb.scores,
+                                   f"{name}'s decoder scores")
         feats = JointFeatures(kind=kind, lengths=lengths, min_count=min_count, binary=False,
                               lowercase=lowercase)
         H = feats.fit_joint(train)

@@ -363,6 +363,10 @@ def test_perceptron_no_update_when_oracle_chosen():
     (dict(decoder_weight=-np.inf), ValueError, r"^decoder_weight must be a finite number, got "
                                                r"-inf$"),
     (dict(base_scores=[0.0, np.nan]), ValueError, "base_scores must be finite"),
+    # the numba product decoder_weight * base_scores was -inf for candidate 1, without a word
+    (dict(decoder_weight=-1e308, base_scores=[0.0, 4.0]), ValueError,
+     r"^decoder_weight times base_scores overflows float64 \(largest \|value\| 4\): "
+     r"decoder_weight must be in \[-4\.494e\+307, 4\.494e\+307\], got -1e\+308$"),
 ])
 def test_perceptron_bad_input(kwargs, err, match):
     args = dict(H=sp.csr_matrix(np.eye(2)), base_scores=[0.0, 1.0], sent_offsets=[0, 2],

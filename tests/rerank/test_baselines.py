@@ -242,6 +242,63 @@ def test_boosting_refuses_overflowing_score_differences(cls):
             **({"C": 1e-3} if cls is RegularizedBoostingReranker else {})).fit(make_nbest(sents))
 
 
+def _scaled(sents, factor):
+    """HAND-like sentences with every decoder score times ``factor``."""
+    return [(w, g, [(t, s * factor) for t, s in c]) for w, g, c in sents]
+
+
+_LINE_SEARCH = (r" \(the line search's choice on train\); \w+Reranker needs "
+                r"log-probability-like scores$")
+
+
+@pytest.mark.parametrize("cls", [BoostingReranker, RegularizedBoostingReranker])
+def test_boosting_refuses_a_decoder_weight_whose_products_overflow(cls):
+    # training score differences ~1e-300 give a line-search weight ~5e299: times dev's scores
+    # (up to 4e10) it was -inf and dev tuning ran on that with only a RuntimeWarning
+    def est():
+        return cls(n_rounds=5, min_count=1).set_params(
+            **({"C": 1e-3} if cls is RegularizedBoostingReranker else {}))
+
+    tiny, big = make_nbest(_scaled(HAND, 1e-300)), make_nbest(_scaled(HAND, 1e10))
+    with pytest.raises(ValueError, match=r"^decoder_weight_ times dev's decoder scores overflows "
+                                         r"float64 \(largest \|value\| 4e\+10\): "
+                                         r"decoder_weight_ must be in \[0, 4\.494e\+297\], "
+                                         r"got 4\.993e\+299" + _LINE_SEARCH):
+        est().fit(tiny, big)
+    # a weight fitted to many tiny differences times one large difference (1e7): an infinite
+    # margin, refused only as "margins must be finite" by the kernel
+    sents = ([(["a"], ["X"], [(["X"], 0.0), (["Y"], -1e-300)])] * 5
+             + [(["b"], ["X"], [(["X"], 0.0), (["Y"], -1e7)])])
+    with pytest.raises(ValueError, match=r"^decoder_weight_ times train's decoder score "
+                                         r"differences overflows float64 \(largest \|value\| "
+                                         r"1e\+07\): decoder_weight_ must be in "
+                                         r"\[0, 1\.798e\+301\], got 1e\+302" + _LINE_SEARCH):
+        with np.errstate(over="ignore"):  # the line search's own exp overflows on the way
+            est().fit(make_nbest(sents))
+    est().fit(tiny, tiny)  # the same weight on the scores it was fitted to: fine
+
+
+def test_perceptron_refuses_a_decoder_weight_whose_products_overflow():
+    # decoder_weight=1e308 was accepted: the kernel scored candidates of |score| > 1.8 as -inf
+    # silently, dev's products overflowed with a RuntimeWarning, and so did the test scores
+    nb, big = make_nbest(HAND), make_nbest(_scaled(HAND, 1e10))
+    msg = (r"^{} times {} decoder scores overflows float64 \(largest \|value\| {}\): {} must "
+           r"be in \[{}, {}\], got {}$")
+    with pytest.raises(ValueError, match=msg.format("decoder_weight", "train's", "4",
+                                                    "decoder_weight", "0", r"4\.494e\+307",
+                                                    r"1e\+308")):
+        PerceptronReranker(decoder_weight=1e308, n_epochs=1).fit(nb)
+    with pytest.raises(ValueError, match=msg.format("decoder_weight", "dev's", r"4e\+10",
+                                                    "decoder_weight", "0", r"4\.494e\+297",
+                                                    r"1e\+300")):
+        PerceptronReranker(decoder_weight=(1.0, 1e300), n_epochs=1).fit(nb, big)
+    est = PerceptronReranker(decoder_weight=1e300, n_epochs=1).fit(nb)
+    with pytest.raises(ValueError, match=msg.format("decoder_weight_", "nbest's", r"4e\+10",
+                                                    "decoder_weight_", r"-4\.494e\+297",
+                                                    r"4\.494e\+297", r"1e\+300")):
+        est.decision_function(big)
+
+
 # -- boosting rerankers ------------------------------------------------------------------------
 
 
