@@ -14,6 +14,8 @@ k fires and the features of those pairs (the sparse update of Collins & Koo, Fig
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -29,6 +31,47 @@ _TINY = 1e-300
 
 
 # -- boosting --------------------------------------------------------------------------------
+
+#: bytes the kernel allocates per round, for the whole path up front: the feature (int64),
+#: the step (float64) and the objective (float64) of each round
+_BYTES_PER_ROUND = 24
+#: the most rounds anywhere, and where the memory is unknown: 48 GiB of path, and as every
+#: round scans all features, 2e12 steps with only a thousand of them
+_MAX_ROUNDS = 2**31 - 1
+
+
+def _physical_memory() -> int | None:
+    """Bytes of physical memory, or None where sysconf cannot tell (Windows)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def max_rounds() -> int:
+    """The largest ``n_rounds`` whose path arrays fit in physical memory (at most 2**31 - 1).
+
+    Past it numba's allocation fails with a MemoryError that does not name ``n_rounds``
+    (10**13 rounds: 240 TB), or, under Linux's overcommit, succeeds and a path that does not
+    stop early is killed once it has filled the memory.
+    """
+    mem = _physical_memory()
+    if mem is None:
+        return _MAX_ROUNDS
+    return max(1, min(_MAX_ROUNDS, mem // _BYTES_PER_ROUND))
+
+
+def check_n_rounds(value, low: int) -> int:
+    """``value`` as an int in [``low``, :func:`max_rounds`], else an error naming n_rounds
+    (one check for :func:`boosting_path` and the boosting rerankers, before any work)."""
+    n = check_int("n_rounds", value, low)
+    high = max_rounds()
+    if n > high:
+        raise ValueError(f"n_rounds must be an int in [{low}, {high}], got {n} (the path is "
+                         f"allocated up front, {_BYTES_PER_ROUND} bytes a round, and must fit in "
+                         f"memory)")
+    return n
+
 
 @numba.njit(**JIT_SERIAL)
 def _l1_step(wp, wm, a, c):
@@ -241,8 +284,9 @@ def boosting_path(D, margins, n_rounds, *, eps=0.0025, l1=0.0, refresh=256):
         Feature differences ``h(oracle) - h(other)`` of each pair, values in {-1, 0, +1}.
     margins : float array, shape (n_pairs,)
         Margins at alpha = 0 (e.g. the decoder score difference times its weight).
-    n_rounds : int >= 0
-        Maximum number of rounds.
+    n_rounds : int in [0, max_rounds()]
+        Maximum number of rounds.  Their path is allocated up front (24 bytes a round), so
+        :func:`max_rounds` bounds it by the physical memory, and by 2**31 - 1.
     eps : float > 0
         Collins & Koo's smoothing of the step (only used when ``l1 == 0``).
     l1 : float >= 0
@@ -260,7 +304,7 @@ def boosting_path(D, margins, n_rounds, *, eps=0.0025, l1=0.0, refresh=256):
     objective : float64 array, shape (n_done + 1,)
         Objective after each prefix of rounds (``objective[0] == 1`` when there are pairs).
     """
-    n_rounds = check_int("n_rounds", n_rounds, 0)
+    n_rounds = check_n_rounds(n_rounds, 0)
     refresh = check_int("refresh", refresh, 1)
     l1 = check_float("l1", l1, 0.0, strict=False)
     eps = check_float("eps", eps, 0.0, strict=l1 == 0.0)

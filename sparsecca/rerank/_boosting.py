@@ -15,6 +15,7 @@ from scipy.optimize import brentq
 
 from .._params import ParamsMixin, check_bool, check_float, check_int, check_weight_scale
 from ..kernels import boosting_path, path_losses
+from ..kernels._boosting import check_n_rounds
 from ..tagging import NBestList
 from ._base import (
     BaseReranker,
@@ -122,7 +123,7 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
 
     def _common_params(self):
         return dict(kind=check_kind(self.features),
-                    n_rounds=check_int("n_rounds", self.n_rounds, 1),
+                    n_rounds=check_n_rounds(self.n_rounds, 1),
                     min_count=check_int("min_count", self.min_count, 1),
                     lengths=check_lengths(self.lengths),
                     lowercase=check_bool("lowercase", self.lowercase))
@@ -268,7 +269,8 @@ class BoostingReranker(_ExpLossBoosting):
     ----------
     features : {"suffix", "ngram"}, default "suffix"
     n_rounds : int >= 1, default 20000
-        Maximum number of boosting rounds.
+        Maximum number of boosting rounds; at most
+        :func:`sparsecca.kernels._boosting.max_rounds` (the path must fit in memory).
     eps : float > 0, default 0.0025
         Step smoothing (Collins & Koo's epsilon).
     min_count : int >= 1, default 2

@@ -236,6 +236,29 @@ def test_boosting_path_bad_params(kwargs, err, match):
         boosting_path(sp.csr_matrix(np.eye(2)), np.zeros(2), **kwargs)
 
 
+def test_boosting_path_n_rounds_must_fit_in_memory(monkeypatch):
+    # 10**13 rounds failed inside numba: "MemoryError: Allocation failed (probably too large)"
+    from sparsecca.kernels import _boosting as kb
+
+    D, m0 = sp.csr_matrix(np.eye(2)), np.zeros(2)  # separable: every round is run
+    with pytest.raises(ValueError, match=r"^n_rounds must be an int in \[0, \d+\], got "
+                                         r"10000000000000 \(the path is allocated up front, "
+                                         r"24 bytes a round, and must fit in memory\)$"):
+        boosting_path(D, m0, 10**13)
+    # the bound: physical memory / 24 bytes a round ...
+    monkeypatch.setattr(kb, "_physical_memory", lambda: 24 * 1000 + 23)
+    assert kb.max_rounds() == 1000
+    with pytest.raises(ValueError, match=r"^n_rounds must be an int in \[0, 1000\], got 1001 "):
+        boosting_path(D, m0, 1001)
+    assert boosting_path(D, m0, 1000)[0].size == 1000
+    # ... and at most 2**31 - 1, also where the memory is unknown
+    for mem in (2**50, None):
+        monkeypatch.setattr(kb, "_physical_memory", lambda mem=mem: mem)
+        assert kb.max_rounds() == 2**31 - 1
+        with pytest.raises(ValueError, match=r"in \[0, 2147483647\], got 2147483648 "):
+            boosting_path(D, m0, 2**31)
+
+
 @pytest.mark.parametrize("D,m0,err,match", [
     (np.eye(2), np.zeros(2), TypeError, "D must be a scipy.sparse matrix"),
     (sp.csr_matrix(2 * np.eye(2)), np.zeros(2), ValueError, r"values in \{-1, 0, \+1\}.*got 2"),

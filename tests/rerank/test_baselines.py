@@ -242,6 +242,22 @@ def test_boosting_refuses_overflowing_score_differences(cls):
             **({"C": 1e-3} if cls is RegularizedBoostingReranker else {})).fit(make_nbest(sents))
 
 
+@pytest.mark.parametrize("cls", [BoostingReranker, RegularizedBoostingReranker])
+def test_boosting_n_rounds_beyond_memory_refused_before_any_work(cls, monkeypatch):
+    # the estimator built its features and pairs, then failed in numba with a MemoryError
+    import sparsecca.rerank._boosting as rb
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("fit built features before checking n_rounds")
+
+    monkeypatch.setattr(rb, "JointFeatures", no_work)
+    est = cls(n_rounds=10**13).set_params(
+        **({"C": 1e-3} if cls is RegularizedBoostingReranker else {}))
+    with pytest.raises(ValueError, match=r"^n_rounds must be an int in \[1, \d+\], got "
+                                         r"10000000000000 \(the path is allocated up front"):
+        est.fit(make_nbest(HAND))
+
+
 def _scaled(sents, factor):
     """HAND-like sentences with every decoder score times ``factor``."""
     return [(w, g, [(t, s * factor) for t, s in c]) for w, g, c in sents]
