@@ -56,6 +56,9 @@ Taggers (``--taggers``), en-wsj XPOS (45 tags), train 188,059 tokens, test 47,37
     second table runs all three on it so its ratios compare like with like.
 
 Peers are optional imports: a missing one is reported as 'skipped (not installed)'.
+Exit status (benchmarks/_data_check.py): 1 when a run failed (its child died or raised),
+after the tables and the report; a timeout is a result, not a failure (the ladder stops
+there).  3, with one line, when the data is missing.
 ``--quick`` is a smoke run (en-brown 200 and 500 sentences, k = 10, solver auto, no zipf
 problems; taggers on 1,000 training and 50 test sentences; 60 s timeout), ~30 s.
 
@@ -79,7 +82,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "memory"))
 
-from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
+from _data_check import EXIT_FAILED, require  # noqa: E402  (benchmarks/ is the script's dir)
 from _harness import (  # noqa: E402
     MB,
     machine_info,
@@ -633,6 +636,15 @@ def headline_text(args, name, h):
             f"{g(h['ours_agree'])}; scikit-learn vs SparseCCA {g(h['sk_vs_ours'])}.")
 
 
+def failed_runs(data):
+    """'<problem>: <method>' of every run whose child died or raised (not a timeout, which
+    is a result: the implementation stops climbing the ladder there)."""
+    return [f"{entry[key]}: {label(meth)}"
+            for part, key in (("cca", "problem"), ("taggers", "test"))
+            for entry in data[part] for meth, r in entry["results"].items()
+            if r["status"].startswith("failed")]
+
+
 RATIO_COLS = [("part", "part", "s"), ("problem", "problem", "s"), ("ours", "ours", "s"),
               ("peer", "peer", "s"), ("status", "peer status", "s"),
               ("time_ratio", "peer time / ours", ".3g"),
@@ -741,6 +753,7 @@ def main(argv=None):
     if both or args.taggers:
         tagger_part(args, report, ratio_rows, data)
     data["ratios"] = ratio_rows
+    data["failed"] = failed_runs(data)
     total = time.perf_counter() - t0
     head = [
         "# sparsecca vs peers\n",
@@ -766,6 +779,10 @@ def main(argv=None):
         data["markdown"] = text
         write_report(args.out, text, data)
         print(f"wrote {args.out}")
+    if data["failed"]:
+        print(f"{len(data['failed'])} run(s) FAILED: {'; '.join(data['failed'])}",
+              file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 

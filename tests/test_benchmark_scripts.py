@@ -15,6 +15,7 @@ status (scripts).
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -305,6 +306,32 @@ def test_bench_linalg_failed_child_exits_1_after_the_table(bench_copy, tmp_path)
     # --json PATH (the only way a raw file is written) keeps the failed row
     (row,) = json.loads((tmp_path / "raw.json").read_text())
     assert "error" in row and f"(raw results: {tmp_path / 'raw.json'})" in proc.stdout
+
+
+def test_compare_peers_failed_child_exits_1_after_the_table(bench_copy, tmp_path):
+    # en-wsj present but not CoNLL-U: every tagger child fails reading it; the parent printed
+    # the table and the report, and exited 0
+    d = bench_copy / "shared" / "data" / "en-wsj"
+    d.mkdir(parents=True)
+    try:
+        for name in ("train.conllu", "test.conllu"):
+            (d / name).write_text("not a CoNLL-U line\n")
+        proc = _run_copy(bench_copy, "compare_peers.py", "--taggers", "--train-sentences", 10,
+                         "--test-sentences", 5, "--timeout", 60, "--out",
+                         tmp_path / "peers.json")
+    finally:
+        import shutil
+
+        shutil.rmtree(bench_copy / "shared")
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "## Taggers, en-wsj XPOS" in proc.stdout
+    assert "| TrigramHMM | failed (exit code 1) |" in proc.stdout
+    # one line after the children's tracebacks: 1 run, or 3 with NLTK's taggers installed
+    last = proc.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"[13] run\(s\) FAILED: first 5 test sentences: TrigramHMM.*", last)
+    # the report is written first, and names the failed runs
+    data = json.loads((tmp_path / "peers.json").read_text())
+    assert data["failed"][0] == "first 5 test sentences: TrigramHMM"
 
 
 def test_bench_linalg_writes_no_raw_file_unless_asked(bench_copy):
