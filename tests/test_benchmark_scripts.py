@@ -208,7 +208,8 @@ def _asv_module(name):
     return importlib.import_module(f"benchmarks.{name}")
 
 
-@pytest.mark.parametrize("cls", ["CCAZipf20K", "CCAZipf50KLarge", "CCAWsj", "CCAPreconditioner"])
+@pytest.mark.parametrize("cls", ["CCAZipf20K", "CCAZipf50KLarge", "CCAPath", "CCAWsj",
+                                 "CCAPreconditioner"])
 def test_asv_linalg_skips_in_setup_without_data(cls, tmp_path, monkeypatch):
     # asv counts NotImplementedError in setup_cache as a failure, and passes no cache argument
     # for None: setup_cache returns a marker and setup raises (asv's skip) naming the path.
@@ -222,6 +223,30 @@ def test_asv_linalg_skips_in_setup_without_data(cls, tmp_path, monkeypatch):
     params = [p[0] for p in bench.params]
     with pytest.raises(NotImplementedError, match="absent"):
         bench.setup(cache, *params)
+
+
+def test_asv_cca_path_skips_a_solver_that_misses_the_dense_reference(tmp_path, monkeypatch):
+    # CCAPath timed the tau grid unchecked: a wrong grid would have been recorded as fast.  A
+    # small dense problem stands in for zipf 20K (the check is the same)
+    import numpy as np
+    import scipy.sparse as sp
+
+    linalg = _asv_module("linalg")
+    rng = np.random.default_rng(0)
+    X, Y = (sp.csr_matrix(rng.standard_normal((400, d))) for d in (90, 60))
+    monkeypatch.setattr(linalg, "_zipf", lambda size="20000_5000": (X, Y))
+    monkeypatch.setattr(linalg, "ZIPF", tmp_path)
+    (tmp_path / "X_20000_5000.npz").touch()
+    bench = linalg.CCAPath()
+    ref = bench.setup_cache()
+    assert sorted(ref) == linalg.TAUS
+    bench.setup(ref, "iterative")  # right at every tau
+    assert bench.track_max_rel_error(ref, "iterative") <= 1e-6
+    wrong = {**ref, 0.7: [c * (1 + 1e-4) for c in ref[0.7]]}
+    with pytest.raises(NotImplementedError, match=r"^iterative misses its accuracy target on "
+                                                  r"zipf 20K at tau = 0\.7 \(tau grid\): "
+                                                  r"0\.0001 > 1e-06$"):
+        bench.setup(wrong, "iterative")
 
 
 _COMMON_CLASSES = [("cca", "SparseCCAFit"), ("cca", "SparseCCAFitLarge"), ("svd", "TruncatedSVD"),
