@@ -23,6 +23,10 @@ Cases (k, tau as in the issue):
 * ``brown8k``  the same with the 8,000 most frequent input features, dense side by side.
   Target: >= 20x faster than dense at matching top-k correlations.  (``brown<N>k``: the N,000
   most frequent; ``plot_solver_scaling.py`` sweeps N.)
+* ``paper<N>k`` the first N,000 en-brown sentences with the paper's views: X =
+  SuffixView(2-4), Y = TagNgramView(XPOS, 1-2), k = 50, tau = 0.9, max_rank 512 (asv's
+  ``SparseCCAFitLarge``); no dense run (the iterative solver is the reference).  Where the
+  randomized solver's error estimate understated its error (see ``-certify``).
 * ``path``     a 5-value tau grid (fit_path) against one fit, zipf 20K, for the randomized
   solver (max_rank 512; its factor of X and X^T Y are shared by the grid, and each tau's
   LOBPCG refinement starts from the previous tau's block) and, for comparison, the
@@ -34,7 +38,8 @@ Solvers: ``dense``, ``randomized``, ``iterative``, and ``randomized-lowrank`` /
 low-rank-plus-diagonal model of C_xx^-1 (``preconditioner='low-rank'``), where the library
 uses the dense factor of C_xx (``CCAEngine.exact_preconditioner_fits``: min(n, d1) <=
 min(8192, max(d2, 2048)); the brown1k-8k cases), so that the two preconditioners run side
-by side.
+by side; ``randomized-certify`` / ``iterative-certify``: ``certify=True``, LOBPCG's stopping
+test checked in the exact C_xx^-1 norm where the model preconditions it.
 
 ``--center`` fits every case centred (``SparseCCA(center=True)``, the dense reference too;
 the issue's targets are for the uncentred fits).
@@ -97,10 +102,15 @@ def load(case, n_rows=None):
     from sparsecca.data import read_conllu
     from sparsecca.features import HStackView, SuffixView, TagNgramView, WordView
 
+    paper = re.fullmatch(r"paper(\d+)k", case)  # thousands of sentences, the paper's views
     kept = re.fullmatch(r"brown(?:(\d+)k)?", case)  # thousands of input features kept
-    if kept is None:
+    if kept is None and paper is None:
         raise ValueError(f"unknown case {case!r}")
     corpus = read_conllu(SHARED_DATA / "en-brown" / "train.conllu.gz", tags="xpos")
+    if paper is not None:
+        corpus = corpus[:n_rows or 1000 * int(paper.group(1))]
+        X = SuffixView(lengths=(2, 3, 4)).fit_transform(corpus)
+        return X, TagNgramView(orders=(1, 2)).fit_transform(corpus), 50, 0.9
     if n_rows:
         corpus = corpus[:n_rows]
     d = 1000 * int(kept.group(1)) if kept.group(1) else None
@@ -132,8 +142,9 @@ def peak_rss_mb():
 def child(spec):
     from sparsecca.linalg import SparseCCA
 
-    # '-lowrank': the model's preconditioner whatever the size (the library's rule off)
-    solver, _, lowrank = spec["solver"].partition("-")
+    # '-lowrank': the model's preconditioner whatever the size (the library's rule off);
+    # '-certify': the stopping test checked in the exact norm (SparseCCA(certify=True))
+    solver, _, variant = spec["solver"].partition("-")
 
     rss_imports = rss_mb()
     X, Y, k, tau = load(spec["case"], spec.get("n_rows"))
@@ -141,9 +152,12 @@ def child(spec):
     rss_data = rss_mb()
     kw = dict(solver=solver, random_state=0, verbose=1 if spec.get("verbose") else 0,
               center=bool(spec.get("center")),
-              preconditioner="low-rank" if lowrank else "auto")
+              preconditioner="low-rank" if variant == "lowrank" else "auto",
+              certify=variant == "certify")
     if spec.get("max_rank"):
         kw["max_rank"] = spec["max_rank"]
+    elif spec["case"].startswith("paper"):
+        kw["max_rank"] = 512
     if not spec.get("cold"):
         # warm-up: first calls (lazy imports, thread pools) on a few rows
         m = min(2000, X.shape[0])
@@ -235,7 +249,8 @@ def main():
                                                     "path"])
     ap.add_argument("--solvers", nargs="+", default=["iterative", "randomized"],
                     choices=["dense", "randomized", "iterative", "randomized-lowrank",
-                             "iterative-lowrank"])
+                             "iterative-lowrank", "randomized-certify",
+                             "iterative-certify"])
     ap.add_argument("--skip-dense", action="store_true")
     ap.add_argument("--pairs", type=int, default=1,
                     help="path: time this many alternating single-fit / grid pairs of the "
@@ -309,7 +324,8 @@ def main():
             rows += [single, grid]
             continue
         solvers = list(args.solvers)
-        want_dense = (case != "brown") and not args.skip_dense  # all of en-brown: too large
+        # all of en-brown: too large; the paper's views of en-brown: the iterative reference
+        want_dense = case != "brown" and not case.startswith("paper") and not args.skip_dense
         ref = None
         if want_dense:
             ref = measure(dict(case=case, solver="dense", center=args.center))

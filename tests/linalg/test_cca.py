@@ -335,7 +335,7 @@ def test_estimator_api():
     est = SparseCCA(4, tau=0.3, solver="auto", random_state=0)
     assert est.get_params() == dict(n_components=4, tau=0.3, solver="auto", center=False,
                                     tol=None, max_rank=None, preconditioner="auto",
-                                    random_state=0, verbose=0)
+                                    certify=False, random_state=0, verbose=0)
     assert not hasattr(est, "x_weights_")
     with pytest.raises(AttributeError, match="not fitted yet"):
         est.transform(X)

@@ -17,7 +17,7 @@ import sparsecca.linalg._gram as gram_mod
 import sparsecca.linalg._reduced as reduced_mod
 import sparsecca.linalg._split as split_mod
 from sparsecca.linalg import CCAEngine, RankDeficientError, SparseCCA, cca_path, reduced_cca
-from sparsecca.linalg._gram import CrossCovariance
+from sparsecca.linalg._gram import CrossCovariance, RegularizedGram
 from sparsecca.linalg._split import run_pair, tall_matmul, tall_tmatmul
 
 from .conftest import count_problem, covariances, eigh_reference, max_sin_angle
@@ -779,3 +779,59 @@ def test_unmet_stopping_test_names_the_part_that_failed():
     assert msg == ("relative residual 0.000136 (within 0.00032), error estimate (squared "
                    "residual over the gap) 2.2e-05 (above 1e-07)")
     assert "(above 0.00032)" in reduced_mod._unmet(1e-3, 3.2e-4, 1e-9, 1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("tau", [0.1, 0.9])
+def test_exact_norm_bounds_enclose_the_dense_norm(dtype, tau):
+    """_exact_norm_bounds (certify): at every CG step lower <= r^T C^-1 r <= upper (dense
+    reference), and both close in on it as CG converges."""
+    X, _ = count_problem(60, 25, 5, seed=3)[:2]
+    X = sp.csr_matrix(X)
+    C = RegularizedGram(X, tau)
+    Cd = (1.0 - tau) * (X.T @ X).toarray() + tau * np.eye(X.shape[1])
+    rng = np.random.default_rng(0)
+    R = rng.standard_normal((X.shape[1], 4)).astype(dtype)
+    exact = np.einsum("ij,ij->j", R.astype(np.float64), np.linalg.solve(Cd, R.astype(np.float64)))
+    diag = 1.0 / np.diag(Cd)  # a crude preconditioner: CG needs several steps
+
+    def precond(B):
+        return B * diag[:, None]
+
+    seen = []
+
+    def judge(n2, bound):
+        seen.append((bound, n2.copy()))
+        return None
+
+    lower, upper, steps, verdict = reduced_mod._exact_norm_bounds(
+        C, precond, R, precond(R), tau, dtype, judge, maxsteps=30)
+    assert verdict is None and steps == 30
+    slack = 1e-4 if dtype == np.float32 else 1e-10
+    for bound, n2 in seen:
+        if bound == "lower":
+            assert np.all(n2 <= exact * (1 + slack)), (n2, exact)
+        else:
+            assert np.all(n2 >= exact * (1 - slack)), (n2, exact)
+    np.testing.assert_allclose(lower, exact, rtol=100 * slack)
+    np.testing.assert_allclose(upper, exact, rtol=100 * slack)
+    # the first bounds (before any CG step) are loose: the check needs the steps
+    assert np.max(seen[1][1] / exact) > 1.01
+
+
+def test_certify_verdicts_stop_the_check():
+    """A verdict ends the check at once: True from the upper bounds certifies, False from the
+    lower bounds refutes; the steps taken are returned."""
+    X, _ = count_problem(60, 25, 5, seed=3)[:2]
+    C = RegularizedGram(sp.csr_matrix(X), 0.5)
+    R = np.random.default_rng(1).standard_normal((25, 3))
+    for answer, bound in ((True, "upper"), (False, "lower")):
+        calls = []
+
+        def judge(n2, b, answer=answer, bound=bound, calls=calls):
+            calls.append(b)
+            return answer if (b == bound and len(calls) > 4) else None
+
+        *_, steps, verdict = reduced_mod._exact_norm_bounds(
+            C, lambda B: B, R, R.copy(), 0.5, np.float64, judge)
+        assert verdict is answer and 0 < steps <= 3
