@@ -295,9 +295,10 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     certify : bool, default False
         'lobpcg' under the low-rank-plus-diagonal preconditioner: before it stops, check its
         stopping test with the residuals measured in the exact C_xx^-1 norm instead of the
-        model's, which understates it on text views (1.3-5x in squared norm on the zipf and
-        en-brown problems).  Preconditioned CG on C_xx Z = R, started from the model's
-        solve, gives a lower and an upper bound of each ||r||^2_{C^-1}
+        model's, which understates it (in squared norm 1.3-1.7x on the zipf problems, 2.9x
+        on the first 20K en-brown sentences, over 30x for some columns on all of
+        en-brown).  Preconditioned CG on C_xx Z = R, started from the model's solve, gives
+        a lower and an upper bound of each ||r||^2_{C^-1}
         (:func:`_exact_norm_bounds`): LOBPCG stops once the upper bounds meet the test, and
         goes on, its norms scaled by the measured ratio, when the lower bounds fail it.
         ``lobpcg_error`` is then that of the upper bounds.  Costs a few to some tens of
@@ -914,9 +915,10 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     return A, B, theta[:k], it, stats
 
 
-#: preconditioned CG steps of one exact-norm check (certify) before it counts as failed: on
-#: the zipf 20K / 50K and first 20K en-brown sentences 8-25 steps brought the upper bounds
-#: within 10% of the lower ones; all of en-brown needs more than 40
+#: preconditioned CG steps of one exact-norm check (certify) before it counts as failed
+#: (undecided: LOBPCG goes on): on the zipf 20K / 50K and the first 20K en-brown sentences
+#: 8-25 steps brought the upper bounds within 10% of the lower ones; on all of en-brown 40
+#: steps left them 6x apart
 CERTIFY_MAXSTEPS = 40
 
 
