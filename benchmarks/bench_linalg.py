@@ -244,7 +244,8 @@ HEADER = (f"{'case':8s} {'solver':15s} {'n x d1':>13s} {'d2':>5s} {'k':>3s} {'fi
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--child")
+    # internal: the parent passes one fit's spec (JSON) to each child process; not a user flag
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--cases", nargs="+", default=["zipf20k", "zipf50k", "brown8k", "brown",
                                                     "path"])
     ap.add_argument("--solvers", nargs="+", default=["iterative", "randomized"],

@@ -359,6 +359,15 @@ def test_compare_peers_failed_child_exits_1_after_the_table(bench_copy, tmp_path
     assert data["failed"][0] == "first 5 test sentences: TrigramHMM"
 
 
+@pytest.mark.parametrize("script", ["bench_linalg.py", "compare_peers.py", "scale_run.py",
+                                    "memory/profile_fit.py"])
+def test_help_hides_the_internal_child_options(script, bench_copy):
+    # --child / --result are how a parent talks to its own child processes: not user flags
+    proc = _run_copy(bench_copy, script, "--help")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--child" not in proc.stdout and "--result" not in proc.stdout
+
+
 def test_bench_linalg_writes_no_raw_file_unless_asked(bench_copy):
     # S9: no fixed /tmp path any more; --help names the option
     proc = _run_copy(bench_copy, "bench_linalg.py", "--help")
