@@ -10,6 +10,10 @@ Targets on the 2-core reference machine: read <= 2 s, each view <= 3 s, peak RSS
 Usage::
 
     python benchmarks/bench_data.py [--repeat 3] [--dtype float64 float32] [--extra]
+
+Exit status (``_data_check.py``): 0 when every measurement ran, missed targets included (they
+are marked NOT MET in the output); 1 when a child failed; 2 on a usage error; 3 when en-brown
+train is missing (one line naming it).
 """
 
 from __future__ import annotations
@@ -80,6 +84,8 @@ def main(argv=None) -> int:
                     help="also time SuffixView(1,2,3,4) and both JointView kinds (not targeted), "
                          "in separate processes")
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error(f"--repeat must be an int >= 1, got {args.repeat}")
     require(BROWN_TRAIN)  # exit 3 with one line (see _data_check.py)
 
     cols = ["read", "suffix", "tags"]
@@ -136,7 +142,9 @@ def main(argv=None) -> int:
             ok &= good
             print(f"target {dtype:8} {name:12} {val:9.3f} <= {target:7.1f}  "
                   f"{'met' if good else 'NOT MET'}")
-    return 0 if ok else 1
+    # a missed target is a result, not a failure (_data_check.py's convention, README)
+    print("all targets met" if ok else "SOME TARGET NOT MET")
+    return 0
 
 
 if __name__ == "__main__":

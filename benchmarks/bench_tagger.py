@@ -8,7 +8,7 @@ compile time shown is a real compilation (``--warm-cache`` keeps the normal cach
 shows the cache-load time instead).  NLTK's TnT (optional) is timed in the same process on
 the same sentences.
 
-Targets on the 2-core reference machine:
+Targets on the 2-core reference machine (``TARGETS``):
 10-best en-wsj test >= 50,000 tok/s; 1-best >= 2x NLTK TnT; en-brown XPOS (452 tags) 10-best
 >= 20,000 tok/s; fit on en-brown train <= 20 s; 10-fold jackknife of en-wsj train at k=10
 <= 60 s.
@@ -17,8 +17,9 @@ Usage::
 
     python benchmarks/bench_tagger.py [--repeat 3] [--no-nltk] [--warm-cache]
 
-Exit status: 3 when an en-wsj / en-brown file is missing (one line naming it; see
-``_data_check.py``).
+Exit status (``_data_check.py``): 0 when every measurement ran, missed targets included (they
+are marked NOT MET in the output); 2 on a usage error; 3 when an en-wsj / en-brown file is
+missing (one line naming it).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 FILES = [SHARED_DATA / "en-wsj" / "train.conllu", SHARED_DATA / "en-wsj" / "test.conllu",
          SHARED_DATA / "en-brown" / "train.conllu.gz", SHARED_DATA / "en-brown" / "test.conllu.gz"]
+#: the targets of the module docstring (seconds, tokens per second, speed-up over NLTK TnT)
+TARGETS = {"fit_s": 20.0, "wsj_10best_tok_s": 50_000, "brown_10best_tok_s": 20_000,
+           "tnt_ratio": 2.0, "jackknife_s": 60.0}
 
 
 def best_of(fn, repeat):
@@ -54,6 +58,8 @@ def main(argv=None):
     ap.add_argument("--warm-cache", action="store_true",
                     help="use numba's normal on-disk cache (compile time = cache load)")
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error(f"--repeat must be an int >= 1, got {args.repeat}")
     require(*FILES)  # every file before the first timing: exit 3, one line (_data_check.py)
     if not args.warm_cache:
         # must happen before numba is imported
@@ -97,9 +103,11 @@ def main(argv=None):
     dt, wsj = best_of(lambda: TrigramHMM().fit(wsj_train), args.repeat)
     row(f"fit en-wsj train ({wsj_train.n_tokens:,} tokens)", dt, "s")
     dt, brown = best_of(lambda: TrigramHMM().fit(br_train), args.repeat)
-    row(f"fit en-brown train XPOS ({br_train.n_tokens:,} tokens)", dt, "s", "<= 20 s", dt <= 20)
+    fit_s = TARGETS["fit_s"]
+    row(f"fit en-brown train XPOS ({br_train.n_tokens:,} tokens)", dt, "s", f"<= {fit_s:g} s",
+        dt <= fit_s)
     dt, _ = best_of(lambda: TrigramHMM().fit(br_train_u), args.repeat)
-    row("fit en-brown train UPOS", dt, "s", "<= 20 s", dt <= 20)
+    row("fit en-brown train UPOS", dt, "s", f"<= {fit_s:g} s", dt <= fit_s)
 
     # -- decoding -------------------------------------------------------------------------
     results = {}
@@ -116,7 +124,8 @@ def main(argv=None):
             row(f"1-best tag() [{mode}]", test.n_tokens / dt, "tok/s")
             dt, nb = best_of(lambda m=model, t=test: m.nbest(t, k=10), args.repeat)
             results[label, 10, parallel] = test.n_tokens / dt
-            target = 50_000 if label.startswith("en-wsj") else 20_000
+            target = TARGETS["wsj_10best_tok_s" if label.startswith("en-wsj")
+                             else "brown_10best_tok_s"]
             row(f"10-best nbest() [{mode}] (mean {nb.n_candidates.mean():.2f} cands)",
                 test.n_tokens / dt, "tok/s", f">= {target:,}", test.n_tokens / dt >= target)
         model.set_params(parallel=True)
@@ -140,20 +149,22 @@ def main(argv=None):
             for parallel in (False, True):
                 ratio = results["en-wsj test, 45 tags", "tag", parallel] / nltk_tps
                 mode = "2 threads" if parallel else "serial"
-                row(f"ratio ours 1-best [{mode}] / NLTK TnT", ratio, "x", ">= 2x", ratio >= 2)
+                row(f"ratio ours 1-best [{mode}] / NLTK TnT", ratio, "x",
+                    f">= {TARGETS['tnt_ratio']:g}x", ratio >= TARGETS["tnt_ratio"])
 
     # -- jackknife ---------------------------------------------------------------------------
     print("jackknife")
     t = time.perf_counter()
     jk = jackknife_nbest(TrigramHMM(), wsj_train, k=10, folds=10, random_state=0)
     dt = time.perf_counter() - t
-    row(f"10-fold jackknife en-wsj train, k=10 ({jk.n_total:,} cands)", dt, "s", "<= 60 s",
-        dt <= 60)
+    row(f"10-fold jackknife en-wsj train, k=10 ({jk.n_total:,} cands)", dt, "s",
+        f"<= {TARGETS['jackknife_s']:g} s", dt <= TARGETS["jackknife_s"])
     print(f"  jackknifed 1-best {100 * jk.top1_accuracy():.2f}%, oracle "
           f"{100 * jk.oracle_accuracy():.2f}%")
     missed = [r for r in rows if r[4] is False]
     print("\nall targets met" if not missed else f"\n{len(missed)} target(s) NOT MET")
-    return 0 if not missed else 1
+    # a missed target is a result, not a failure (_data_check.py's convention, README)
+    return 0
 
 
 if __name__ == "__main__":
