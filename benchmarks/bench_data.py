@@ -2,8 +2,11 @@
 
 Each repetition runs the whole step (read, SuffixView(2, 3, 4), TagNgramView(orders 1, 2)) in a
 fresh Python process, times each part inside it, and takes the peak RSS of that process from
-the kernel's rusage of the reaped child (``os.wait4``; ``resource.getrusage(RUSAGE_CHILDREN)``,
-the maximum over all children, is printed as a cross-check).
+its own ``VmHWM`` at its end (``memory/_harness.peak_rss_bytes``, as the other scripts do: the
+kernel's ``ru_maxrss`` of a child starts from the parent's RSS at fork time, so it overstates
+a small child of a large parent; ``ru_maxrss`` is the fallback where there is no ``VmHWM``).
+``resource.getrusage(RUSAGE_CHILDREN)``, the maximum over all children, is printed as a
+cross-check.
 
 Targets on the 2-core reference machine: read <= 2 s, each view <= 3 s, peak RSS <= 1.5 GB.
 
@@ -36,6 +39,8 @@ TARGETS = {"read": 2.0, "view": 3.0, "rss_mb": 1536.0}
 _CHILD = r"""
 import json, resource, sys, time
 import numpy as np
+sys.path.insert(0, sys.argv[4])  # benchmarks/memory: the peak RSS of the other scripts
+from _harness import peak_rss_bytes
 from sparsecca.data import read_conllu
 from sparsecca.features import JointView, SuffixView, TagNgramView
 
@@ -58,6 +63,7 @@ for name, view in views:
     out[name] = time.perf_counter() - t
     out[name + "_shape"], out[name + "_nnz"] = list(X.shape), int(X.nnz)
     keep.append(X)  # all matrices stay alive: the peak is that of the whole step
+out["peak_rss_mb"] = peak_rss_bytes() / 2**20  # this process's own VmHWM
 print(json.dumps(out))
 """
 
@@ -65,14 +71,17 @@ print(json.dumps(out))
 def run_step(dtype: str, views: list[str]) -> tuple[dict, float]:
     """One fresh process (read, then ``views``); returns its timings and peak RSS in MB."""
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(BROWN_TRAIN), dtype,
-                             ",".join(views)], stdout=subprocess.PIPE, text=True)
+                             ",".join(views), str(Path(__file__).resolve().parent / "memory")],
+                            stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read()
     proc.stdout.close()
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, _ = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"benchmark child failed with exit code {proc.returncode}")
-    return json.loads(out), usage.ru_maxrss / 1024.0  # Linux: ru_maxrss in KiB
+    res = json.loads(out)
+    # the child's own VmHWM; peak_rss_bytes falls back to ru_maxrss where there is none
+    return res, res["peak_rss_mb"]
 
 
 def main(argv=None) -> int:

@@ -212,6 +212,21 @@ def test_bench_data_missed_target_is_in_the_output_not_the_exit_status(shared_da
 
 @pytest.mark.shared_data
 @pytest.mark.slow
+def test_bench_data_peak_rss_is_the_childs_own(shared_data):
+    # ru_maxrss of a child (os.wait4) starts from the parent's peak RSS (the kernel copies the
+    # parent's high-water mark at exec); bench_data reports the child's VmHWM, as the other
+    # scripts do.  768 MiB held here, ~250 MB in the child (read + one view)
+    import numpy as np
+
+    bench_data = _script_module("bench_data")
+    ballast = np.ones(96 * 2**20)  # 768 MiB, touched
+    res, rss = bench_data.run_step("float32", ["suffix"])
+    assert ballast[-1] == 1.0
+    assert rss == res["peak_rss_mb"] and 50 < rss < 512, rss
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_bench_tagger_missed_target_is_in_the_output_not_the_exit_status(shared_data,
                                                                            monkeypatch, capsys):
     bench_tagger = _script_module("bench_tagger")
