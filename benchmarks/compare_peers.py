@@ -3,10 +3,12 @@
 Every fit runs in its own fresh subprocess (``memory/_harness.run_child``), so each peak RSS
 is that implementation's own.  The parent builds each problem once and saves it as .npz, so
 all implementations read the very same matrices.  Per run: wall seconds of the fit call
-alone; "fit MB" = peak RSS during the fit (2 ms psutil sampler completed by ru_maxrss)
-minus the RSS just before it, i.e. what the method itself allocates (for scikit-learn
-including the densification of X and Y it requires); "child MB" = the child's whole-run peak
-RSS from ``os.wait4`` (interpreter, libraries and the loaded data included).  Each child has a
+alone; "fit MB" = peak RSS during the fit (2 ms psutil sampler completed by the process's
+high-water mark, ``_harness.StageRecorder``) minus the RSS just before it, i.e. what the
+method itself allocates (for scikit-learn including the densification of X and Y it
+requires); "child MB" = the child's whole-run peak RSS, its own ``VmHWM`` (interpreter,
+libraries and the loaded data included; ``os.wait4``'s ru_maxrss only if the child wrote
+nothing, see ``_harness.run_child``).  Each child has a
 ``--timeout`` (default 600 s): a killed run is reported as 'timeout' and that implementation
 stops climbing the ladder.
 
