@@ -9,6 +9,7 @@ a small child of a large parent; ``ru_maxrss`` is the fallback where there is no
 cross-check.
 
 Targets on the 2-core reference machine: read <= 2 s, each view <= 3 s, peak RSS <= 1.5 GB.
+``--repeat 1 --dtype float32`` is the smallest run (one process, ~3 s; the tests run it).
 
 Usage::
 

@@ -1,6 +1,6 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
 bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py, truncated_rayleigh_ritz.py,
-profile_dense_gram.py.
+profile_dense_gram.py, bench_data.py, bench_tagger.py, tagger_accuracy.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -199,6 +199,45 @@ def test_bench_linalg_path_pairs(shared_data, tmp_path):
 
 @pytest.mark.shared_data
 @pytest.mark.slow
+def test_bench_data_smallest(shared_data):
+    # one process, float32 only: the whole en-brown step (read + both views), ~3 s
+    text = _run("bench_data.py", "--repeat", 1, "--dtype", "float32")
+    assert "dtype     run     read s   suffix s     tags s  peak RSS MB" in text
+    assert "corpus: 51606 sentences, 1044951 tokens" in text
+    for name in ("read", "suffix", "tags", "peak RSS MB"):
+        assert re.search(rf"target float32  {name} +[0-9.]+ <= +[0-9.]+  (met|NOT MET)", text)
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_bench_tagger_small(shared_data):
+    # the first 300 sentences of each file, one repetition, a cold numba cache (~12 s)
+    text = _run("bench_tagger.py", "--repeat", 1, "--max-sentences", 300)
+    assert "first 300 sentences of each file only" in text
+    assert "compile kbest_viterbi (serial)" in text
+    assert "decode en-wsj test, 45 tags" in text and "decode en-brown test XPOS, 452 tags" in text
+    assert re.search(r"10-fold jackknife en-wsj train, k=10 \([0-9,]+ cands\)", text)
+    try:
+        import nltk  # noqa: F401
+    except ImportError:
+        assert "NLTK TnT: skipped (nltk not installed)" in text
+    else:
+        assert "ratio ours 1-best [serial] / NLTK TnT" in text
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_tagger_accuracy_en_wsj(shared_data):
+    # one set (~4 s); our columns are README's table row (NLTK's depend on its version)
+    text = _run("tagger_accuracy.py", "--sets", "en-wsj:xpos")
+    (row,) = [line for line in text.splitlines() if line.startswith("en-wsj XPOS")]
+    ours = row.split("|")[1].split()
+    assert ours[0] == "97.00" and ours[3] == "98.58", row  # 1-best, 10-best oracle
+    assert "accuracies in %" in text
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_bench_data_missed_target_is_in_the_output_not_the_exit_status(shared_data,
                                                                          monkeypatch, capsys):
     # _data_check.py and README: a missed target exits 0 (only a failed measurement is 1)
@@ -231,7 +270,8 @@ def test_bench_tagger_missed_target_is_in_the_output_not_the_exit_status(shared_
                                                                            monkeypatch, capsys):
     bench_tagger = _script_module("bench_tagger")
     monkeypatch.setitem(bench_tagger.TARGETS, "jackknife_s", 0.0)
-    assert bench_tagger.main(["--repeat", "1", "--no-nltk", "--warm-cache"]) == 0
+    assert bench_tagger.main(["--repeat", "1", "--no-nltk", "--warm-cache",
+                              "--max-sentences", "300"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"10-fold jackknife en-wsj train.* s +<= 0 s  NOT MET", out), out
     assert "1 target(s) NOT MET" in out
@@ -411,6 +451,12 @@ def test_help_hides_the_internal_child_options(script, bench_copy):
     proc = _run_copy(bench_copy, script, "--help")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "--child" not in proc.stdout and "--result" not in proc.stdout
+
+
+def test_bench_tagger_max_sentences_below_1_is_a_usage_error(bench_copy):
+    proc = _run_copy(bench_copy, "bench_tagger.py", "--max-sentences", 0)
+    assert proc.returncode == 2
+    assert "--max-sentences must be an int >= 1, got 0" in proc.stderr
 
 
 def test_bench_linalg_writes_no_raw_file_unless_asked(bench_copy):
