@@ -30,7 +30,9 @@ missing (one line naming it).
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -73,7 +75,10 @@ def main(argv=None):
     require(*FILES)  # every file before the first timing: exit 3, one line (_data_check.py)
     if not args.warm_cache:
         # must happen before numba is imported
-        os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-cold-")
+        cache_dir = tempfile.mkdtemp(prefix="numba-cold-")
+        # the compiled kernels are of no use after this run: each run left its directory
+        atexit.register(shutil.rmtree, cache_dir, ignore_errors=True)
+        os.environ["NUMBA_CACHE_DIR"] = cache_dir
     import numba
     import numpy as np
 

@@ -210,9 +210,11 @@ def test_bench_data_smallest(shared_data):
 
 @pytest.mark.shared_data
 @pytest.mark.slow
-def test_bench_tagger_small(shared_data):
+def test_bench_tagger_small(shared_data, tmp_path, monkeypatch):
     # the first 300 sentences of each file, one repetition, a cold numba cache (~12 s)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the cold cache goes
     text = _run("bench_tagger.py", "--repeat", 1, "--max-sentences", 300)
+    assert not list(tmp_path.glob("numba-cold-*"))  # removed at exit
     assert "first 300 sentences of each file only" in text
     assert "compile kbest_viterbi (serial)" in text
     assert "decode en-wsj test, 45 tags" in text and "decode en-brown test XPOS, 452 tags" in text
