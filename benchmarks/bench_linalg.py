@@ -27,11 +27,11 @@ Cases (k, tau as in the issue):
   SuffixView(2-4), Y = TagNgramView(XPOS, 1-2), k = 50, tau = 0.9, max_rank 512 (asv's
   ``SparseCCAFitLarge``); no dense run (the iterative solver is the reference).  Where the
   randomized solver's error estimate understated its error (see ``-certify``).
-* ``path``     a 5-value tau grid (fit_path) against one fit, zipf 20K, for the randomized
-  solver (max_rank 512; its factor of X and X^T Y are shared by the grid, and each tau's
-  LOBPCG refinement starts from the previous tau's block) and, for comparison, the
-  iterative and dense ones.  Target: <= 1.5x.  ``--pairs N`` times N alternating
-  single-fit / grid pairs of the randomized solver and prints the median ratio.
+* ``path``     a 5-value tau grid (fit_path) against one fit, zipf 20K, for each solver of
+  ``--solvers`` (the randomized one with max_rank 512: its factor of X and X^T Y are shared
+  by the grid, and each tau's LOBPCG refinement starts from the previous tau's block) and,
+  unless ``--skip-dense``, the dense one.  Target (randomized): <= 1.5x.  ``--pairs N`` times
+  N alternating single-fit / grid pairs of the randomized solver and prints the median ratio.
 
 Solvers: ``dense``, ``randomized``, ``iterative``, and ``randomized-lowrank`` /
 ``iterative-lowrank``: the same solvers with LOBPCG always preconditioned by the
@@ -242,6 +242,33 @@ HEADER = (f"{'case':8s} {'solver':15s} {'n x d1':>13s} {'d2':>5s} {'k':>3s} {'fi
           f"{'rank/iters':>14s}  top-5 sqrt(omega)")
 
 
+def path_pairs(args, measure):
+    """``--pairs`` alternating single-fit / tau-grid runs of the randomized solver on the
+    ``path`` case; prints each pair's ratio and their median, returns the rows."""
+    # a fixed rank cap, so that the grid and the single fit use the same factor size
+    mr = args.max_rank or 512
+    # alternating single / grid processes: the machine's slow phases last seconds to
+    # minutes, and a single pair's ratio moved between 1.33x and 1.76x
+    ratios, rows = [], []
+    for _ in range(args.pairs):
+        single = measure(dict(case="path", solver="randomized", max_rank=mr,
+                              center=args.center))
+        grid = measure(dict(case="path", solver="randomized", max_rank=mr, path=True,
+                            center=args.center))
+        for r in (single, grid):
+            print(fmt_row(r, None), flush=True)
+        rows += [single, grid]
+        if "error" not in single and "error" not in grid:
+            ratios.append(grid["time"] / single["time"])
+            print(f"path     5-value tau grid / one fit = {ratios[-1]:.2f}x "
+                  f"(target <= 1.5x)", flush=True)
+    if len(ratios) > 1:
+        print(f"path     median of {len(ratios)} alternating pairs: "
+              f"{np.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f}x; "
+              f"target <= 1.5x)", flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # internal: the parent passes one fit's spec (JSON) to each child process; not a user flag
@@ -255,7 +282,7 @@ def main():
     ap.add_argument("--skip-dense", action="store_true")
     ap.add_argument("--pairs", type=int, default=1,
                     help="path: time this many alternating single-fit / grid pairs of the "
-                         "randomized solver and print their median ratio")
+                         "randomized solver (when in --solvers) and print their median ratio")
     ap.add_argument("--max-rank", type=int, default=None,
                     help="cap of the randomized factor (default: the library's)")
     ap.add_argument("--cold", action="store_true",
@@ -291,29 +318,14 @@ def main():
 
     for case in args.cases:
         if case == "path":
-            # a fixed rank cap, so that the grid and the single fit use the same factor size
-            mr = args.max_rank or 512
-            # alternating single / grid processes: the machine's slow phases last seconds
-            # to minutes, and a single pair's ratio moved between 1.33x and 1.76x
-            ratios = []
-            for _ in range(args.pairs):
-                single = measure(dict(case="path", solver="randomized", max_rank=mr,
-                                        center=args.center))
-                grid = measure(dict(case="path", solver="randomized", max_rank=mr,
-                                      path=True, center=args.center))
-                for r in (single, grid):
-                    print(fmt_row(r, None), flush=True)
-                if "error" not in single and "error" not in grid:
-                    ratios.append(grid["time"] / single["time"])
-                    print(f"path     5-value tau grid / one fit = {ratios[-1]:.2f}x "
-                          f"(target <= 1.5x)", flush=True)
-            if len(ratios) > 1:
-                print(f"path     median of {len(ratios)} alternating pairs: "
-                      f"{np.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f}x; "
-                      f"target <= 1.5x)", flush=True)
-            for solver in ("iterative", "dense"):
-                if solver == "dense" and args.skip_dense:
-                    continue
+            # --solvers decides which grids run, as it decides the other cases' rows (the
+            # randomized pairs ran whatever it said); dense, as there, unless --skip-dense
+            if "randomized" in args.solvers:
+                rows += path_pairs(args, measure)
+            others = [s for s in args.solvers if s not in ("randomized", "dense")]
+            if not args.skip_dense or "dense" in args.solvers:
+                others.append("dense")
+            for solver in others:
                 s1 = measure(dict(case="path", solver=solver, center=args.center))
                 s5 = measure(dict(case="path", solver=solver, path=True,
                                     center=args.center))
@@ -322,7 +334,7 @@ def main():
                 if "error" not in s1 and "error" not in s5:
                     print(f"path     {solver}: 5-value tau grid / one fit = "
                           f"{s5['time'] / s1['time']:.2f}x", flush=True)
-            rows += [single, grid]
+                rows += [s1, s5]
             continue
         solvers = list(args.solvers)
         # all of en-brown: too large; the paper's views of en-brown: the iterative reference

@@ -279,6 +279,19 @@ def test_bench_tagger_missed_target_is_in_the_output_not_the_exit_status(shared_
     assert "1 target(s) NOT MET" in out
 
 
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_bench_linalg_path_runs_the_solvers_asked_for(shared_data):
+    # the path case ran the randomized pairs and the iterative grid whatever --solvers said,
+    # so README's '--cases path --solvers ...' commands did not decide what ran
+    text = _run("bench_linalg.py", "--cases", "path", "--solvers", "iterative", "--skip-dense")
+    rows = [line.split()[1] for line in text.splitlines()
+            if line.startswith("path ") and "tau grid" not in line]
+    assert rows == ["iterative", "iterative+path"], text
+    assert "path     iterative: 5-value tau grid / one fit = " in text
+    assert "randomized" not in text
+
+
 # --- without ../shared/data (no data needed: not marked shared_data) -------------------------
 
 def _asv_module(name):
