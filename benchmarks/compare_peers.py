@@ -683,7 +683,8 @@ def main(argv=None):
     ap.add_argument("--ladders", nargs="+", default=None, choices=["brown", "zipf-top"],
                     help="default: both")
     ap.add_argument("--fixed", nargs="*", default=None, choices=["zipf20k", "zipf50k"],
-                    help="fixed zipf-two-view problems (default: both; none with --quick)")
+                    help="fixed zipf-two-view problems (default: both; none with --quick; "
+                         "--fixed with no name: none)")
     ap.add_argument("--solvers", nargs="+", default=None,
                     choices=["auto", "dense", "randomized", "iterative"],
                     help="SparseCCA solvers, one row each (default auto randomized iterative; "
