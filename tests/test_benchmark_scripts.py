@@ -69,6 +69,9 @@ def test_profile_fit_small(shared_data, tmp_path):
                 "--d1-n", 200, "--no-tracemalloc", "--k", 10, "--max-rank", 64,
                 "--out", tmp_path)
     assert "| n | d1 | nnz(X) |" in text
+    # the stage's own peak (the sampler restarts per stage), not a maximum "up to" it
+    assert "| SparseCCA stage (MB) |" in text and "up to SparseCCA" not in text
+    assert "| peak memory (SparseCCA stage) vs d1^2, feature sweep |" in text
     assert "## fitted growth exponents" in text
     assert "| peak memory (whole pipeline) vs n |" in text
     assert "- verdict: peak memory tracks" in text

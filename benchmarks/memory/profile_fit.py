@@ -28,7 +28,10 @@ Two sweeps:
 Memory is the child's peak RSS (its own ``VmHWM``; per stage: a 2 ms psutil sampler
 completed by the high-water mark) minus its RSS after the imports (the "baseline", ~200 MB of
 interpreter, NumPy, SciPy, numba and sparsecca code): the growth exponents are fitted to that
-increment by least squares on log-log axes.  A memory that scales with d1^2 would show an
+increment by least squares on log-log axes.  A stage's peak ("SparseCCA stage", "reranker
+stage") is the largest RSS *within* that stage: the sampler restarts at each stage, so it
+counts what earlier stages left allocated (the corpus, X and Y) but not their transient
+peaks; it is not the maximum over the stages up to it.  A memory that scales with d1^2 would show an
 exponent near 1 against d1^2 in the feature sweep and would be of the order of one dense
 d1 x d1 float64 matrix (8 d1^2 bytes, shown in the tables); one that scales with nnz(X), an
 exponent near 1 against nnz(X), near 0 against d1^2 in the feature sweep, and a roughly
@@ -213,7 +216,7 @@ def _plot(n_rows, f_rows, fits, path):
     ax = axes[0]
     n = np.array([r["n"] for r in n_rows], float)
     for key, label, mark in (("peak_increase_mb", "whole pipeline", "o-"),
-                             ("sparsecca_increase_mb", "up to the SparseCCA fit", "s-"),
+                             ("sparsecca_increase_mb", "SparseCCA stage", "s-"),
                              ("rerank_increase_mb", "reranker fit", "^-"),
                              ("traced_peak_mb", "tracemalloc peak (whole run)", "d--")):
         y = np.array([r.get(key, np.nan) for r in n_rows], float)
@@ -247,7 +250,7 @@ def _plot(n_rows, f_rows, fits, path):
     if len(f_rows) >= 2:
         d1 = np.array([r["d1"] for r in f_rows], float)
         y = np.array([r["sparsecca_increase_mb"] for r in f_rows], float)
-        ax.loglog(d1, y, "s-", label=f"peak up to the SparseCCA fit (slope vs d1 "
+        ax.loglog(d1, y, "s-", label=f"SparseCCA stage peak (slope vs d1 "
                                      f"{fits['feature_peak_vs_d1'][0]:.2f})")
         ax.loglog(d1, (d1 / d1.min()) ** 2 * y[np.argmin(d1)], ":", color="red",
                   label="if it grew as d1^2")
@@ -326,7 +329,7 @@ def _verdict(n_rows, f_rows, fits) -> list[str]:
             f"- feature sweep at n = {f_rows[0]['n']:,}: d1 goes from {lo['d1']:,} to "
             f"{hi['d1']:,} ({hi['d1_squared'] / lo['d1_squared']:.0f}x in d1^2) while nnz(X) "
             f"goes from {lo['nnz_x']:,} to {hi['nnz_x']:,} "
-            f"({hi['nnz_x'] / lo['nnz_x']:.2f}x); the peak up to the SparseCCA fit moves as "
+            f"({hi['nnz_x'] / lo['nnz_x']:.2f}x); the SparseCCA stage's peak moves as "
             f"(d1^2)^{b:.2f} ({lo['sparsecca_increase_mb']:,.0f} -> "
             f"{hi['sparsecca_increase_mb']:,.0f} MB).  Growth with d1^2 would mean an "
             f"exponent near 1.")
@@ -458,7 +461,7 @@ def main(argv=None):
             ("sparsecca_s", "SparseCCA", ".1f"), ("nbest_s", "tagger+jackknife", ".1f"),
             ("rerank_s", "reranker", ".1f"), ("peak_rss_mb", "peak RSS (MB)", ".0f"),
             ("peak_increase_mb", "above baseline (MB)", ".0f"),
-            ("sparsecca_increase_mb", "up to SparseCCA (MB)", ".0f"),
+            ("sparsecca_increase_mb", "SparseCCA stage (MB)", ".0f"),
             ("rerank_increase_mb", "reranker stage (MB)", ".0f"),
             ("traced_peak_mb", "tracemalloc peak (MB)", ".0f"),
             ("mb_per_mnnz", "MB per 1M nnz(X)", ".0f"),
@@ -467,24 +470,24 @@ def main(argv=None):
             ("loadavg_1m", "load", ".2f")]
     fcols = [("min_count", "min_count", "d"), ("d1", "d1", ",d"), ("nnz_x", "nnz(X)", ",d"),
              ("dense_cxx_gb", "dense d1^2 (GB)", ".2f"), ("sparsecca_s", "SparseCCA (s)", ".1f"),
-             ("sparsecca_increase_mb", "up to SparseCCA, above baseline (MB)", ".0f"),
+             ("sparsecca_increase_mb", "SparseCCA stage peak, above baseline (MB)", ".0f"),
              ("cca_frac_dense", "that / dense d1^2", ".3f"),
              ("peak_rss_mb", "peak RSS (MB)", ".0f"), ("cca_rank", "rank", "d"),
              ("loadavg_1m", "load", ".2f")]
     names = {
         "n_peak_vs_n": "peak memory (whole pipeline) vs n",
         "n_time_vs_n": "time (whole pipeline) vs n",
-        "n_cca_peak_vs_n": "peak memory (up to SparseCCA) vs n",
+        "n_cca_peak_vs_n": "peak memory (SparseCCA stage) vs n",
         "n_cca_time_vs_n": "time (SparseCCA stage) vs n",
         "n_traced_peak_vs_n": "tracemalloc peak vs n",
         "n_nnz_vs_n": "nnz(X) vs n",
         "n_d1_vs_n": "d1 vs n",
         "n_peak_vs_nnz": "peak memory (whole pipeline) vs nnz(X), n sweep",
         "n_peak_vs_d1sq": "peak memory (whole pipeline) vs d1^2, n sweep",
-        "n_cca_peak_vs_nnz": "peak memory (up to SparseCCA) vs nnz(X), n sweep",
-        "n_cca_peak_vs_d1sq": "peak memory (up to SparseCCA) vs d1^2, n sweep",
-        "feature_peak_vs_d1": "peak memory (up to SparseCCA) vs d1, feature sweep",
-        "feature_peak_vs_d1sq": "peak memory (up to SparseCCA) vs d1^2, feature sweep",
+        "n_cca_peak_vs_nnz": "peak memory (SparseCCA stage) vs nnz(X), n sweep",
+        "n_cca_peak_vs_d1sq": "peak memory (SparseCCA stage) vs d1^2, n sweep",
+        "feature_peak_vs_d1": "peak memory (SparseCCA stage) vs d1, feature sweep",
+        "feature_peak_vs_d1sq": "peak memory (SparseCCA stage) vs d1^2, feature sweep",
     }
     command = "python benchmarks/memory/profile_fit.py " + " ".join(
         sys.argv[1:] if argv is None else argv)
@@ -506,7 +509,7 @@ def main(argv=None):
             lines.append(f"| {names[k]} | {v[0]:.2f} |")
     if "joint_cca_peak" in fits:
         a, b = fits["joint_cca_peak"]
-        lines.append(f"| joint fit over both sweeps, log peak(up to SparseCCA) = a log nnz(X) "
+        lines.append(f"| joint fit over both sweeps, log peak(SparseCCA stage) = a log nnz(X) "
                      f"+ b log d1^2 + c: a | {a:.2f} |")
         lines.append(f"| ... b (d1^2) | {b:.2f} |")
     lines += ["", "## nnz(X) or d1^2?\n", *_verdict(n_rows, f_rows, fits)]
