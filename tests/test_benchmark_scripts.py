@@ -75,6 +75,7 @@ def test_profile_fit_small(shared_data, tmp_path):
     assert "## fitted growth exponents" in text
     assert "| peak memory (whole pipeline) vs n |" in text
     assert "- verdict: peak memory tracks" in text
+    assert "| warnings | load |" in text and "## warnings" in text
     for name in ("profile_fit.md", "profile_fit.csv", "profile_fit.json"):
         assert (tmp_path / name).is_file()
     try:
@@ -82,6 +83,34 @@ def test_profile_fit_small(shared_data, tmp_path):
     except ImportError:
         return
     assert (tmp_path / "profile_fit.png").stat().st_size > 0
+
+
+def test_profile_fit_child_keeps_the_solvers_warnings(tmp_path, monkeypatch):
+    # the child silenced every RuntimeWarning, so a memory row could come from a fit that
+    # missed its tolerance without a mark; a stand-in warning from SparseCCA.fit (the real
+    # one needs a problem too large for a test) must reach the result and the report
+    import argparse
+    import warnings
+
+    from sparsecca.linalg import SparseCCA
+
+    message = "randomized solver: estimated relative error 0.002 > tol = 0.001 (stand-in)"
+    fit = SparseCCA.fit
+
+    def warning_fit(self, X, Y):
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return fit(self, X, Y)
+
+    monkeypatch.setattr(SparseCCA, "fit", warning_fit)
+    profile_fit = _script_module("memory.profile_fit")
+    result = tmp_path / "child.json"
+    profile_fit.child(argparse.Namespace(
+        n=200, min_count=1, k=5, tau=0.9, max_rank=32, sweep="features", tracemalloc=False,
+        synthetic=True, train_file=None, result=str(result)))
+    res = json.loads(result.read_text())
+    assert res["warnings"] == [["sparsecca", "RuntimeWarning", message]]
+    (line,) = profile_fit._warning_lines([{**res, "trace": False}])
+    assert line == f"- features n = 200, min_count = 1, sparsecca: RuntimeWarning: {message}"
 
 
 @pytest.mark.shared_data

@@ -37,9 +37,14 @@ d1 x d1 float64 matrix (8 d1^2 bytes, shown in the tables); one that scales with
 exponent near 1 against nnz(X), near 0 against d1^2 in the feature sweep, and a roughly
 constant "MB per 1M nnz(X)".  The report ends with that verdict, computed from the numbers.
 
-Writes ``profile_fit.md`` (tables, fitted exponents, verdict), ``profile_fit.csv`` (one row
-per stage per run), ``profile_fit.png`` (log-log plots with the fitted slopes in the legends;
-needs matplotlib) and ``profile_fit.json`` to ``--out``.
+Warnings raised in a stage (the randomized solver's "estimated relative error > tol" above
+all: a memory figure of a fit that missed its tolerance) are kept, not silenced: the parent
+prints them under the run's line, the tables count them per row ("warnings") and the report
+lists them.
+
+Writes ``profile_fit.md`` (tables, fitted exponents, verdict, warnings), ``profile_fit.csv``
+(one row per stage per run), ``profile_fit.png`` (log-log plots with the fitted slopes in the
+legends; needs matplotlib) and ``profile_fit.json`` to ``--out``.
 
 Usage::
 
@@ -78,6 +83,7 @@ BROWN = SHARED_DATA / "en-brown"
 
 def child(args) -> None:
     import warnings
+    from contextlib import contextmanager
 
     import numpy as np
     from _harness import StageRecorder
@@ -88,12 +94,25 @@ def child(args) -> None:
     from sparsecca.rerank import GenerativeReranker
     from sparsecca.tagging import TrigramHMM, jackknife_nbest
 
-    warnings.simplefilter("ignore", RuntimeWarning)  # randomized: error-estimate warnings
     # warm numba (cached on disk) outside the measured stages
     warm = synthetic_corpus(n_sentences=60, random_state=0)
     TrigramHMM().fit(warm).nbest(warm[:5], k=3)
 
     rec = StageRecorder(trace=args.tracemalloc)
+    warned: list = []  # [stage, category, first line of the message], each once
+
+    @contextmanager
+    def stage(name):
+        # the warnings are kept, not silenced: the randomized solver warns when its error
+        # estimate misses tol, and a memory row of such a fit must say so
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")  # once per place: no flood from a loop
+            with rec.stage(name):
+                yield
+        for w in caught:
+            item = [name, w.category.__name__, str(w.message).splitlines()[0][:300]]
+            if item not in warned:
+                warned.append(item)
     n, mc = args.n, args.min_count
 
     def make_view():
@@ -102,7 +121,7 @@ def child(args) -> None:
 
     info: dict = {"n": n, "min_count": mc, "k": args.k, "tau": args.tau,
                   "sweep": args.sweep}
-    with rec.stage("read"):
+    with stage("read"):
         if args.synthetic:
             train = synthetic_corpus(n_sentences=n, random_state=0)
             dev = synthetic_corpus(n_sentences=2000, random_state=1)
@@ -112,11 +131,11 @@ def child(args) -> None:
     if train.n_sentences != n:
         raise SystemExit(f"expected {n} training sentences, read {train.n_sentences}")
     info["n_tokens"] = int(train.n_tokens)
-    with rec.stage("views"):
+    with stage("views"):
         X = make_view().fit_transform(train)
         Y = TagNgramView().fit_transform(train)
     info.update(d1=int(X.shape[1]), d2=int(Y.shape[1]), nnz_x=int(X.nnz), nnz_y=int(Y.nnz))
-    with rec.stage("sparsecca"):
+    with stage("sparsecca"):
         cca = SparseCCA(args.k, tau=args.tau, solver="randomized",
                         max_rank=args.max_rank or None, random_state=0).fit(X, Y)
     info.update(cca_rank=int(cca.rank_), cca_error_estimate=float(cca.error_estimate_),
@@ -126,11 +145,11 @@ def child(args) -> None:
     del cca
     if args.sweep == "n":
         del X, Y
-        with rec.stage("nbest"):
+        with stage("nbest"):
             jk = jackknife_nbest(TrigramHMM(), train, k=10, folds=10, random_state=0)
             dev_nb = TrigramHMM().fit(train).nbest(dev, k=10)
         info["n_candidates"] = int(jk.n_total)
-        with rec.stage("rerank"):
+        with stage("rerank"):
             model = GenerativeReranker(n_components=args.k, tau=args.tau, k_grid=[args.k],
                                        w=10.0, solver="randomized", input_view=make_view(),
                                        max_rank=args.max_rank or 512,
@@ -138,6 +157,7 @@ def child(args) -> None:
         info["dev_top1"] = float(dev_nb.top1_accuracy())
         info["dev_reranked"] = float(model.score(dev_nb))
     info["loadavg_end"] = list(os.getloadavg())
+    info["warnings"] = warned
     rec.write(args.result, extra=info)
 
 
@@ -202,6 +222,7 @@ def _summary(res: dict) -> dict:
     row["cca_frac_dense"] = row.get("sparsecca_increase_mb", math.nan) / (
         row["dense_cxx_gb"] * 1e3)
     row["loadavg_1m"] = res.get("loadavg_end", [math.nan])[0]
+    row["warnings"] = len(res.get("warnings", []))
     return row
 
 
@@ -355,6 +376,17 @@ def _verdict(n_rows, f_rows, fits) -> list[str]:
     return out
 
 
+def _warning_lines(runs) -> list[str]:
+    """One line per warning a child raised (the 'warnings' column counts them per row)."""
+    out = []
+    for res in runs:
+        for stage, category, message in res.get("warnings", []):
+            out.append(f"- {res.get('sweep')} n = {res.get('n'):,}, min_count = "
+                       f"{res.get('min_count')}{', tracemalloc' if res.get('trace') else ''}, "
+                       f"{stage}: {category}: {message}")
+    return out or ["- none: no stage of any run raised a warning"]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -423,6 +455,8 @@ def main(argv=None):
                   f"peak RSS={res['child_maxrss_mb']:.0f} MB "
                   f"(baseline {res['baseline_rss_mb']:.0f}) load={res['loadavg_end'][0]:.2f}",
                   flush=True)
+            for stage, category, message in res.get("warnings", []):
+                print(f"    warning in {stage}: {category}: {message}", flush=True)
         res["trace"] = trace
         runs.append(res)
         return res
@@ -467,12 +501,13 @@ def main(argv=None):
             ("mb_per_mnnz", "MB per 1M nnz(X)", ".0f"),
             ("frac_dense", "peak / dense d1^2", ".3f"),
             ("cca_rank", "rank", "d"), ("cca_error_estimate", "err. est.", ".2g"),
-            ("loadavg_1m", "load", ".2f")]
+            ("warnings", "warnings", "d"), ("loadavg_1m", "load", ".2f")]
     fcols = [("min_count", "min_count", "d"), ("d1", "d1", ",d"), ("nnz_x", "nnz(X)", ",d"),
              ("dense_cxx_gb", "dense d1^2 (GB)", ".2f"), ("sparsecca_s", "SparseCCA (s)", ".1f"),
              ("sparsecca_increase_mb", "SparseCCA stage peak, above baseline (MB)", ".0f"),
              ("cca_frac_dense", "that / dense d1^2", ".3f"),
              ("peak_rss_mb", "peak RSS (MB)", ".0f"), ("cca_rank", "rank", "d"),
+             ("cca_error_estimate", "err. est.", ".2g"), ("warnings", "warnings", "d"),
              ("loadavg_1m", "load", ".2f")]
     names = {
         "n_peak_vs_n": "peak memory (whole pipeline) vs n",
@@ -513,6 +548,7 @@ def main(argv=None):
                      f"+ b log d1^2 + c: a | {a:.2f} |")
         lines.append(f"| ... b (d1^2) | {b:.2f} |")
     lines += ["", "## nnz(X) or d1^2?\n", *_verdict(n_rows, f_rows, fits)]
+    lines += ["", "## warnings\n", *_warning_lines(runs)]
     png = args.out / "profile_fit.png"
     if len(n_rows) >= 2:
         try:
