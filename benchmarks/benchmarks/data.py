@@ -83,6 +83,8 @@ class BrownViews:
     track_suffix_view_nnz.unit = "nonzeros"
 
     def track_tag_ngram_view_n_features(self, dtype):
+        """d2 of the tag 1-2-gram view: the same for both dtypes (the vocabulary does not
+        depend on the value type); recorded per dtype as a check that it stays so."""
         return TagNgramView(orders=(1, 2), dtype=self.dtype).fit(self.corpus).n_features_
 
     track_tag_ngram_view_n_features.unit = "features"

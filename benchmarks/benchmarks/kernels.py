@@ -5,8 +5,9 @@ Data: the first n sentences of en-brown train (XPOS, 452 tags), n in {5K, 20K, 5
 lattices come from a TrigramHMM fitted on the whole training set, i.e. decoding *seen*
 sentences (every word in the tag dictionary: narrower lattices than on held-out text, where
 ``tagging.py`` measures the end-to-end decoder).  The candidate lists of the residual
-benchmarks are that model's 10-best lists.  ``setup_cache`` builds everything once (about
-30-60 s); compilation happens before the timings (numba's on-disk cache, then a warm-up call).
+benchmarks are that model's 10-best lists.  ``setup_cache`` builds everything once (8 s in
+the review of 29dde3b, 10 s at 8481170 at load average 3; 0.6 GB); compilation happens before
+the timings (numba's on-disk cache, then a warm-up call).
 
 ``track_*`` return accuracies computed independently of the library's NBestList (a
 fast-but-wrong kernel shows there) and the residual matrix's Frobenius norm.
