@@ -390,6 +390,38 @@ def test_asv_cca_path_skips_a_solver_that_misses_the_dense_reference(tmp_path, m
         bench.setup(wrong, "iterative")
 
 
+@pytest.mark.parametrize("cls", ["CCAWsj", "CCAPreconditioner"])
+def test_asv_wsj_classes_check_accuracy_once_in_setup_cache(cls, tmp_path, monkeypatch):
+    # their setup refitted every combination in each benchmark's process for its accuracy
+    # check; setup_cache now fits each once, and setup only skips.  A small dense problem
+    # stands in for en-wsj (the check is the same)
+    import numpy as np
+    import scipy.sparse as sp
+
+    linalg = _asv_module("linalg")
+    rng = np.random.default_rng(0)
+    X, Y = (sp.csr_matrix(rng.standard_normal((400, d))) for d in (90, 60))
+    bench_cls = getattr(linalg, cls)
+    monkeypatch.setattr(bench_cls, "_views", staticmethod(lambda: (X, Y)))
+    monkeypatch.setattr(linalg, "WSJ", tmp_path / "train.conllu")
+    (tmp_path / "train.conllu").touch()
+    bench = bench_cls()
+    cache = bench.setup_cache()
+    assert sorted(cache) == sorted((s, t) for s in bench.params[0] for t in bench.params[1])
+    fits = []
+    fit = linalg._fit
+    monkeypatch.setattr(linalg, "_fit", lambda *a, **kw: fits.append(kw.get("k")) or fit(*a, **kw))
+    solver, tau = bench.params[0][0], bench.params[1][0]
+    bench.setup(cache, solver, tau)
+    assert fits == [2]  # the warm-up only: no accuracy fit
+    assert bench.track_max_rel_error(cache, solver, tau) == np.ravel(cache[solver, tau])[0]
+    value = 1e-2  # above every target and tolerance
+    wrong = {**cache, (solver, tau): (value, 1e-3) if cls == "CCAPreconditioner" else value}
+    with pytest.raises(NotImplementedError, match=rf"^{solver} misses its .* tau = {tau:g}: "
+                                                  rf"0\.01 > "):
+        bench.setup(wrong, solver, tau)
+
+
 _COMMON_CLASSES = [("cca", "SparseCCAFit"), ("cca", "SparseCCAFitLarge"), ("svd", "TruncatedSVD"),
                    ("kernels", "KBestViterbi"), ("kernels", "Residuals"),
                    ("pipeline", "ReadAndFeaturize"), ("pipeline", "EndToEndFit"),
