@@ -243,8 +243,21 @@ HEADER = (f"{'case':8s} {'solver':15s} {'n x d1':>13s} {'d2':>5s} {'k':>3s} {'fi
 
 
 def path_pairs(args, measure):
-    """``--pairs`` alternating single-fit / tau-grid runs of the randomized solver on the
-    ``path`` case; prints each pair's ratio and their median, returns the rows."""
+    """``--pairs`` alternating single-fit / tau-grid runs of the randomized solver on ``path``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``pairs``, ``max_rank``, ``center``).
+    measure : callable
+        Runs one child from its spec and returns its row (``{"error": ...}`` if it failed).
+
+    Returns
+    -------
+    list of dict
+        Every row measured, single fits and grids alternating; each pair's ratio and their
+        median are printed.
+    """
     # a fixed rank cap, so that the grid and the single fit use the same factor size
     mr = args.max_rank or 512
     # alternating single / grid processes: the machine's slow phases last seconds to

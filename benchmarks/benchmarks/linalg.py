@@ -56,7 +56,18 @@ def _fit(X, Y, solver, k=50, tau=0.5, **kw):
 
 
 def _rel_error(corr, ref):
-    """Largest relative difference of the correlations ``corr`` from ``ref``."""
+    """Largest relative difference of the correlations ``corr`` from ``ref``.
+
+    Parameters
+    ----------
+    corr, ref : array_like of shape (k,)
+        The correlations of a fit and of its reference (nonzero).
+
+    Returns
+    -------
+    float
+        ``max |corr - ref| / ref``.
+    """
     ref = np.asarray(ref)
     return float(np.max(np.abs(np.asarray(corr) - ref) / ref))
 

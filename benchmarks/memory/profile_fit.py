@@ -117,6 +117,7 @@ def child(args) -> None:
             item = [name, w.category.__name__, str(w.message).splitlines()[0][:300]]
             if item not in warned:
                 warned.append(item)
+
     n, mc = args.n, args.min_count
 
     def make_view():
@@ -215,7 +216,13 @@ def warm_up(args) -> None:
     compiled every kernel the pipeline uses, and LLVM's memory stayed in its baseline and its
     peak: 213 against 182 MB for the next children (``--sizes 200,400``), which bent the
     fitted exponents at small n.  This child fills numba's on-disk cache first, so every
-    measured child only loads the kernels.
+    measured child only loads the kernels.  A failed warm-up is printed, not fatal.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line: the child gets its ``k``, ``tau``, ``max_rank`` and
+        ``timeout``, with the synthetic corpus.
     """
     warm = argparse.Namespace(**{**vars(args), "synthetic": True})
     t = time.perf_counter()
@@ -402,7 +409,19 @@ def _verdict(n_rows, f_rows, fits) -> list[str]:
 
 
 def _warning_lines(runs) -> list[str]:
-    """One line per warning a child raised (the 'warnings' column counts them per row)."""
+    """The report's warnings section: one Markdown line per warning a child raised.
+
+    Parameters
+    ----------
+    runs : list of dict
+        The children's results (``warnings``: [stage, category, message] items).
+
+    Returns
+    -------
+    list of str
+        One line per warning (the tables' "warnings" column counts them per row), or one
+        line saying there were none.
+    """
     out = []
     for res in runs:
         for stage, category, message in res.get("warnings", []):
