@@ -781,10 +781,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
         factor's reach is a heuristic that understated the error on en-brown's paper views
         (first 20,000 sentences, tau = 0.9: an estimate of 7.3e-4 for an error of 1.7e-3);
         on, that fit took 1.9x as long (10.9 s) and stopped 1.3e-4 from the exact
-        correlations within an estimate of 9.9e-4.  Where the model's norm is far below
-        the exact one the check can keep LOBPCG going for hundreds of steps (it warns when
-        it gives up); the dense factor (``preconditioner='dense'``) or
-        ``solver='iterative'`` is then the cheaper certainty.
+        correlations within an estimate of 9.9e-4.  Where the exact norms stop falling
+        under the model's preconditioning (all of en-brown) LOBPCG gives up with a warning
+        once 20 steps brought no progress; the dense factor (``preconditioner='dense'``) or
+        ``solver='iterative'`` is then the way to a certified solve.
     random_state : None, int, numpy Generator or RandomState
     verbose : int or bool, default 0
         Progress on stdout (a fit of all of en-brown takes ~35 s): 1 reports the problem

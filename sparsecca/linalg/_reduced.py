@@ -302,7 +302,11 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         (:func:`_exact_norm_bounds`): LOBPCG stops once the upper bounds meet the test, and
         goes on, its norms scaled by the measured ratio, when the lower bounds fail it.
         ``lobpcg_error`` is then that of the upper bounds.  Costs a few to some tens of
-        products with C_xx per check (``certify_steps``).
+        products with C_xx per check (``certify_steps``).  When a failed check's lower
+        bounds are no better than half those of a check CERTIFY_STALL_STEPS or more steps
+        earlier, the exact norms do not fall under the model's preconditioning: LOBPCG
+        stops unconverged with a warning (or, when it may raise a stall, hands it to
+        ``on_stall``'s dense factor or the fallback).
 
     Returns
     -------
@@ -794,6 +798,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     check_exact = certify and not xinv.exact_preconditioner
     scale = 1.0
     n_pcg = 0
+    checks = []  # (step, the exact-norm estimate's lower bound) of each failed check
+    futile = None
     while it < maxiter:
         if theta.size < k or (omega_max is not None
                               and theta[k - 1] > omega_max * (1.0 + LOBPCG_CAP_SLACK)):
@@ -848,7 +854,19 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
                 rel = rn / tk
                 quad = max(float(upper.max()) * over_gap, floor)
                 break
-            # refuted or undecided: go on with the model's norms scaled by the measured ratio
+            # refuted or undecided: go on with the model's norms scaled by the measured ratio,
+            # unless the exact norms do not fall at all while the model's do (all of
+            # en-brown, k = 75: the largest lower bound of the exact squared norms stayed
+            # within 1.1-1.4e-3 over five checks and some 100 steps)
+            low = max(float(lower.max()) * over_gap, floor)
+            earlier = [q for i, q in checks if i <= it - CERTIFY_STALL_STEPS]
+            checks.append((it, low))
+            if earlier and low > 0.5 * min(earlier):
+                futile = low
+                if raise_stalled:
+                    raise _Stalled(it, X)
+                quad = low
+                break
         del R
         if omega_max is not None:
             # the Ritz values are lower bounds of the eigenvalues and omega_max caps them:
@@ -877,7 +895,10 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         # columns converged far beyond the target leave the search block, and so do the
         # null directions of K (theta ~ 0: a cross-covariance of rank < k + p), whose
         # residual directions are noise; when none is left the basis cannot improve
-        active = (rel > 1e-2 * thresh) & (theta > 1e-12 * max(float(theta[0]), 1e-300))
+        # (under certify every column stays: a column far past the model's target has not
+        # passed the exact norm's)
+        active = (check_exact | (rel > 1e-2 * thresh)) & (
+            theta > 1e-12 * max(float(theta[0]), 1e-300))
         if not active.any():
             converged = True
             break
@@ -901,10 +922,17 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     if not converged:
         if raise_stalled:
             raise _Stalled(it, X)
-        warnings.warn(f"LOBPCG did not meet its stopping test in {maxiter} iterations: "
-                      f"{_unmet(float(rel[:k].max()), thresh, quad, tol, _LOBPCG_ERROR)}",
-                      RuntimeWarning,
-                      stacklevel=3)
+        if futile is not None:
+            why = (f"LOBPCG stopped after {it} steps: certify's check in the exact C_xx^-1 "
+                   f"norm found the error estimate no smaller than {futile:.3g} (tol = "
+                   f"{tol:g}) over the last {CERTIFY_STALL_STEPS} or more steps, while the "
+                   f"low-rank model's norm fell; the model preconditions the exact norm too "
+                   f"poorly here. Use solver='iterative' or preconditioner='dense' for a "
+                   f"certified solve")
+        else:
+            why = (f"LOBPCG did not meet its stopping test in {maxiter} iterations: "
+                   f"{_unmet(float(rel[:k].max()), thresh, quad, tol, _LOBPCG_ERROR)}")
+        warnings.warn(why, RuntimeWarning, stacklevel=3)
     A = X[:, :k]
     B = Wy.rmatmat(UX[:, :k])  # b = W_y^T Ct^T a (Eq. 15 up to the scale _finalize fixes)
     stats = dict(lobpcg_block=X, lobpcg_converged=converged,
@@ -920,6 +948,10 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
 #: 8-25 steps brought the upper bounds within 10% of the lower ones; on all of en-brown 40
 #: steps left them 6x apart
 CERTIFY_MAXSTEPS = 40
+#: certify gives up (warns, or hands a stall to reduced_cca's rescue) when a failed check's
+#: lower bound of the exact-norm estimate is above half that of a check at least this many
+#: LOBPCG steps earlier: the exact norms no longer fall
+CERTIFY_STALL_STEPS = 20
 
 
 def _stopping_judge(theta, thresh, over_gap, floor, tol):

@@ -835,3 +835,30 @@ def test_certify_verdicts_stop_the_check():
         *_, steps, verdict = reduced_mod._exact_norm_bounds(
             C, lambda B: B, R, R.copy(), 0.5, np.float64, judge)
         assert verdict is answer and 0 < steps <= 3
+
+
+def test_certify_gives_up_when_the_exact_norms_do_not_fall(monkeypatch):
+    """A check whose lower bounds never fall (faked: all of en-brown's pattern, where the
+    exact norms stayed put while the model's fell) ends LOBPCG after CERTIFY_STALL_STEPS
+    with a warning that names certify and the way out, not at the step limit; the
+    estimate is then the first-order bound, which is not claimed to meet tol."""
+    X, Y = count_problem(900, 240, 40, seed=14)
+    real = reduced_mod._exact_norm_bounds
+    first = []
+
+    def stuck(C, precond, R, W, tau, dtype, judge, **kw):
+        lower, upper, steps, _ = real(C, precond, R, W, tau, dtype, lambda n2, b: None,
+                                      maxsteps=3)
+        first.append(4.0 * float(lower.max()) if not first else first[0])
+        lower = np.full_like(lower, first[0])
+        return lower, np.full_like(upper, np.inf), steps, judge(lower, "lower")
+
+    monkeypatch.setattr(reduced_mod, "_exact_norm_bounds", stuck)
+    engine = CCAEngine(X, Y, solver="iterative", preconditioner="low-rank", certify=True,
+                       random_state=0)
+    with pytest.warns(RuntimeWarning, match=r"certify's check in the exact C_xx\^-1 norm.*"
+                                            r"solver='iterative' or preconditioner='dense'"):
+        res = engine.solve(Y, 0.4, 6, strategy="lobpcg")
+    assert len(first) >= 2
+    assert reduced_mod.CERTIFY_STALL_STEPS <= res.n_iter < reduced_mod.LOBPCG_MAXITER
+    assert not res.lobpcg_converged
