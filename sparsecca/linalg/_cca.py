@@ -840,7 +840,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
     one on text views (en-wsj, its 2,000 most frequent suffix features, tau = 0.1: an
     estimate of 9.4e-4 for an error of 9.0e-3), which is why a preconditioning Cholesky
     factor of Cxx is used where it is affordable (the same case: 6.6e-5 within an
-    estimate of 2.1e-4).  Beyond those sizes the estimate can still be optimistic.  Every
+    estimate of 2.1e-4).  Beyond those sizes the estimate can still be optimistic, unless
+    ``certify=True`` checks it in the exact norm (at a cost; see the parameter).  Every
     solver ends with a Rayleigh-Ritz step in the exact metrics, so the B-orthonormality holds
     to rounding and ``correlations_`` are achieved values (lower bounds of the exact ones),
     with ``residual_norms_`` as a-posteriori error bounds.
@@ -958,6 +959,9 @@ class SparseCCA(PersistMixin, ParamsMixin):
                 "low-rank, then dense": "; preconditioned by the low-rank-plus-diagonal "
                                         "model of C_xx^-1 until LOBPCG was too slow, then "
                                         "by the dense factor of C_xx"}[pre]
+            if "certify_steps" in res.__dict__:
+                self.solver_reason_ += (f", its error estimate checked in the exact C_xx^-1 "
+                                        f"norm (certify: {res.certify_steps} CG steps)")
         self.rank_ = int(res.rank)
         self.n_iter_ = int(res.n_iter)
         self.tau_ = tau

@@ -12,12 +12,13 @@ rank 1,024 of 2,000 still leaves 17-27% error at tau = 0.1-0.5), so that test is
 expensive one and gets the smaller sample.
 """
 
+import re
 import warnings
 
 import numpy as np
 import pytest
 
-from sparsecca.linalg import CCAEngine
+from sparsecca.linalg import CCAEngine, SparseCCA
 
 TAUS = (0.1, 0.5, 0.95)
 K = 50
@@ -134,3 +135,19 @@ def test_certify_measures_the_exact_norm_where_the_model_understates(wsj_top2000
     assert "certify_steps" not in res0.__dict__
     assert err1 <= res1.error_estimate <= tol, (err1, res1.error_estimate)
     assert res1.certify_steps > 0 and res1.norm_ratio > 1.0
+
+
+def test_certify_is_named_in_the_solver_reason(wsj_top2000):
+    """SparseCCA(certify=True) says in ``solver_reason_`` that its estimate was checked in
+    the exact norm (and how many CG steps that took); without certify it does not."""
+    X, Y = wsj_top2000
+    X, Y = X[:2000], Y[:2000]
+    reasons = {}
+    for certify in (False, True):
+        m = SparseCCA(10, tau=0.5, solver="randomized", preconditioner="low-rank",
+                      certify=certify, random_state=0).fit(X, Y)
+        reasons[certify] = m.solver_reason_
+    assert "low-rank-plus-diagonal" in reasons[False]
+    assert "certify" not in reasons[False]
+    assert re.search(r"checked in the exact C_xx\^-1 norm \(certify: \d+ CG steps\)$",
+                     reasons[True]), reasons[True]
