@@ -982,12 +982,12 @@ class SparseCCA(PersistMixin, ParamsMixin):
         """Validate what load() restored: shapes, dtypes, finite values, consistent scalars."""
         check_choice(self.solver, "solver", SOLVERS)
         check_choice(self.preconditioner, "preconditioner", PRECONDITIONERS)
-        check_bool("certify", self.certify)
         check_tau(self.tau)
         check_verbose(self.verbose)
-        if not isinstance(self.center, (bool, np.bool_)):
-            raise ModelFormatError(f"parameter center must be True or False, got "
-                                   f"{self.center!r}")
+        for name in ("center", "certify"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ModelFormatError(f"parameter {name} must be True or False, got "
+                                       f"{getattr(self, name)!r}")
 
         def count(name, low):
             v = getattr(self, name)

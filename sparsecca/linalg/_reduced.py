@@ -41,7 +41,7 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_float
+from .._params import check_bool, check_float
 from ._gram import CrossCovariance, RegularizedGram
 from ._inverse import RegularizedInverse
 from ._rsvd import _orth, _project_out, randomized_svd
@@ -332,7 +332,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     """
     k, p = _check_reduced_cca(xinv, yinv, cross, n_components, oversamples, tol, omega_max,
                               callback, on_stall, rescue_cost)
-    certify = bool(certify)
+    certify = check_bool("certify", certify)
     d1, d2 = cross.shape
     n_cg = 0
     fallback = False
@@ -842,9 +842,9 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
                 converged = True
                 break
             tk = np.maximum(np.abs(theta[:k]), 1e-300)
+            test = _StoppingTest(tk, thresh, over_gap, floor, tol)
             lower, upper, steps, verdict = _exact_norm_bounds(
-                C, precond, R[:, :k], W[:, :k], xinv.tau, wdt,
-                _stopping_judge(tk, thresh, over_gap, floor, tol))
+                C, precond, R[:, :k], W[:, :k], xinv.tau, wdt, test.judge)
             n_pcg += steps
             model2 = np.maximum(rn[:k] ** 2 / scale, 1e-300)
             scale = max(scale, float(np.max(lower / model2)))
@@ -852,13 +852,13 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
                 converged = True
                 rn = np.sqrt(upper)
                 rel = rn / tk
-                quad = max(float(upper.max()) * over_gap, floor)
+                quad = test.error(upper)
                 break
             # refuted or undecided: go on with the model's norms scaled by the measured ratio,
             # unless the exact norms do not fall at all while the model's do (all of
             # en-brown, k = 75: the largest lower bound of the exact squared norms stayed
             # within 1.1-1.4e-3 over five checks and some 100 steps)
-            low = max(float(lower.max()) * over_gap, floor)
+            low = test.error(lower)
             earlier = [q for i, q in checks if i <= it - CERTIFY_STALL_STEPS]
             checks.append((it, low))
             if earlier and low > 0.5 * min(earlier):
@@ -954,17 +954,28 @@ CERTIFY_MAXSTEPS = 40
 CERTIFY_STALL_STEPS = 20
 
 
-def _stopping_judge(theta, thresh, over_gap, floor, tol):
-    """LOBPCG's stopping test on squared residual norms n2 (k,) as ``judge(n2, bound)`` of
-    :func:`_exact_norm_bounds`: upper bounds that pass it certify, lower bounds that fail
-    it refute, anything else leaves the check undecided (None)."""
-    def judge(n2, bound):
-        ok = (float(np.sqrt(n2 / theta ** 2).max()) <= thresh
-              and max(float(n2.max()) * over_gap, floor) <= tol)
+class _StoppingTest:
+    """LOBPCG's stopping test at one step, on squared residual norms n2 (k,): the relative
+    residuals sqrt(n2) / theta against ``thresh`` and the error estimate
+    max(max(n2) over_gap, floor) against ``tol``."""
+
+    def __init__(self, theta, thresh, over_gap, floor, tol):
+        self.theta, self.thresh, self.over_gap = theta, thresh, over_gap
+        self.floor, self.tol = floor, tol
+
+    def error(self, n2):
+        """The error estimate of squared norms n2."""
+        return max(float(n2.max()) * self.over_gap, self.floor)
+
+    def judge(self, n2, bound):
+        """``judge`` of :func:`_exact_norm_bounds`: upper bounds that pass the test certify
+        (True), lower bounds that fail it refute (False), anything else leaves the check
+        undecided (None)."""
+        ok = (float(np.sqrt(n2 / self.theta ** 2).max()) <= self.thresh
+              and self.error(n2) <= self.tol)
         if bound == "upper":
             return True if ok else None
         return None if ok else False
-    return judge
 
 
 def _exact_norm_bounds(C, precond, R, W, tau, dtype, judge, maxsteps=CERTIFY_MAXSTEPS):
