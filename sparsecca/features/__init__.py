@@ -18,7 +18,7 @@ for :class:`JointView`).  Views over tags also take raw candidate arrays
 
 from ._base import NotFittedError
 from ._joint import JointView
-from ._lexical import SHORT_WORD_MARK, CharNgramView, SuffixView, WordView
+from ._lexical import SHORT_WORD_MARK, SUFFIX_ESCAPE, CharNgramView, SuffixView, WordView
 from ._tags import BOS, EOS, TagNgramView
 from ._union import HStackView
 
@@ -26,6 +26,7 @@ __all__ = [
     "BOS",
     "EOS",
     "SHORT_WORD_MARK",
+    "SUFFIX_ESCAPE",
     "CharNgramView",
     "HStackView",
     "JointView",

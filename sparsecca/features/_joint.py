@@ -35,7 +35,7 @@ from ._base import (
     stack_rows,
     type_features,
 )
-from ._lexical import suffixes
+from ._lexical import escape_from_state, escape_to_state, suffixes
 from ._tags import BOS, check_tag_symbols, recode_tags
 
 __all__ = ["JointView"]
@@ -123,12 +123,13 @@ class JointView(BaseView):
                  dtype=check_float_dtype(self.dtype))
         if self.kind == "suffix":
             p["lengths"] = check_int_tuple("lengths", self.lengths)
+            p["escape"] = True  # as in SuffixView._validated
         return p
 
     def _featurizer(self):
         if self._params["kind"] == "suffix":
-            lengths = self._params["lengths"]
-            return lambda w: suffixes(w, lengths)
+            lengths, escape = self._params["lengths"], self._params["escape"]
+            return lambda w: suffixes(w, lengths, escape)
         return lambda w: [w]
 
     def _type_units(self, words: Vocabulary, present: np.ndarray):
@@ -247,7 +248,8 @@ class JointView(BaseView):
         arrays = {**pack_strings("tags", self.tags_.items),
                   **pack_strings("lexical_vocabulary", self.lexical_vocabulary_.items),
                   "keys": self.keys_}
-        return self._persist_params(), arrays, {"n_dropped": self.n_dropped_}
+        return (self._persist_params(), arrays,
+                escape_to_state(self._params, {"n_dropped": self.n_dropped_}))
 
     def _set_state(self, arrays, extra):
         params = self._validated()
@@ -264,6 +266,7 @@ class JointView(BaseView):
         keys = check_index("keys", state_array(arrays, "keys", "int"), n_units * nt,
                            increasing=True)
         check_state_size(keys.size, self.max_features)
+        escape_from_state(params, extra)
         self._params = params
         self._n_tags, self._nt = T, nt
         self.tags_ = tags

@@ -24,22 +24,57 @@ from ._base import (
     type_features,
 )
 
-__all__ = ["SuffixView", "CharNgramView", "WordView", "SHORT_WORD_MARK", "suffixes"]
+__all__ = ["SuffixView", "CharNgramView", "WordView", "SHORT_WORD_MARK", "SUFFIX_ESCAPE",
+           "suffixes"]
 
 #: prefix marking a whole word shorter than a requested suffix length ("^a" = the word "a")
 SHORT_WORD_MARK = "^"
+#: prefix of a suffix that begins with backslashes and then :data:`SHORT_WORD_MARK`
+SUFFIX_ESCAPE = "\\"
 
 
-def suffixes(word: str, lengths: tuple[int, ...]) -> list[str]:
+def _escaped(suffix: str) -> str:
+    """``suffix`` with one more leading backslash if it reads like a marked short word.
+
+    Without it the 3-suffix of "z^ab" and the mark of the word "ab" were both "^ab": one
+    column for two features.  Escaping every suffix of the form backslashes + mark + rest
+    keeps distinct suffixes distinct and apart from the marks (which begin with the mark).
+    """
+    rest = suffix.lstrip(SUFFIX_ESCAPE)
+    return SUFFIX_ESCAPE + suffix if rest.startswith(SHORT_WORD_MARK) else suffix
+
+
+def escape_to_state(params: dict, extra: dict) -> dict:
+    """``extra`` with the suffix escape flag of a view's ``params`` (views taking suffixes)."""
+    if "escape" in params:
+        extra["suffix_escape"] = params["escape"]
+    return extra
+
+
+def escape_from_state(params: dict, extra: dict) -> None:
+    """Set ``params["escape"]`` (views taking suffixes) from a saved state: the stored flag,
+    False for a file saved before the flag existed, so that it keeps its features."""
+    if "escape" in params:
+        params["escape"] = (state_value(extra, "suffix_escape", bool)
+                            if "suffix_escape" in extra else False)
+
+
+def suffixes(word: str, lengths: tuple[int, ...], escape: bool = True) -> list[str]:
     """Suffix features of one word (``lengths`` sorted ascending).
 
     For each ``k`` in ``lengths`` with ``k <= len(word)`` the suffix ``word[-k:]``; if some
     ``k`` exceeds ``len(word)``, the whole word marked with :data:`SHORT_WORD_MARK`, *once*
     (not once per such ``k``), so short words such as "a", "I" or "," still contribute a feature
-    without being counted several times.
+    without being counted several times.  A suffix made of backslashes, then the mark, then
+    anything gets one more leading backslash (:data:`SUFFIX_ESCAPE`), so that no suffix
+    shares its name with a marked word: "z^ab" -> ab, \\^ab, z^ab; "ab" -> ab, ^ab.
+    ``escape=False`` is the rule of files saved before the escape existed (features of
+    words containing the mark could collide there).
     """
     n = len(word)
     out = [word[-k:] for k in lengths if k <= n]
+    if escape and SHORT_WORD_MARK in word:
+        out = [_escaped(s) for s in out]
     if lengths[-1] > n:
         out.append(SHORT_WORD_MARK + word)
     return out
@@ -142,13 +177,14 @@ class _LexicalView(BaseView):
     def _get_state(self):
         self._check_fitted()
         return (self._persist_params(), pack_strings("vocabulary", self.vocabulary_.items),
-                {"n_dropped": self.n_dropped_})
+                escape_to_state(self._params, {"n_dropped": self.n_dropped_}))
 
     def _set_state(self, arrays, extra):
         params = self._validated()
         check_min_count(self.min_count)
         vocab = Vocabulary(unpack_strings(arrays, "vocabulary"))  # refuses repeated names
         check_state_size(len(vocab), self.max_features)
+        escape_from_state(params, extra)
         self._params = params
         self.vocabulary_ = vocab
         self.n_features_ = len(vocab)
@@ -184,7 +220,9 @@ class SuffixView(_LexicalView):
     a word shorter than the longest length also contributes itself once, marked with
     :data:`SHORT_WORD_MARK` (``"^a"`` for the word "a"), so one-character tokens such as
     punctuation are not invisible.  Example, ``lengths=(2, 3, 4)``: "selling" -> ng, ing, ling;
-    "an" -> an, ^an; "," -> ^,.
+    "an" -> an, ^an; "," -> ^,.  A suffix that itself begins like a mark (backslashes, then
+    ``^``) gets one more leading backslash (:data:`SUFFIX_ESCAPE`): "z^ab" -> ab, \\^ab, z^ab.
+    A view loaded from a file saved before that rule keeps the old names.
 
     Parameters
     ----------
@@ -217,13 +255,15 @@ class SuffixView(_LexicalView):
         self.dtype = dtype
 
     def _validated(self) -> dict:
+        # escape: the SUFFIX_ESCAPE rule (see suffixes); a fit always uses it, a file saved
+        # before it existed does not (state_escape)
         return dict(lengths=check_int_tuple("lengths", self.lengths),
                     lowercase=check_bool("lowercase", self.lowercase),
-                    dtype=check_float_dtype(self.dtype))
+                    dtype=check_float_dtype(self.dtype), escape=True)
 
     def _featurizer(self, params):
-        lengths = params["lengths"]
-        return lambda w: suffixes(w, lengths)
+        lengths, escape = params["lengths"], params["escape"]
+        return lambda w: suffixes(w, lengths, escape)
 
 
 class CharNgramView(_LexicalView):

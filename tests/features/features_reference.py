@@ -3,6 +3,7 @@
 Written independently of sparsecca.features (no shared helpers), from the documented rules.
 """
 
+import re
 from collections import Counter
 
 BOS, EOS, MARK = "<s>", "</s>", "^"
@@ -12,7 +13,11 @@ def suffix_feats(word, lengths):
     out = []
     for k in lengths:
         if len(word) >= k:
-            out.append(word[len(word) - k:])
+            s = word[len(word) - k:]
+            # documented escape: backslashes, then the mark, then anything -> one more "\\"
+            if re.match(r"\\*\^", s):
+                s = "\\" + s
+            out.append(s)
     if max(lengths) > len(word):
         out.append(MARK + word)
     return out

@@ -49,7 +49,7 @@ TAG_VIEWS = [k for k in VIEWS if k.startswith(("tag", "joint"))]
 HAND = [
     [("The", "DT"), ("selling", "NN"), ("pressure", "NN"), (".", ".")],
     [],
-    [("a", "DT"), ("aaaa", "NN"), ("Aaaa", "NN"), ("x^ab", "FW"), ("ab", "FW")],
+    [("a", "DT"), ("aaaa", "NN"), ("Aaaa", "NN"), ("x^ab", "FW"), ("ab", "FW"), ("\\^a", "FW")],
     [("I", "PRP"), ("sell", "VBP"), (",", ","), ("the", "DT"), ("selling", "VBG")],
     [("哈哈", "NN"), ("中国人", "NR"), ("人", "NN")],
     [("the", "DT")],
@@ -371,9 +371,55 @@ def test_max_features_in_params_clone_and_repr(view_name):
                                   view.fit_transform(corpus).toarray())
 
 
+# -- the short-word mark and suffixes that begin with it -----------------------------------
+
+MARKED = [[("x^ab", "FW"), ("ab", "FW")], [("z\\^ab", "FW"), ("\\^ab", "FW"), ("^ab", "FW")]]
+
+
+def test_suffix_escape_keeps_marked_words_apart():
+    # "x^ab"'s 3-suffix and the mark of the word "ab" were one column ("^ab")
+    corpus = TaggedCorpus.from_sentences(MARKED)
+    view = SuffixView()
+    X = view.fit_transform(corpus)
+    names = list(view.feature_names_out())
+    assert len(names) == len(set(names))
+    got = [{names[j]: int(v) for j, v in zip(row.indices, row.data)} for row in X]
+    assert got == [
+        # x^ab: ab, \^ab, x^ab; ab: ab, ^ab
+        {"ab": 2, "\\^ab": 1, "x^ab": 1, "^ab": 1},
+        # z\^ab: ab, \^ab, \\^ab (its 4-suffix \^ab, escaped); \^ab: the same three;
+        # ^ab: ab, \^ab and its mark ^^ab
+        {"ab": 3, "\\^ab": 3, "\\\\^ab": 2, "^^ab": 1},
+    ]
+
+
+@pytest.mark.parametrize("make", [SuffixView, JointView])
+def test_suffix_escape_is_saved_and_old_states_keep_their_features(make):
+    corpus = TaggedCorpus.from_sentences(MARKED)
+    view = make().fit(corpus)
+    params, arrays, extra = view.get_state()
+    assert extra["suffix_escape"] is True
+    again = type(view).from_state(params, arrays, extra)
+    np.testing.assert_array_equal(again.transform(corpus).toarray(),
+                                  view.transform(corpus).toarray())
+    # a state saved before the flag existed featurises as it did then: "x^ab"'s 3-suffix
+    # falls in the column of the mark "^ab", the escaped names are unknown to it
+    old_state = {k: v for k, v in extra.items() if k != "suffix_escape"}
+    old = type(view).from_state(params, arrays, old_state)
+    from sparsecca.features._lexical import suffixes
+    assert suffixes("x^ab", (2, 3, 4), escape=False) == ["ab", "^ab", "x^ab"]
+    if make is SuffixView:
+        X = old.transform(TaggedCorpus.from_sentences([[("x^ab", "FW")]]))
+        names = list(old.feature_names_out())
+        assert {names[j]: int(v) for j, v in zip(X.indices, X.data)} == {
+            "ab": 1, "^ab": 1, "x^ab": 1}
+    with pytest.raises(ValueError, match="suffix_escape"):
+        type(view).from_state(params, arrays, {**extra, "suffix_escape": "yes"})
+
+
 # -- property test on random small corpora --------------------------------------------------
 
-_word = st.text(alphabet="abAB^", min_size=1, max_size=5)
+_word = st.text(alphabet="abAB^\\", min_size=1, max_size=5)
 _tag = st.sampled_from(["N", "V", "D"])
 _sentences = st.lists(st.lists(st.tuples(_word, _tag), max_size=6), min_size=1, max_size=6)
 
@@ -381,7 +427,7 @@ _sentences = st.lists(st.lists(st.tuples(_word, _tag), max_size=6), min_size=1, 
 @settings(max_examples=40, deadline=None)
 @given(sents=_sentences, min_count=st.integers(1, 3),
        view_name=st.sampled_from(["suffix1234_lower", "char12", "tag123_noboundary", "tag3",
-                                  "joint_suffix", "joint_ngram"]))
+                                  "joint_suffix", "joint_ngram", "suffix234"]))
 def test_random_corpora_match_reference(sents, min_count, view_name):
     corpus = TaggedCorpus.from_sentences(sents)
     view = VIEWS[view_name]().set_params(min_count=min_count)

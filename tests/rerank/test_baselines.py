@@ -80,6 +80,8 @@ def ref_joint_names(words, tags, kind, lengths=(2, 3, 4)):
         prev = tags[i - 1] if i >= 1 else "<s>"
         if kind == "suffix":
             units = [w[-k:] for k in lengths if k <= len(w)]
+            # the documented escape of suffixes that read like a marked word
+            units = ["\\" + u if u.lstrip("\\").startswith("^") else u for u in units]
             if max(lengths) > len(w):
                 units.append("^" + w)
             for u in units:
