@@ -26,6 +26,7 @@ from sparsecca.features import (
     TagNgramView,
     WordView,
 )
+from sparsecca.features._lexical import suffixes
 
 DTYPES = [np.float32, np.float64]
 
@@ -406,11 +407,13 @@ def test_suffix_escape_is_saved_and_old_states_keep_their_features(make):
     # falls in the column of the mark "^ab", the escaped names are unknown to it
     old_state = {k: v for k, v in extra.items() if k != "suffix_escape"}
     old = type(view).from_state(params, arrays, old_state)
-    from sparsecca.features._lexical import suffixes
     assert suffixes("x^ab", (2, 3, 4), escape=False) == ["ab", "^ab", "x^ab"]
+    X = old.transform(TaggedCorpus.from_sentences([[("x^ab", "FW")]]))
+    names = list(old.feature_names_out())
+    # the word-side unit of each feature (JointView's names are "unit<TAB>tag n-gram")
+    units = {names[j].split("\t")[0] for j in X.indices}
+    assert units == {"ab", "^ab", "x^ab"}
     if make is SuffixView:
-        X = old.transform(TaggedCorpus.from_sentences([[("x^ab", "FW")]]))
-        names = list(old.feature_names_out())
         assert {names[j]: int(v) for j, v in zip(X.indices, X.data)} == {
             "ab": 1, "^ab": 1, "x^ab": 1}
     with pytest.raises(ValueError, match="suffix_escape"):
@@ -445,6 +448,21 @@ def test_random_corpora_match_reference(sents, min_count, view_name):
 
 
 # -- real corpora ---------------------------------------------------------------------------
+
+@pytest.mark.shared_data
+def test_suffix_escape_leaves_the_shared_corpora_alone(shared_data):
+    # README: no word of the five train sets changes features at lengths 2-4 (those of
+    # Table 2 and the benchmarks); at 1-4 only fr-sequoia's token "^"
+    changed = {}
+    for path in sorted(shared_data.glob("*/train.conllu*")):
+        words = read_conllu(path, tags="upos").words.items
+        for lengths in [(2, 3, 4), (1, 2, 3, 4)]:
+            changed[path.parent.name, lengths] = {
+                w for w in words if suffixes(w, lengths) != suffixes(w, lengths, escape=False)}
+    assert len(changed) == 10
+    assert changed == {key: ({"^"} if key == ("fr-sequoia", (1, 2, 3, 4)) else set())
+                       for key in changed}
+
 
 @pytest.mark.shared_data
 @pytest.mark.parametrize("view_name", ["suffix234", "suffix1234_lower", "tag12",
