@@ -228,8 +228,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
         ``grids`` (for the Figure-1 plot) and ``timings``.
     """
     from .rerank import default_rerankers
-    from .tagging import TrigramHMM, jackknife_nbest
-    from .tagging._jackknife import clone
+    from .tagging import TrigramHMM, clone, jackknife_nbest
 
     check_set_name(name)
     if not isinstance(k, (int, np.integer)) or k < 2:

@@ -332,8 +332,7 @@ def _refuse_conllu_as_text(path: Path, text: str) -> None:
 
 
 def _read_document(path: Path, fmt: str) -> _Document:
-    from .data import CorpusFormatError, read_text
-    from .data._conllu import conllu_corpus, tokenized_corpus
+    from .data import CorpusFormatError, conllu_corpus, read_text, tokenized_corpus
 
     if fmt == "text":
         text = read_text(path)  # once: sniffed for CoNLL-U, then tokenised

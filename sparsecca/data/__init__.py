@@ -1,6 +1,14 @@
 """Corpus readers and writers, the columnar TaggedCorpus, and the synthetic corpus."""
 
-from ._conllu import CorpusFormatError, read_conllu, read_text, read_tokenized, write_conllu
+from ._conllu import (
+    CorpusFormatError,
+    conllu_corpus,
+    read_conllu,
+    read_text,
+    read_tokenized,
+    tokenized_corpus,
+    write_conllu,
+)
 from ._corpus import TaggedCorpus, Vocabulary, kfold_indices, train_test_split
 from ._synthetic import synthetic_corpus
 
@@ -8,11 +16,13 @@ __all__ = [
     "CorpusFormatError",
     "TaggedCorpus",
     "Vocabulary",
+    "conllu_corpus",
     "kfold_indices",
     "read_conllu",
     "read_text",
     "read_tokenized",
     "synthetic_corpus",
+    "tokenized_corpus",
     "train_test_split",
     "write_conllu",
 ]

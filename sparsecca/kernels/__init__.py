@@ -1,9 +1,17 @@
 """Numba kernels on raw arrays, each behind a validating public wrapper."""
 
-from ._boosting import boosting_path, path_losses, perceptron_train, weight_path_losses
+from ._boosting import (
+    boosting_path,
+    check_n_rounds,
+    max_rounds,
+    path_losses,
+    perceptron_train,
+    weight_path_losses,
+)
 from ._lookup import grouped_lookup
 from ._residuals import aggregate_residuals, slack_update
 from ._viterbi import kbest_viterbi, sequence_logprob
 
-__all__ = ["aggregate_residuals", "boosting_path", "grouped_lookup", "kbest_viterbi", "path_losses",
-           "perceptron_train", "sequence_logprob", "slack_update", "weight_path_losses"]
+__all__ = ["aggregate_residuals", "boosting_path", "check_n_rounds", "grouped_lookup",
+           "kbest_viterbi", "max_rounds", "path_losses", "perceptron_train", "sequence_logprob",
+           "slack_update", "weight_path_losses"]

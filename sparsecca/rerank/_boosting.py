@@ -14,8 +14,7 @@ import scipy.sparse as sp
 from scipy.optimize import brentq
 
 from .._params import ParamsMixin, check_bool, check_float, check_int, check_weight_scale
-from ..kernels import boosting_path, path_losses
-from ..kernels._boosting import check_n_rounds
+from ..kernels import boosting_path, check_n_rounds, path_losses
 from ..tagging import NBestList
 from ._base import (
     BaseReranker,
@@ -270,7 +269,7 @@ class BoostingReranker(_ExpLossBoosting):
     features : {"suffix", "ngram"}, default "suffix"
     n_rounds : int >= 1, default 20000
         Maximum number of boosting rounds; at most
-        :func:`sparsecca.kernels._boosting.max_rounds` (the path must fit in memory).
+        :func:`sparsecca.kernels.max_rounds` (the path must fit in memory).
     eps : float > 0, default 0.0025
         Step smoothing (Collins & Koo's epsilon).
     min_count : int >= 1, default 2

@@ -1,0 +1,112 @@
+"""The package's layers (DESIGN.md section 5): no module reaches around one.
+
+Read from the source with ``ast`` (every import, those inside functions included), so a
+lazy import cannot hide a dependency.  Two rules:
+
+* a module uses another subpackage only through its public ``__init__`` (never
+  ``sparsecca.<other>._private``);
+* a subpackage imports only the subpackages below it (``LOWER``).
+
+The top-level private helpers (``_params``, ``_persist``, ...) and ``exceptions`` are shared
+by every layer; the top-level modules (``cli``, ``_experiment``, ``evaluate``) sit above all.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sparsecca"
+
+#: what each subpackage may import (besides the shared top-level modules)
+LOWER = {
+    "data": set(),
+    "kernels": set(),
+    "linalg": set(),
+    "features": {"data", "kernels"},
+    "tagging": {"data", "kernels"},
+    "rerank": {"data", "features", "kernels", "linalg", "tagging"},
+}
+SHARED = {"_atomic", "_config", "_params", "_persist", "_sparse", "_tagset", "exceptions"}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        yield path, parts
+
+
+def imports_of(path, parts):
+    """The absolute ``sparsecca...`` modules that the file at ``path`` imports from, with
+    their line numbers."""
+    base = list(parts[:-1])  # the package holding this module (itself for __init__)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[:len(base) - (node.level - 1)]
+                target = ".".join(anchor + ([node.module] if node.module else []))
+                # 'from . import x' names submodules or attributes of the anchor
+                names = [] if node.module else [f"{target}.{a.name}" for a in node.names]
+            else:
+                target, names = node.module or "", []
+            for t in [target, *names]:
+                if t.startswith("sparsecca"):
+                    found.append((t, node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names
+                      if a.name.startswith("sparsecca")]
+    return found
+
+
+def violations(modules=None):
+    """(file:line, rule) of every import that breaks a layer rule."""
+    out = []
+    for path, parts in modules if modules is not None else _modules():
+        own = parts[1] if len(parts) > 2 else None  # subpackage, None for top-level modules
+        for target, line in imports_of(path, parts):
+            tparts = target.split(".")
+            if len(tparts) < 2:
+                continue
+            other = tparts[1]
+            if other == own or other in SHARED or other == "__init__":
+                continue
+            where = f"{'/'.join(parts)}.py:{line}"
+            if len(tparts) > 2 and tparts[2].startswith("_"):
+                out.append((where, f"imports {target}, a private module of sparsecca.{other}"))
+            if own is not None and other not in LOWER.get(own, set()):
+                out.append((where, f"sparsecca.{own} imports sparsecca.{other}, which is "
+                                   f"not below it"))
+    return out
+
+
+def test_every_subpackage_has_a_layer():
+    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert subpackages == set(LOWER)
+
+
+def test_no_module_reaches_around_a_layer():
+    assert violations() == []
+
+
+@pytest.mark.parametrize("source, rule", [
+    ("from ..kernels._boosting import check_n_rounds\n", "a private module of sparsecca.kernels"),
+    ("def f():\n    from ..rerank import GenerativeReranker\n", "not below it"),
+    ("import sparsecca.linalg._cca\n", "a private module of sparsecca.linalg"),
+])
+def test_the_check_finds_a_broken_rule(tmp_path, source, rule):
+    # the checker on a stand-in module of sparsecca.tagging (it must be able to fail)
+    path = tmp_path / "_mod.py"
+    path.write_text(source, encoding="utf-8")
+    found = [message for _, message in violations([(path, ("sparsecca", "tagging", "_mod"))])]
+    assert any(rule in m for m in found), found
+
+
+def test_the_check_allows_public_and_shared_imports(tmp_path):
+    path = tmp_path / "_mod.py"
+    path.write_text("from ..kernels import kbest_viterbi\nfrom .._params import check_int\n"
+                    "from ._nbest import NBestList\nfrom ..data import TaggedCorpus\n",
+                    encoding="utf-8")
+    assert violations([(path, ("sparsecca", "tagging", "_mod"))]) == []
