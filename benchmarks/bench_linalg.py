@@ -44,6 +44,10 @@ test checked in the exact C_xx^-1 norm where the model preconditions it.
 ``--center`` fits every case centred (``SparseCCA(center=True)``, the dense reference too;
 the issue's targets are for the uncentred fits).
 
+The first and last lines give the machine's speed (``_machine.py``: a float64 GEMM and a
+sparse CSR product, timed in the parent before and after the fits): the reference machine's
+varies from day to day, so a time compares with another run's only at a similar speed.
+
 Usage::
 
     python benchmarks/bench_linalg.py [--cases zipf20k zipf50k brown brown8k path]
@@ -69,6 +73,7 @@ from pathlib import Path
 
 import numpy as np
 from _data_check import EXIT_FAILED, require  # noqa: E402  (benchmarks/ is the script's dir)
+from _machine import machine_line, machine_speed  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 TAUS_PATH = [0.1, 0.3, 0.5, 0.7, 0.9]
@@ -319,6 +324,10 @@ def main():
     if args.pairs < 1:
         ap.error(f"--pairs must be an int >= 1, got {args.pairs}")
     require(*(p for case in args.cases for p in data_paths(case)))
+    # the machine's speed before and after: seconds are comparable across runs only at equal
+    # speed (the shared VM's varies from day to day), ratios within the run need no such line
+    speed = machine_speed()
+    print(machine_line(speed), flush=True)
     print(HEADER)
     rows = []
     failed = []  # children that failed: the exit status says so after the table
@@ -383,7 +392,11 @@ def main():
             for w in r.get("warnings", []):
                 print(f"         warning: {w}", flush=True)
             rows.append(r)
+    after = machine_speed()
+    print(machine_line(after).replace("machine:", "machine (after the runs):", 1), flush=True)
     if args.json is not None:  # only when asked: a fixed default path was clobbered
+        for r in rows:
+            r["machine"] = {"before": speed, "after": after}
         args.json.write_text(json.dumps(rows, indent=1))
         print(f"(raw results: {args.json})")
     if failed:

@@ -60,6 +60,7 @@ from _harness import (  # noqa: E402
     run_child,
     write_report,
 )
+from _machine import machine_line, machine_speed  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BROWN = SHARED_DATA / "en-brown"
@@ -217,7 +218,9 @@ def report(args, res, info, command, wall):
         f"NumPy {info['numpy']}, SciPy {info['scipy']}; load average at start "
         f"{info['loadavg']}, at the end {[round(x, 2) for x in os.getloadavg()]}.  The whole "
         f"run in one fresh child process (wall {wall:.0f} s including its imports); per-stage "
-        f"peak RSS from a 2 ms psutil sampler completed by the process high-water mark.\n",
+        f"peak RSS from a 2 ms psutil sampler completed by the process high-water mark.  "
+        f"Speed before the run ({machine_line(info['speed']).replace('machine: ', '')}): "
+        f"the reference machine's varies from day to day, see benchmarks/_machine.py.\n",
         f"Data: en-brown train{'' if whole else ' (first n only)'}: {res['n_train']:,} "
         f"sentences / {res['n_train_tokens']:,} tokens, {res['n_tags']} XPOS "
         f"tags; dev {res['n_dev']:,} sentences.  X = SuffixView(1-4) + WordView: {xs[0]:,} x "
@@ -282,6 +285,7 @@ def main(argv=None):
         return 0
     require(BROWN / "train.conllu.gz", BROWN / "dev.conllu.gz")  # exit 3, one line
     info = machine_info()
+    info["speed"] = machine_speed()  # seconds compare across runs only at a similar speed
     print(f"machine: {info}", flush=True)
     argv_list = sys.argv[1:] if argv is None else list(argv)
     command = "python benchmarks/scale_run.py " + " ".join(argv_list)

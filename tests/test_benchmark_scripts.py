@@ -139,6 +139,12 @@ def test_bench_linalg_zipf20k_cold(shared_data, tmp_path):
     assert 0 < row["traced_peak_mb"] < row["peak_mb"] and row["rss_data_mb"] > 0
     # the published figure: top sqrt(omega) of the dense reference (zipf-two-view README)
     assert abs(row["correlations"][0] - 1.9538) < 1e-3
+    # the machine's speed before and after the fits, in the output and in every raw row
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("machine: ") and "GFLOP/s" in lines[0]
+    assert lines[-2].startswith("machine (after the runs): ")
+    assert row["machine"]["before"]["gemm_gflops"] > 0
+    assert row["machine"]["after"]["spmm_gmadds"] > 0
 
 
 @pytest.mark.shared_data
@@ -562,3 +568,22 @@ def test_asv_large_classes_have_their_own_setup_cache():
         a, b = getattr(mod, small), getattr(mod, large)
         assert inspect.getsourcelines(a.setup_cache)[1] != inspect.getsourcelines(b.setup_cache)[1]
         assert not set(a.params[0]) & set(b.params[0])
+
+
+def test_machine_speed_probe():
+    # _machine.py: positive rates from work counted independently of the probe's own formula
+    sys.path.insert(0, str(BENCH))
+    try:
+        import _machine
+    finally:
+        sys.path.remove(str(BENCH))
+    speed = _machine.machine_speed(seconds=0.01)
+    assert speed["cores"] >= 1 and speed["cpu"] and speed["blas"]
+    assert 0 < speed["gemm_gflops"] < 1e5 and 0 < speed["spmm_gmadds"] < 1e3
+    X, V = _machine._probe_matrix()
+    assert X.shape == (_machine.SPMM_N, _machine.SPMM_D) and V.shape[1] == _machine.SPMM_COLS
+    assert 0.5 * X.shape[0] * _machine.SPMM_NNZ_ROW < X.nnz <= X.shape[0] * _machine.SPMM_NNZ_ROW
+    X2, _ = _machine._probe_matrix()  # fixed seed: every run times the same work
+    assert (X2 != X).nnz == 0
+    line = _machine.machine_line(speed)
+    assert line.startswith("machine: ") and f"{speed['gemm_gflops']:.1f} GFLOP/s" in line
