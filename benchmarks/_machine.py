@@ -5,7 +5,8 @@ has timed zipf 20K at 0.44 s one session and 1.1-1.5 s another, with nothing els
 A figure in seconds is therefore only comparable with one taken on an equally fast machine.
 :func:`machine_speed` times the two kinds of work the engine is made of -- dense BLAS-3
 (a GEMM on every core) and a sparse CSR times a dense block (scipy's kernel, one thread) --
-on fixed inputs, so that two runs' lines say whether the machine or the code changed.
+and the memory beneath them (a streamed read and random gathers), on fixed inputs, so that
+two runs' lines say whether the machine or the code changed, and which part of the machine.
 Ratios measured side by side in one run (the targets' speed-ups) do not need it.
 
 Usage::
@@ -29,6 +30,9 @@ GEMM_N = 1000
 #: the sparse probe: a random CSR (n x d, ~nnz_row nonzeros a row, Zipf-like columns as in
 #: the text views) times a dense (d, cols) block; fixed seed, so every run does the same work
 SPMM_N, SPMM_D, SPMM_NNZ_ROW, SPMM_COLS = 50_000, 20_000, 30, 64
+#: memory probes: a streamed read of STREAM_N float64 (80 MB, beyond any cache) and
+#: GATHER_N random gathers from it (latency-bound, as a sparse product's column reads)
+STREAM_N, GATHER_N = 10_000_000, 1_000_000
 
 
 def _cpu_model() -> str:
@@ -111,6 +115,10 @@ def machine_speed(seconds: float = PROBE_SECONDS) -> dict:
     t_gemm = _best_time(lambda: A @ B, seconds)
     X, V = _probe_matrix()
     t_spmm = _best_time(lambda: X @ V, seconds)
+    big = rng.random(STREAM_N)
+    idx = rng.integers(0, STREAM_N, GATHER_N)
+    t_read = _best_time(big.sum, seconds)
+    t_gather = _best_time(lambda: big[idx].sum(), seconds)
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -121,6 +129,8 @@ def machine_speed(seconds: float = PROBE_SECONDS) -> dict:
         "blas": _blas(),
         "gemm_gflops": 2.0 * GEMM_N**3 / t_gemm / 1e9,
         "spmm_gmadds": X.nnz * SPMM_COLS / t_spmm / 1e9,
+        "read_gbs": 8.0 * STREAM_N / t_read / 1e9,
+        "gather_mps": GATHER_N / t_gather / 1e6,
         "load": load,
     }
 
@@ -130,4 +140,6 @@ def machine_line(speed: dict) -> str:
     load = "" if speed.get("load") is None else f"; load average {speed['load']:.2f}"
     return (f"machine: {speed['cpu']}, {speed['cores']} cores, {speed['blas']}; "
             f"float64 GEMM {speed['gemm_gflops']:.1f} GFLOP/s, CSR x {SPMM_COLS} columns "
-            f"{speed['spmm_gmadds']:.2f} G multiply-adds/s (one thread){load}")
+            f"{speed['spmm_gmadds']:.2f} G multiply-adds/s (one thread), memory read "
+            f"{speed['read_gbs']:.1f} GB/s and {speed['gather_mps']:.0f} M random gathers/s"
+            f"{load}")

@@ -580,6 +580,7 @@ def test_machine_speed_probe():
     speed = _machine.machine_speed(seconds=0.01)
     assert speed["cores"] >= 1 and speed["cpu"] and speed["blas"]
     assert 0 < speed["gemm_gflops"] < 1e5 and 0 < speed["spmm_gmadds"] < 1e3
+    assert 0 < speed["read_gbs"] < 1e4 and 0 < speed["gather_mps"] < 1e5
     X, V = _machine._probe_matrix()
     assert X.shape == (_machine.SPMM_N, _machine.SPMM_D) and V.shape[1] == _machine.SPMM_COLS
     assert 0.5 * X.shape[0] * _machine.SPMM_NNZ_ROW < X.nnz <= X.shape[0] * _machine.SPMM_NNZ_ROW
