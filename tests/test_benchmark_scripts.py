@@ -502,7 +502,9 @@ def test_bench_linalg_failed_child_exits_1_after_the_table(bench_copy, tmp_path)
 
         shutil.rmtree(bench_copy / "shared")
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "FAILED" in proc.stdout and "case" in proc.stdout.splitlines()[0]
+    # the machine's speed first, then the table's header
+    lines = proc.stdout.splitlines()
+    assert "FAILED" in proc.stdout and lines[0].startswith("machine: ") and "case" in lines[1]
     # --json PATH (the only way a raw file is written) keeps the failed row
     (row,) = json.loads((tmp_path / "raw.json").read_text())
     assert "error" in row and f"(raw results: {tmp_path / 'raw.json'})" in proc.stdout
