@@ -95,7 +95,7 @@ def _probe_matrix():
 
 
 def machine_speed(seconds: float = PROBE_SECONDS) -> dict:
-    """Measure the machine: CPU, cores, BLAS, GEMM GFLOP/s and sparse products per second.
+    """Measure the machine: CPU, cores, BLAS, GEMM, sparse product and memory speeds.
 
     Parameters
     ----------
@@ -107,7 +107,9 @@ def machine_speed(seconds: float = PROBE_SECONDS) -> dict:
     dict
         ``cpu``, ``cores``, ``blas`` (str), ``gemm_gflops`` (float64 GEMM of order
         ``GEMM_N`` on BLAS's threads), ``spmm_gmadds`` (10^9 multiply-adds a second of
-        scipy's CSR x dense block, one thread), ``load`` (1-minute load average or None).
+        scipy's CSR x dense block, one thread), ``read_gbs`` (GB/s of a streamed read, one
+        thread), ``gather_mps`` (random gathers a second, in millions: memory latency),
+        ``load`` (1-minute load average or None).
     """
     rng = np.random.default_rng(0)
     A = rng.standard_normal((GEMM_N, GEMM_N))
@@ -135,11 +137,16 @@ def machine_speed(seconds: float = PROBE_SECONDS) -> dict:
     }
 
 
-def machine_line(speed: dict) -> str:
-    """One line describing :func:`machine_speed`'s result, to print above a table."""
+def machine_summary(speed: dict) -> str:
+    """:func:`machine_speed`'s result in words, for a sentence or a labelled line."""
     load = "" if speed.get("load") is None else f"; load average {speed['load']:.2f}"
-    return (f"machine: {speed['cpu']}, {speed['cores']} cores, {speed['blas']}; "
+    return (f"{speed['cpu']}, {speed['cores']} cores, {speed['blas']}; "
             f"float64 GEMM {speed['gemm_gflops']:.1f} GFLOP/s, CSR x {SPMM_COLS} columns "
             f"{speed['spmm_gmadds']:.2f} G multiply-adds/s (one thread), memory read "
             f"{speed['read_gbs']:.1f} GB/s and {speed['gather_mps']:.0f} M random gathers/s"
             f"{load}")
+
+
+def machine_line(speed: dict, label: str = "machine") -> str:
+    """One line ``<label>: <summary>`` to print above (or below) a table."""
+    return f"{label}: {machine_summary(speed)}"

@@ -44,9 +44,10 @@ test checked in the exact C_xx^-1 norm where the model preconditions it.
 ``--center`` fits every case centred (``SparseCCA(center=True)``, the dense reference too;
 the issue's targets are for the uncentred fits).
 
-The first and last lines give the machine's speed (``_machine.py``: a float64 GEMM and a
-sparse CSR product, timed in the parent before and after the fits): the reference machine's
-varies from day to day, so a time compares with another run's only at a similar speed.
+The first and last lines give the machine's speed (``_machine.py``: a float64 GEMM, a sparse
+CSR product and memory reads, timed in the parent before and after the fits): the reference
+machine's varies from day to day, so a time compares with another run's only at a similar
+speed.
 
 Usage::
 
@@ -393,7 +394,7 @@ def main():
                 print(f"         warning: {w}", flush=True)
             rows.append(r)
     after = machine_speed()
-    print(machine_line(after).replace("machine:", "machine (after the runs):", 1), flush=True)
+    print(machine_line(after, "machine (after the runs)"), flush=True)
     if args.json is not None:  # only when asked: a fixed default path was clobbered
         for r in rows:
             r["machine"] = {"before": speed, "after": after}

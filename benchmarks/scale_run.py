@@ -60,7 +60,7 @@ from _harness import (  # noqa: E402
     run_child,
     write_report,
 )
-from _machine import machine_line, machine_speed  # noqa: E402
+from _machine import machine_speed, machine_summary  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BROWN = SHARED_DATA / "en-brown"
@@ -219,7 +219,7 @@ def report(args, res, info, command, wall):
         f"{info['loadavg']}, at the end {[round(x, 2) for x in os.getloadavg()]}.  The whole "
         f"run in one fresh child process (wall {wall:.0f} s including its imports); per-stage "
         f"peak RSS from a 2 ms psutil sampler completed by the process high-water mark.  "
-        f"Speed before the run ({machine_line(info['speed']).replace('machine: ', '')}): "
+        f"Speed before the run ({machine_summary(info['speed'])}): "
         f"the reference machine's varies from day to day, see benchmarks/_machine.py.\n",
         f"Data: en-brown train{'' if whole else ' (first n only)'}: {res['n_train']:,} "
         f"sentences / {res['n_train_tokens']:,} tokens, {res['n_tags']} XPOS "

@@ -573,7 +573,7 @@ def test_asv_large_classes_have_their_own_setup_cache():
 
 
 def test_machine_speed_probe():
-    # _machine.py: positive rates from work counted independently of the probe's own formula
+    # _machine.py: every rate positive and bounded, the sparse input fixed, the line labelled
     sys.path.insert(0, str(BENCH))
     try:
         import _machine
@@ -590,3 +590,4 @@ def test_machine_speed_probe():
     assert (X2 != X).nnz == 0
     line = _machine.machine_line(speed)
     assert line.startswith("machine: ") and f"{speed['gemm_gflops']:.1f} GFLOP/s" in line
+    assert _machine.machine_line(speed, "after") == "after: " + _machine.machine_summary(speed)
