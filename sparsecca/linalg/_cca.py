@@ -2,8 +2,8 @@
 
 Scaling (the paper's, Eq. 11): Cxx = (1 - tau) X^T X + tau I, Cyy = (1 - tau) Y^T Y + tau I,
 Cxy = X^T M *unscaled*.  With tau > 0 the generalized eigenvalues are therefore not bounded
-by 1: sqrt(omega) = a^T Cxy b with a^T Cxx a = b^T Cyy b = 1 can reach 1 / (1 - tau) (e.g.
-1.95 for the uncentred zipf problem at tau = 0.5).  At tau = 0 they are the classical
+by 1: sqrt(omega) = a^T Cxy b with a^T Cxx a = b^T Cyy b = 1 can reach 1 / (1 - tau) (count
+data with strongly correlated views come close to it).  At tau = 0 they are the classical
 canonical correlations.  The Pearson correlations of the training projections are reported
 separately (``empirical_correlations_``).
 """
@@ -54,10 +54,10 @@ SOLVERS = ("auto", "dense", "randomized", "iterative")
 PRECONDITIONERS = ("auto", "dense", "low-rank")
 
 #: 'auto' solves densely while min(n, d1) is at most this (O(min(n, d1)^3) flops, d^2 memory).
-#: Measured on the shared 2-core machine: on en-wsj (n = 7,936, d1 = 8,099 after merging
-#: duplicates) block CG needed ~280 iterations (~100 s) at tau = 0.1, where a dense
-#: factorisation of that size takes seconds; on zipf 50K x 30K it needed 22-27 iterations
-#: (40-55 s at load average 4) against 146 s and 7.4 GB for the dense solve.
+#: Up to this size a dense factorisation takes seconds, where an iterative solve on text
+#: views with nearly collinear features can need hundreds of iterations; well beyond it the
+#: factor's cubic time and quadratic memory (gigabytes) lose to the iterative solver
+#: (docs/engine.md)
 AUTO_DENSE_MAX = 8000
 
 #: C_yy is whitened by a dense Cholesky up to this many output features
@@ -75,7 +75,7 @@ RANDOMIZED_REFINE_RANK = 128
 #: most this and no larger than C_yy's factor or EXACT_PRECOND_SMALL (see
 #: CCAEngine.exact_preconditioner_fits)
 EXACT_PRECOND_MAX = 8192
-#: a dense factor of this size costs ~3e9 flops (~0.05 s): negligible beside any solve
+#: a dense factor of this size costs ~3e9 flops: negligible beside any solve
 EXACT_PRECOND_SMALL = 2048
 
 #: default relative accuracy targets of the correlations
@@ -152,13 +152,18 @@ class CCAEngine:
 
     The tau-independent factorisations of X^T X and Y^T Y (:class:`GramFactor`) and the
     per-tau inverse operators are cached, so the rerankers' repeated solves with different
-    M (C_xy = X^T M) and a small tau grid pay for them once.
+    M (C_xy = X^T M) and a small tau grid pay for them once.  :class:`SparseCCA` and
+    :func:`cca_path` are built on it.
 
     Parameters
     ----------
-    X : (n, d1) ndarray or scipy.sparse matrix, input view
-    Y : (n, d2) ndarray or scipy.sparse matrix, output view (defines C_yy)
-    solver : {'auto', 'dense', 'randomized', 'iterative'}
+    X : (n, d1) ndarray or scipy.sparse matrix
+        Input view, one example per row.
+    Y : (n, d2) ndarray or scipy.sparse matrix
+        Output view (defines C_yy); at most 10,000 features or rows unless ``lowrank_y``.
+    solver : {'auto', 'dense', 'randomized', 'iterative'}, default 'auto'
+        As in :class:`SparseCCA`; 'auto' picks 'dense' while min(n, d1) <= 8000 (d1 after
+        merging duplicate columns), else 'iterative'.
     center : bool, default False
         Centre X and Y: sparse views implicitly (rank-one corrections, never densified),
         dense ones in float64 copies.
@@ -172,8 +177,8 @@ class CCAEngine:
         max(256, 2e7 / d1))).
     precond_rank : int, optional
         Rank of the iterative solver's preconditioner (default 128; 32 for the LOBPCG
-        strategy when n > d1, where the rank barely helps -- zipf 50K x 30K: 28 iterations
-        at rank 16 and at rank 256).
+        strategy when n > d1, where on independent count features the rank barely changes
+        the number of steps).
     adaptive_rank : bool, default True
         'randomized': refine the model by LOBPCG (factor of rank max(128, 2k)), or, when the
         block is not thin, start at rank max(256, 2k) and double it until the error
@@ -200,12 +205,12 @@ class CCAEngine:
         (``certify`` of :func:`reduced_cca`): the error estimate is then measured in the
         exact norm, at the cost of some products with C_xx per check.  The model's norm
         understates the exact one on text views, so without it the estimate past the
-        dense factor's reach is a heuristic that can miss (see the README).
+        dense factor's reach is a heuristic that can miss (see docs/engine.md).
     random_state : None, int, numpy Generator or RandomState
     merge_duplicates : bool, default True
         Solve on X with identical columns merged (an exact reduction; the weights are
-        returned for the original columns).  Sparse NLP views have many: 25% of the en-wsj
-        suffix columns, 28% of the en-brown suffix + word columns.
+        returned for the original columns).  Sparse NLP views have many: a word seen once
+        and its suffixes share one row pattern.
     verbose : int or bool, default 0
         Progress on stdout: 1 reports the problem and solver, each factorisation with its
         time, LOBPCG every 10 steps (largest relative residual and error estimate against
@@ -213,9 +218,59 @@ class CCAEngine:
 
     Attributes
     ----------
-    X, Y : the validated inputs;  xfactor, yfactor : GramFactor (of the merged X)
-    n_merged_features_ : int, columns of X after merging duplicates
-    solver_ : str, the solver used;  solver_reason_ : str, why 'auto' picked it
+    X, Y : ndarray or CSR matrix
+        The validated inputs.
+    xfactor, yfactor : GramFactor
+        The tau-independent factorisations (of the merged X, and of Y).
+    n_merged_features_ : int
+        Columns of X after merging duplicates.
+    solver_ : str
+        The solver used.
+    solver_reason_ : str
+        Why 'auto' picked it ("requested" otherwise).
+    tol : float
+        The accuracy target in force.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad option or input (non-finite values, mismatched rows, fewer than 2 rows,
+        values whose covariance over- or underflows float64).
+
+    See Also
+    --------
+    SparseCCA : the estimator (plain CCA, M = Y, in the caller's order of the views).
+    reduced_cca : one solve from fitted inverse operators.
+
+    Notes
+    -----
+    A LOBPCG solve starts from the block the engine's previous solve ended with (a tau grid,
+    a sequence of M), so ``n_iter`` depends on the order of the solves, never the answer
+    beyond ``tol``.  The fast solvers hold BLAS to one thread outside the calls that ask for
+    both cores, and split their sparse and tall dense products over two threads instead
+    (docs/engine.md).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsecca.linalg import CCAEngine
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 6))
+    >>> Y = X[:, :4] + 0.5 * rng.standard_normal((100, 4))
+    >>> engine = CCAEngine(X, Y, random_state=0)
+    >>> engine.solver_, engine.solver_reason_
+    ('dense', 'min(n, d1) = 6 <= 8000: dense Cholesky (primal d1 x d1)')
+    >>> A, B, omega = engine.solve(Y, tau=0.1, n_components=2)
+    >>> A.shape, B.shape, omega.shape
+    ((6, 2), (4, 2), (2,))
+
+    Another tau, or another cross-covariance factor M, reuses the factorisations (C_xy =
+    X^T M is linear in M, and so are the correlations):
+
+    >>> [round(float(c), 3) for c in engine.solve(Y, tau=0.5, n_components=2).correlations]
+    [1.863, 1.823]
+    >>> [round(float(c), 3) for c in engine.solve(2 * Y, 0.5, 2).correlations]
+    [3.725, 3.646]
     """
 
     def __init__(self, X, Y, *, solver="auto", center=False, tol=None, max_rank=None,
@@ -317,8 +372,8 @@ class CCAEngine:
                                          rank=min(d2, 2048), name="Cyy")
             else:
                 # a low-rank whitener would make every solver approximate beyond what its
-                # error estimate sees (zipf 50K x 30K given as Y: 14.6% off, with estimates
-                # of 9e-4 and 5e-9): refused rather than answered wrongly
+                # error estimate sees (percents off with estimates far below tol:
+                # docs/engine.md): refused rather than answered wrongly
                 n = self.Y.shape[0]
                 raise ValueError(
                     f"Y has {d2:,} features and {n:,} rows, both more than {Y_DENSE_MAX:,}: "
@@ -357,8 +412,8 @@ class CCAEngine:
             t0 = time.perf_counter()
             s = self.solver_
             if s == "dense":
-                # the size rule is the solver's choice ('auto' or the user's): the zipf 50K
-                # reference factors 30,000 features, above RegularizedInverse's own limit
+                # the size rule is the solver's choice ('auto' or the user's): a dense
+                # reference of a wide problem may exceed RegularizedInverse's own limit
                 inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx",
                                          max_dim=None)
             elif s == "randomized":
@@ -391,21 +446,19 @@ class CCAEngine:
         ``preconditioner='dense'``, never with 'low-rank'; with 'auto' by the rule below).
 
         The model's norm understates ||r||_{C^-1} on text views, where nested suffix
-        features are nearly collinear (the squared ratio 5-38 over the columns of the final
-        residual, en-wsj with its 2,000 most frequent suffix features, tau = 0.1), so
-        LOBPCG's error estimate was optimistic and both solvers stopped short of ``tol``:
-        randomized 9.0e-3 from the dense solver with an estimate of 9.4e-4, iterative
-        4.6e-7 with 9.8e-8.  With the exact factor the residuals are measured in the exact
-        norm and LOBPCG takes 5 and 9 steps instead of 23 and 162.  The factor, of size
-        s = min(n, d1), costs s^3 / 3 flops and is formed per tau, so it is used while s
-        is no larger than the factor of C_yy that every solve pays, or below
-        EXACT_PRECOND_SMALL (2048, ~0.05 s), and at most EXACT_PRECOND_MAX (8192).
-        Beyond that it would cost more than the steps it saves: on zipf 20K x 5K (d2 = 300),
-        whose independent count features the model preconditions well, it turned the
-        randomized fit's 0.40 s into 1.08 s and a 5-value tau grid's 0.59 s into 4.48 s;
-        on all of en-wsj (s = 7,936, d2 = 1,176) the iterative solver took 11.9 / 7.8 /
-        6.6 s with it at tau = 0.1 / 0.5 / 0.95, against 18.6 / 5.8 / 1.8 s without (at
-        989b171).
+        features are nearly collinear, so LOBPCG's error estimate was optimistic and both
+        fast solvers stopped short of ``tol``.  With the exact factor the residuals are
+        measured in the exact norm and LOBPCG takes a few steps instead of tens or
+        hundreds.  The factor, of size s = min(n, d1), costs s^3 / 3 flops and is formed
+        per tau, so it is used while s is no larger than the factor of C_yy that every solve
+        pays, or below EXACT_PRECOND_SMALL (2048, negligible), and at most
+        EXACT_PRECOND_MAX (8192).  Beyond that it costs more than the steps it saves where
+        the model preconditions well (independent count features, a tau near 1).  The
+        measurements behind the rule are in docs/engine.md.
+
+        Returns
+        -------
+        bool
         """
         if self.preconditioner != "auto":
             return self.preconditioner == "dense"
@@ -421,9 +474,13 @@ class CCAEngine:
         factor from the start.  Too slow means stalled, or a rate of progress that predicts
         more steps than the factor costs (``rescue_cost``, from :meth:`_rescue_cost`).
 
-        Slow progress is where the model's norm fails: en-wsj with its 8,000 most frequent
-        suffix features took 785 LOBPCG steps and 86 s at tau = 0.1, against 6.3 s with the
-        dense factor; with 4,000, 211 block CG iterations of the 'full' fallback and 16.9 s.
+        Slow progress is where the model's norm fails: on text views a model-preconditioned
+        LOBPCG (or the block CG fallback) can take many times as long as a solve with the
+        dense factor (docs/engine.md).
+
+        Returns
+        -------
+        bool
         """
         if self.preconditioner != "auto":
             return False  # 'dense' has the factor from the start, 'low-rank' never
@@ -525,8 +582,8 @@ class CCAEngine:
         omega_max = 1.0 / (1.0 - tau) ** 2 if plain and tau < 1.0 else None
         # the fast solvers' dense work is small or labelled (small_blas, wide_blas): BLAS
         # stays on one thread unless a call asks for both cores, so that no idle OpenBLAS
-        # thread spins on the core the split sparse products need (zipf 20K x 5K: ~0.47
-        # against ~0.50 s a fit); the dense reference keeps the global setting
+        # thread spins on the core the split sparse products need; the dense reference
+        # keeps the global setting
         with nullcontext() if self.solver_ == "dense" else small_blas(0):
             res = self._solve_with(cross, tau, k, strategy, omega_max)
         if self._xmerge is not None and not self._xmerge.trivial:
@@ -589,11 +646,11 @@ class CCAEngine:
 
         Block CG keeps RegularizedInverse's 'auto' tail and rank 128.  LOBPCG only needs
         the preconditioner to be a good local model, and the diagonal tail is one whatever
-        the shape: on en-wsj (n < d1) it took 83 steps at tau = 0.5 where the identity tail
-        had not converged after 200.  Its rank matters when n < d1 -- text views with nested,
-        nearly collinear features (en-wsj: 83 steps at rank 128, 120 at 32) -- and not on
-        independent count features with n > d1 (zipf 50K: 28 steps at rank 16 and at 256),
-        where the cheaper factor wins.
+        the shape (with n < d1 the identity tail, block CG's choice there, converged far
+        more slowly or not at all).  Its rank matters when n < d1 -- text views with
+        nested, nearly collinear features, where rank 128 saves steps over 32 -- and not on
+        independent count features with n > d1, where the cheaper factor wins
+        (docs/engine.md).
         """
         d1, d2 = self.n_merged_features_, self.Y.shape[1]
         lobpcg = strategy == "lobpcg" or (strategy == "auto" and lobpcg_fits(d1, d2, k))
@@ -608,24 +665,24 @@ class CCAEngine:
         """The low-rank-plus-ridge model of C_xx, corrected until the error estimate <= tol.
 
         The model's own solve is exact when the rank exhausts X and accurate when the
-        spectrum of X^T X decays.  Count data decay slowly: on en-wsj the top-50
-        correlations were 36% off at rank 1,843, and even an exact Rayleigh-Ritz step on the
-        top 3,000 singular directions of the en-brown 8K views leaves them 2.4% off (the
-        canonical directions of rare, deterministic features lie in the tail).  So, when the
-        block is thin (:func:`lobpcg_fits`) and the rank does not exhaust X, LOBPCG on the
-        exact pencil, preconditioned by the model and started from the model's solution,
-        runs until the error estimate meets ``tol`` (no step at all when the model already
-        does).  Otherwise, or with ``adaptive_rank=False`` or an explicit strategy other
-        than 'lobpcg', the model is solved as it is and its rank doubles up to
-        ``max_rank`` until the a-posteriori bound meets ``tol``.
+        spectrum of X^T X decays.  Count data decay slowly: at ranks in the thousands the
+        model's correlations are still far off, and even an exact Rayleigh-Ritz step on the
+        top few thousand singular directions of both views leaves them percents off (the
+        canonical directions of rare, deterministic features lie in the tail; see
+        docs/engine.md).  So, when the block is thin (:func:`lobpcg_fits`) and the rank does
+        not exhaust X, LOBPCG on the exact pencil, preconditioned by the model and started
+        from the model's solution, runs until the error estimate meets ``tol`` (no step at
+        all when the model already does).  Otherwise, or with ``adaptive_rank=False`` or an
+        explicit strategy other than 'lobpcg', the model is solved as it is and its rank
+        doubles up to ``max_rank`` until the a-posteriori bound meets ``tol``.
         """
         f = self.xfactor
         cap = min(self.max_rank, f.n_samples, f.n_features)
         d1, d2 = self.n_merged_features_, self.Y.shape[1]
         refine = strategy == "lobpcg" or (self.adaptive_rank and strategy == "auto"
                                           and lobpcg_fits(d1, d2, k))
-        # as a preconditioner the factor need not be large (all of en-brown, k = 75: 52
-        # LOBPCG steps at rank 150 and 55 at rank 256, 54 s against 70 s)
+        # as a preconditioner the factor need not be large (a larger one saves hardly any
+        # LOBPCG step and costs more than the steps it saves)
         r = min(cap, max(RANDOMIZED_REFINE_RANK if refine else 256, 2 * k))
         r = r if self.adaptive_rank else cap
         # resume from the rank an earlier solve (other tau or M) ended with
@@ -633,8 +690,8 @@ class CCAEngine:
         history = []
         if refine and f.rank_ < r:
             # a preconditioner needs the dominant subspace only roughly: one pass of the
-            # range finder, no power iteration (zipf 20K x 5K: 0.49 s against 0.54 s a fit,
-            # the same 4 LOBPCG steps)
+            # range finder, no power iteration (which would cost time and save no LOBPCG
+            # step)
             t0 = time.perf_counter()
             f.lowrank(r, block_size=r, n_iter=0)
             self._say(f"randomized factor of X^T X: rank {f.rank_} in "
@@ -658,8 +715,9 @@ class CCAEngine:
         n_refine = 0
         if refine and not exhausted:
             # the factor with the diagonal tail: the identity tail (the model's choice when
-            # n < d1, exact on the null space of X) preconditions LOBPCG poorly (en-wsj,
-            # tau = 0.1: relative residual 0.35 after 300 steps against 73 steps to tol)
+            # n < d1, exact on the null space of X) preconditions LOBPCG poorly (on text
+            # views it may not converge in LOBPCG_MAXITER steps where the diagonal tail does
+            # in tens)
             xinv = self._precondition_exactly(self.x_inverse(tau, rank=r, tail="diagonal"),
                                               tau)
             # LOBPCG's start is the block of the previous solve (a tau grid), or else the
@@ -736,34 +794,33 @@ class SparseCCA(PersistMixin, ParamsMixin):
 
         Cxx = (1 - tau) Xc^T Xc + tau I,   Cyy = (1 - tau) Yc^T Yc + tau I,   Cxy = Xc^T Yc
 
-    (Xc = X unless ``center=True``; Cxy is not scaled by 1 - tau).
+    (Xc = X unless ``center=True``; Cxy is not scaled by 1 - tau, so the correlations can
+    exceed 1, up to 1 / (1 - tau)).  No d x d covariance is formed unless a dense factor is
+    chosen: the fast solvers apply the covariances as sparse products.
 
     Parameters
     ----------
-    n_components : int in [1, min(d1, d2)]
+    n_components : int in [1, min(d1, d2)], default 2
+        Number k of projection pairs.
     tau : float in [0, 1], default 0.1
         tau = 0 is classical CCA (needs nonsingular X^T X and Y^T Y); tau = 1 makes both
         covariances the identity (a PLS-like SVD of Cxy).
-    solver : {'auto', 'dense', 'randomized', 'iterative'}
-        'dense': Cholesky (exact reference); 'randomized': low-rank-plus-diagonal model of
-        Cxx^-1 from a randomized factor of X, refined by LOBPCG on the exact problem until
-        the error estimate meets ``tol`` (when the block k + k/2 is thin against d1; else
-        the factor's rank grows); 'iterative': LOBPCG on the pencil (Cxy Cyy^-1 Cyx, Cxx)
-        preconditioned by a small factor (block CG solves when the block would not be
-        thin), exact to ``tol``; 'auto': dense while min(n, d1) <= 8000, else iterative
-        (see ``solver_``).  While min(n, d1) <= min(8192, max(d2, 2048)) both fast solvers
-        precondition by the dense Cholesky factor of Cxx: LOBPCG then needs a few steps,
-        and its error estimate is measured in the exact norm (see Notes and
-        ``CCAEngine.exact_preconditioner_fits``); while min(n, d1) <= 8192 a LOBPCG that
-        stalls under the low-rank model is resumed with that factor
-        (``CCAEngine.exact_rescue_fits``; ``solver_reason_`` says so).  ``preconditioner``
-        overrides the rule.
+    solver : {'auto', 'dense', 'randomized', 'iterative'}, default 'auto'
+        'dense': Cholesky factors of Cxx and Cyy (or of their n x n dual forms when n is
+        the smaller side), the exact reference; O(min(n, d1)^3) time, min(n, d1)^2 memory.
+        'randomized': a low-rank-plus-diagonal model of Cxx^-1 from a randomized factor of
+        X, refined by LOBPCG on the exact problem until the error estimate meets ``tol``
+        (when LOBPCG's block of about 1.5 k columns is thin against d1; else the factor's
+        rank grows).  'iterative': LOBPCG on the pencil (Cxy Cyy^-1 Cyx, Cxx) preconditioned
+        by a small factor (block CG solves when the block would not be thin), exact to
+        ``tol``.  'auto': 'dense' while min(n, d1) <= 8000, else 'iterative'
+        (``solver_reason_`` says why).
     center : bool, default False
         Centre both views: a sparse view implicitly (never densified; a
         :class:`~sparsecca.linalg.CentringPrecisionWarning` when its column means dominate
         its spread so much that the correction cancels more than eight digits), a dense one
         in a float64 copy (exact whatever its offsets).
-    tol : float, optional
+    tol : float in (0, 1), optional
         Relative accuracy target of the correlations (default 1e-3 for 'randomized', 1e-7
         for 'iterative').  Both fast solvers warn (RuntimeWarning) when their error estimate
         does not certify it.
@@ -773,78 +830,153 @@ class SparseCCA(PersistMixin, ParamsMixin):
         What preconditions the fast solvers' LOBPCG, and so the norm ``error_estimate_`` is
         measured in: 'dense' the Cholesky factor of Cxx whatever its size (min(n, d1)^2
         floats), 'low-rank' the low-rank-plus-diagonal model of Cxx^-1 (also when LOBPCG
-        stalls), 'auto' the rule above (see ``CCAEngine``).
+        stalls), 'auto' the dense factor while min(n, d1) <= min(8192, max(d2, 2048)), else
+        the model, handing over to the dense factor while min(n, d1) <= 8192 when LOBPCG is
+        too slow under the model (:meth:`CCAEngine.exact_preconditioner_fits`,
+        :meth:`CCAEngine.exact_rescue_fits`; ``solver_reason_`` says which was used).
     certify : bool, default False
         Under the low-rank model, check LOBPCG's stopping test in the exact Cxx^-1 norm
         (bounded by preconditioned CG) before it stops, so that ``error_estimate_`` is
-        measured in that norm (see ``CCAEngine``).  Off, the estimate past the dense
-        factor's reach is a heuristic that understated the error on en-brown's paper views
-        (first 20,000 sentences, tau = 0.9: an estimate of 7.3e-4 for an error of 1.7e-3);
-        on, that fit took 1.9x as long (10.9 s) and stopped 1.3e-4 from the exact
-        correlations within an estimate of 9.9e-4.  Where the exact norms stop falling
-        under the model's preconditioning (all of en-brown) LOBPCG gives up with a warning
-        once 20 steps brought no progress; the dense factor (``preconditioner='dense'``) or
-        ``solver='iterative'`` is then the way to a certified solve.
+        measured in that norm, at the cost of extra products with Cxx.  Off, the estimate
+        past the dense factor's reach is a heuristic that can understate the error on text
+        views.  Where the exact norms stop falling under the model's preconditioning,
+        LOBPCG gives up with a warning after 20 steps without progress; the dense factor
+        (``preconditioner='dense'``) or ``solver='iterative'`` is then the way to a
+        certified solve.
     random_state : None, int, numpy Generator or RandomState
+        Seed of the randomized factor and of the randomized starting blocks.
     verbose : int or bool, default 0
-        Progress on stdout (a fit of all of en-brown takes ~35 s): 1 reports the problem
-        and solver, each factorisation with its time, LOBPCG every 10 steps (relative
-        residual and error estimate against their targets) and the outcome; 2 every step.
+        Progress on stdout: 1 reports the problem and solver, each factorisation with its
+        time, LOBPCG every 10 steps (relative residual and error estimate against their
+        targets) and the outcome; 2 every step.
 
     Attributes
     ----------
-    x_weights_ : (d1, k) A, with A^T Cxx A = I
-    y_weights_ : (d2, k) B, with B^T Cyy B = I
-    eigenvalues_ : (k,) omega of Eq. 14, descending
-    correlations_ : (k,) sqrt(omega) = a_j^T Cxy b_j (up to 1 / (1 - tau))
-    empirical_correlations_ : (k,) Pearson correlation of X a_j and Y b_j on the training data
-        (from the second moments the solve forms, or from the projections themselves when
-        subtracting the mean would cancel most digits)
-    residual_norms_ : (k,) a-posteriori bound: an exact sqrt(omega) lies within this distance
-    error_estimate_ : float, estimated relative error of the correlations: LOBPCG's
-        squared residual over the spectral gap when it ran, else the first-order residual
-        bound (loose: the correlations are accurate to about its square); or, when smaller,
-        the bound 1 - (1 - tau) correlations_[-1] (the correlations are lower bounds of the
-        exact ones, which 1 / (1 - tau) caps: saturated clusters, where LOBPCG also stops
-        on it)
-    solver_ : str, the solver used;  solver_reason_ : str, why (and whether the views were
-        swapped: the solve whitens Y's covariance by a dense factor, so a Y with more than
-        10,000 features and rows is solved as (Y, X) when X has fewer features; CCA is
-        symmetric in its views and every attribute is in the caller's order; and, for the
-        fast solvers, what preconditioned LOBPCG or block CG: the dense factor of Cxx, in
-        whose exact norm ``error_estimate_`` is measured, or the low-rank-plus-diagonal
-        model)
-    rank_ : int, rank of the randomized factor of X (0 for 'dense')
-    n_iter_ : int, LOBPCG steps (or block CG iterations when 'iterative' used them)
-    x_mean_, y_mean_ : (d,) column means (``center=True``) or None
-    n_features_in_ : int, d1
-    n_merged_features_ : int, columns of X left after merging duplicate columns (exact)
+    x_weights_ : (d1, k) float64 ndarray
+        A, with A^T Cxx A = I.
+    y_weights_ : (d2, k) float64 ndarray
+        B, with B^T Cyy B = I.
+    eigenvalues_ : (k,) float64 ndarray
+        omega of Eq. 14, descending.
+    correlations_ : (k,) float64 ndarray
+        sqrt(omega) = a_j^T Cxy b_j (up to 1 / (1 - tau)).
+    empirical_correlations_ : (k,) float64 ndarray
+        Pearson correlation of X a_j and Y b_j on the training data (from the second
+        moments the solve forms, or from the projections themselves when subtracting the
+        mean would cancel most digits).
+    residual_norms_ : (k,) float64 ndarray
+        A-posteriori bound: an exact sqrt(omega) lies within this distance.
+    error_estimate_ : float
+        Estimated relative error of the correlations (see Notes).
+    solver_ : str
+        The solver used.
+    solver_reason_ : str
+        Why: 'auto''s rule (or "requested"), whether the views were swapped (see Notes)
+        and, for the fast solvers, what preconditioned LOBPCG or block CG: the dense factor
+        of Cxx, in whose exact norm ``error_estimate_`` is measured, or the
+        low-rank-plus-diagonal model.
+    rank_ : int
+        Rank of the randomized factor of X (0 for 'dense').
+    n_iter_ : int
+        LOBPCG steps (or block CG iterations when 'iterative' used them).
+    x_mean_, y_mean_ : (d1,) and (d2,) float64 ndarrays, or None
+        Column means (``center=True``), else None.
+    n_features_in_ : int
+        d1.
+    n_merged_features_ : int
+        Columns of X left after merging identical columns (an exact reduction).
+
+    See Also
+    --------
+    CCAEngine : the solver behind the estimator (any tau, any cross-covariance factor).
+    cca_path : a tau grid sharing the tau-independent factorisations (also :meth:`fit_path`).
+
+    Notes
+    -----
+    The randomized low-rank-plus-ridge model of Cxx^-1 is exact once its rank reaches
+    rank(X) and accurate earlier only when the spectrum of X^T X decays; for sparse count
+    features it does not.  So 'randomized' uses the model as the preconditioner and starting
+    point of LOBPCG on the exact problem and stops at ``tol``; 'iterative' is the same
+    method at a tight ``tol`` with a smaller factor.  Every solver ends with a Rayleigh-Ritz
+    step in the exact metrics, so the Cxx- and Cyy-orthonormality holds to rounding and
+    ``correlations_`` are achieved values (lower bounds of the exact ones), with
+    ``residual_norms_`` as a-posteriori error bounds.
+
+    ``error_estimate_`` is LOBPCG's squared residual over the spectral gap when it ran (the
+    residual measured in the preconditioner's norm: the exact Cxx^-1 norm with the dense
+    factor or ``certify=True``, an approximation of it under the low-rank model), else the
+    first-order residual bound (loose: the correlations are accurate to about its square);
+    or, when smaller, the bound 1 - (1 - tau) correlations_[-1] (the correlations are lower
+    bounds of the exact ones, which 1 / (1 - tau) caps: saturated clusters, where LOBPCG
+    also stops on it).
+
+    The solve whitens Cyy by a dense factor, so a Y with more than 10,000 features and rows
+    is solved as (Y, X) when X has fewer features; CCA is symmetric in its views and every
+    attribute is in the caller's order.
 
     A fitted model is written with ``save(path)`` and read back with
     ``SparseCCA.load(path)`` (or :func:`sparsecca._persist.load_model`): one ``.npz`` of the
     learned arrays plus JSON metadata, never pickle; the loaded model's ``transform`` is
     bit-identical.  A random_state given as a numpy Generator or RandomState is stored as
-    None.
+    None.  docs/engine.md gives the reasons for each solver rule and the measurements
+    behind them.
 
-    Notes
-    -----
-    Which solver: the randomized low-rank-plus-ridge model of Cxx^-1 is exact once its rank
-    reaches rank(X) and accurate earlier only when the spectrum of X^T X decays; for sparse
-    count features it does not (zipf 20K x 5K: the 5,000th eigenvalue of X^T X is still 6.7;
-    en-wsj, k = 50: 36% off at rank 1,843).  So 'randomized' uses the model as the
-    preconditioner and starting point of LOBPCG on the exact problem and stops at ``tol``
-    (default 1e-3): on en-wsj 8 s for three tau values against 20 s dense, within 5e-4.
-    'iterative' is the same method at a tight ``tol`` (1e-7) with a smaller factor.  The
-    error estimate is LOBPCG's squared residual over the spectral gap, with the residual
-    measured in the preconditioner's norm; the low-rank model's norm understates the exact
-    one on text views (en-wsj, its 2,000 most frequent suffix features, tau = 0.1: an
-    estimate of 9.4e-4 for an error of 9.0e-3), which is why a preconditioning Cholesky
-    factor of Cxx is used where it is affordable (the same case: 6.6e-5 within an
-    estimate of 2.1e-4).  Beyond those sizes the estimate can still be optimistic, unless
-    ``certify=True`` checks it in the exact norm (at a cost; see the parameter).  Every
-    solver ends with a Rayleigh-Ritz step in the exact metrics, so the B-orthonormality holds
-    to rounding and ``correlations_`` are achieved values (lower bounds of the exact ones),
-    with ``residual_norms_`` as a-posteriori error bounds.
+    References
+    ----------
+    J. Jagarlamudi and H. Daume III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709.
+    A. V. Knyazev (2001).  Toward the optimal preconditioned eigensolver: locally optimal
+    block preconditioned conjugate gradient method.  SIAM J. Sci. Comput. 23(2), 517-541.
+    N. Halko, P. G. Martinsson and J. A. Tropp (2011).  Finding structure with randomness.
+    SIAM Review 53(2), 217-288.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import SparseCCA
+    >>> X = sp.random(300, 40, density=0.1, format="csr", random_state=0)
+    >>> Y = sp.random(300, 8, density=0.3, format="csr", random_state=1)
+    >>> cca = SparseCCA(n_components=3, tau=0.1).fit(X, Y)
+    >>> cca.solver_
+    'dense'
+    >>> cca.x_weights_.shape, cca.y_weights_.shape
+    ((40, 3), (8, 3))
+    >>> x_scores, y_scores = cca.transform(X, Y)
+    >>> x_scores.shape
+    (300, 3)
+    >>> bool(np.all(np.diff(cca.correlations_) <= 0))
+    True
+
+    Uncentred, the first component of count data follows the mean direction, so its
+    correlation in the paper's sense and its Pearson correlation differ:
+
+    >>> [round(float(c), 3) for c in cca.correlations_[:2]]
+    [0.867, 0.501]
+    >>> [round(float(c), 3) for c in cca.empirical_correlations_[:2]]
+    [0.251, 0.455]
+
+    A fast solver agrees with the dense one to its tolerance:
+
+    >>> fast = SparseCCA(3, tau=0.1, solver="iterative", random_state=0).fit(X, Y)
+    >>> bool(np.allclose(fast.correlations_, cca.correlations_, rtol=1e-6))
+    True
+
+    Centred views at tau = 0 give the classical canonical correlations, which are the
+    Pearson correlations of the projections:
+
+    >>> rng = np.random.default_rng(0)
+    >>> Z = rng.standard_normal((200, 2))
+    >>> Xd = Z @ rng.standard_normal((2, 6)) + rng.standard_normal((200, 6))
+    >>> Yd = Z @ rng.standard_normal((2, 4)) + rng.standard_normal((200, 4))
+    >>> cca0 = SparseCCA(2, tau=0.0, center=True).fit(Xd, Yd)
+    >>> bool(np.allclose(cca0.correlations_, cca0.empirical_correlations_))
+    True
+
+    A tau grid shares the factorisations:
+
+    >>> [model.tau_ for model in cca.fit_path(X, Y, [0.1, 0.5])]
+    [0.1, 0.5]
     """
 
     # what save() stores (the merged-duplicate mapping is not needed: the weights are stored
@@ -1120,7 +1252,8 @@ def _training_correlations(engine, A, B, res):
     """Pearson correlations of the training projections X a_j and Y b_j, (k,).
 
     From the second moments the solve's final step formed (``projection_moments``) and the
-    column means: no pass over the data (zipf 20K x 5K: ~0.5 against ~11 ms a tau).  When
+    column means: no pass over the data (which would cost more than the rest of a warm
+    solve of a tau grid).  When
     removing the mean would cancel most of a moment (uncentred data, a projection nearly
     constant) the projections are formed and correlated directly instead.
     """
@@ -1204,6 +1337,40 @@ def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
     Returns
     -------
     list of CCAResult, one per tau (each unpacks as A, B, omega)
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument (``taus`` empty, unordered or out of [0, 1]; see also
+        :class:`CCAEngine`).
+
+    See Also
+    --------
+    SparseCCA.fit_path : the same grid as fitted estimators.
+
+    Notes
+    -----
+    One :class:`CCAEngine` solves the grid in the order given: the factorisations that do
+    not depend on tau (the dense Gram matrices, the randomized factor of X, X^T M) are
+    formed once, and each LOBPCG solve starts from the previous tau's final block.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import cca_path
+    >>> X = sp.random(300, 40, density=0.1, format="csr", random_state=0)
+    >>> Y = sp.random(300, 8, density=0.3, format="csr", random_state=1)
+    >>> path = cca_path(X, Y, [0.1, 0.5, 0.9], n_components=2)
+    >>> [res.tau for res in path]
+    [0.1, 0.5, 0.9]
+    >>> A, B, omega = path[0]
+    >>> A.shape, B.shape
+    ((40, 2), (8, 2))
+
+    C_xy is not scaled by 1 - tau, so the correlations can exceed 1 (up to 1 / (1 - tau)):
+
+    >>> [round(float(res.correlations[0]), 3) for res in path]
+    [0.867, 1.52, 6.404]
     """
     taus = _check_taus(taus)
     _check_n_components_early(n_components, X, Y)

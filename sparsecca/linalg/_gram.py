@@ -50,21 +50,20 @@ __all__ = ["GramStats", "RegularizedGram", "CrossCovariance", "column_mean",
 #: (each half is densified before the sum)
 PAIR_SPLIT_MAX_BYTES = 64 * 2**20
 #: beyond that size it splits the rows of its output instead (no second dense copy), once
-#: the product takes this many multiply-adds (``benchmarks/profile_dense_gram.py``, en-brown
-#: 8K, best of 3: X^T X, 3.0e8, 0.80 s against 2.84 s as one product; X^T Y, 1.4e8, 0.32
-#: against 0.57 s; Y^T Y, 6.2e7, stays one product, 0.26 s)
+#: the product takes this many multiply-adds: below it, the transposed copy of X and the
+#: work count the split needs cost about what the second thread saves (docs/engine.md)
 PAIR_OUTPUT_SPLIT_MIN_FLOPS = 1e8
 
 #: centred products accumulate in float32 (single-precision LOBPCG steps) only while
 #: subtracting the mean can amplify their rounding at most this much: an upper bound of
-#: ||X^T X|| / ||Xc^T Xc|| (:meth:`_DataMatrix.centring_amplification`; 5.3-7.7 on the
-#: en-brown and zipf views).  100 leaves float32 products ~1e-5 accurate, three orders
-#: below the 1e-2 relative residuals where those steps stop (LOBPCG_SINGLE_TOL)
+#: ||X^T X|| / ||Xc^T Xc|| (:meth:`_DataMatrix.centring_amplification`; count data stay
+#: far below it).  100 leaves float32 products ~1e-5 accurate, three orders below the 1e-2
+#: relative residuals where those steps stop (LOBPCG_SINGLE_TOL)
 SINGLE_CENTRED_MAX_AMPLIFICATION = 100.0
 
 #: a sparse or streamed view centred implicitly warns when its products keep fewer digits
 #: than this (eps * amplification > 10^-8): the dense solver's 1e-8 accuracy is then out of
-#: reach (a column offset of 1e5 over unit spread left correlations 1e-5 off)
+#: reach (a column offset of 1e5 over unit spread leaves correlations about 1e-5 off)
 CENTRING_MIN_DIGITS = 8
 
 #: a dense view is centred explicitly in row blocks of about this many bytes (float64)
@@ -76,7 +75,8 @@ CENTRE_BLOCK_BYTES = 32 * 2**20
 #: DENSE_MAX_DIM^2 (3.0 GiB of float64; pass ``max_dim`` to force).  The engine's own dense
 #: factors stay below it (C_yy's up to 10,000, C_xx's 'auto' ones up to 8,192) except with
 #: ``solver='dense'`` or ``preconditioner='dense'`` asked for: for its dense inverses
-#: ``CCAEngine`` passes ``max_dim=None`` (the zipf 50K reference factors 30,000 features)
+#: ``CCAEngine`` passes ``max_dim=None`` (a dense reference of a wide problem may factor
+#: more features than this, at the user's request)
 DENSE_MAX_DIM = 20_000
 
 #: a CrossCovariance keeps its dense X^T M up to this size once formed (a tau grid whitens
@@ -96,15 +96,34 @@ def _as_block(V):
 def column_mean(X):
     """Column means of a dense or sparse (n, d) matrix, as a float64 (d,) array.
 
+    The sums are accumulated in float64 whatever the storage dtype: numpy and scipy
+    average a float32 matrix in float32, which loses digits over many rows.
+
     Parameters
     ----------
     X : (n, d) array-like or scipy.sparse matrix, n >= 1, real numeric dtype
+
+    Returns
+    -------
+    mean : (d,) float64 ndarray
 
     Raises
     ------
     TypeError, ValueError
         If X is not a 2-D real array-like or sparse matrix, or has no rows (the mean of
         nothing would be NaN).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import column_mean
+    >>> X = sp.random(6, 3, density=0.5, format="csr", random_state=0, dtype=np.float32)
+    >>> mean = column_mean(X)
+    >>> mean.shape, mean.dtype
+    ((3,), dtype('float64'))
+    >>> bool(np.allclose(mean, X.toarray().mean(axis=0)))
+    True
     """
     X, _ = check_2d(X, "X")
     if X.shape[0] < 1:
@@ -127,13 +146,37 @@ def centred_projection(X, W, mean=None):
     ----------
     X : (n, d) array-like or scipy.sparse matrix
     W : (d,) or (d, k) array-like
+        Weights, e.g. ``SparseCCA.x_weights_``.
     mean : (d,) array-like, optional
+        Column means to subtract from the rows of X (e.g. :func:`column_mean` of the
+        training data).
+
+    Returns
+    -------
+    P : (n,) or (n, k) float64 ndarray
+        The projections, one row per row of X.
 
     Raises
     ------
     TypeError, ValueError
         If X is not 2-D and real, or W and ``mean`` do not have d rows (shapes only: the
         values are not read).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import centred_projection, column_mean
+    >>> X = sp.random(40, 5, density=0.3, format="csr", random_state=0)
+    >>> W = np.random.default_rng(0).standard_normal((5, 2))
+    >>> mean = column_mean(X)
+    >>> P = centred_projection(X, W, mean)
+    >>> P.shape
+    (40, 2)
+    >>> bool(np.allclose(P, (X.toarray() - mean) @ W))
+    True
+    >>> bool(np.allclose(centred_projection(X, W), X @ W))
+    True
     """
     X, _ = check_2d(X, "X")
     W = np.asarray(W)
@@ -293,11 +336,11 @@ def sparse_pair_tmatmat(X, M):
     """X^T M for two CSR matrices with the same rows, as a dense (d1, d2) float64 array.
 
     Up to ``PAIR_SPLIT_MAX_BYTES`` of output, each row half's sparse product is densified
-    and the two are summed, on two threads: zipf 20K x 5K x 300, 29 ms against 45 ms for
-    one sparse product and its ``toarray``.  Larger ones are one product (a second dense
-    copy would cost more than the thread saves: en-brown's 8,469^2 Y^T Y is 574 MB), or,
-    from PAIR_OUTPUT_SPLIT_MIN_FLOPS multiply-adds, two blocks of output rows on two
-    threads (no second copy).
+    and the two are summed, on two threads (faster than one sparse product and its
+    ``toarray``).  Larger ones are one product (a second dense copy of a large output would
+    cost more memory and time than the thread saves), or, from
+    PAIR_OUTPUT_SPLIT_MIN_FLOPS multiply-adds, two blocks of output rows on two threads (no
+    second copy).
     """
     same = M is X  # a Gram matrix X^T X: one float64 copy of a float32 X, not two
     X = X.astype(np.float64, copy=False)
@@ -439,8 +482,8 @@ class _DataMatrix:
 
     def single(self):
         """X's values in float32 on X's index arrays (sparse X only; formed once, 4 bytes a
-        nonzero): en-brown 8K's C_xx V with 112 columns took 0.049 s against 0.092 s in
-        float64 (``benchmarks/profile_single_products.py``)."""
+        nonzero): the products are bound by the bytes they move, so float32 values take
+        about half the time of float64 ones (see docs/engine.md)."""
         if self._single is None:
             self._single = _values_as(self.X, np.float32)
         return self._single
@@ -534,18 +577,50 @@ class GramStats:
     corpus streamed in pieces yields the same (centred or not) covariance operator as the
     stacked matrix.
 
+    Usually built by :meth:`from_blocks` (an iterable of row blocks) or :meth:`from_dask`;
+    pass it wherever X is accepted by :class:`RegularizedGram`, :class:`GramFactor` or
+    :class:`RegularizedInverse` (all but the dual, n x n, dense form, which needs the rows).
+
     Parameters
     ----------
-    gram : sparse (d, d) X^T X (uncentred)
-    colsum : (d,) column sums
+    gram : (d, d) sparse matrix or array
+        X^T X (uncentred).
+    colsum : (d,) array-like
+        Column sums of X.
     n_samples : int >= 1
-    dtype : dtype of the blocks (float32 or float64); the statistics are kept in float64
+        Number of rows of X.
+    dtype : {float64, float32}, default float64
+        Dtype of the blocks; the statistics are kept in float64.
+
+    Attributes
+    ----------
+    gram : (d, d) CSR matrix, float64
+    colsum : (d,) float64 ndarray
+    n_samples, n_features : int
+    dtype : numpy dtype
 
     Raises
     ------
     TypeError, ValueError
         If ``gram`` is not a finite symmetric (d, d) matrix, ``colsum`` not a finite (d,)
         vector or ``n_samples`` not an int >= 1 (one pass over the stored values of gram).
+
+    Examples
+    --------
+    Two row blocks give the statistics, and the covariance, of the stacked matrix:
+
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import GramStats, RegularizedGram
+    >>> X = sp.random(40, 5, density=0.3, format="csr", random_state=0)
+    >>> stats = GramStats.from_blocks([X[:20], X[20:]])
+    >>> stats.n_samples, stats.n_features
+    (40, 5)
+    >>> bool(np.allclose(stats.gram.toarray(), (X.T @ X).toarray()))
+    True
+    >>> C = RegularizedGram(stats, tau=0.2, center=True)
+    >>> bool(np.allclose(C.toarray(), RegularizedGram(X, 0.2, center=True).toarray()))
+    True
     """
 
     def __init__(self, gram, colsum, n_samples, dtype=np.float64):
@@ -726,11 +801,41 @@ class RegularizedGram(ShapeCheckedOperator):
     dtype : {None, float32, float64}
         Dtype of the products (default: that of X).
 
+    Attributes
+    ----------
+    tau : float
+    center : bool
+    n_samples : int
+    mean_ : (d,) float64 ndarray or None
+        The column means used for centring.
+
     Notes
     -----
     Products accumulate in float64 and are rounded to ``dtype`` at the end
     (:meth:`matmat_as` with float32 accumulates in float32 where that is safe).
     ``C @ V`` costs two passes over the nonzeros of X per block (X^T (X V), by row halves).
+    Centring never densifies a sparse X: Xc^T Xc V = X^T X V - n mu (mu^T V).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import RegularizedGram
+    >>> X = sp.random(40, 5, density=0.3, format="csr", random_state=0)
+    >>> C = RegularizedGram(X, tau=0.25)
+    >>> C.shape
+    (5, 5)
+    >>> Xd = X.toarray()
+    >>> bool(np.allclose(C.toarray(), 0.75 * Xd.T @ Xd + 0.25 * np.eye(5)))
+    True
+
+    Centred, as an operator (``toarray`` is for small d only):
+
+    >>> Cc = RegularizedGram(X, tau=0.25, center=True)
+    >>> Xc = Xd - Xd.mean(axis=0)
+    >>> V = np.ones((5, 2))
+    >>> bool(np.allclose(Cc @ V, (0.75 * Xc.T @ Xc + 0.25 * np.eye(5)) @ V))
+    True
     """
 
     def __init__(self, X, tau, center: bool = False, dtype=None):
@@ -869,6 +974,29 @@ class CrossCovariance(ShapeCheckedOperator):
     Kept factored: ``C_xy @ V = Xc^T (M V)`` costs nnz(X) + nnz(M) per column, usually far
     less than the (often nearly dense) product X^T M.  :meth:`tosparse` forms X^T M as a
     sparse matrix when it is wanted; :meth:`from_blocks` accumulates it from row blocks.
+    C_xy is not multiplied by (1 - tau): the paper's scaling (Eq. 11).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import CrossCovariance
+    >>> X = sp.random(40, 5, density=0.3, format="csr", random_state=0)
+    >>> M = sp.random(40, 4, density=0.3, format="csr", random_state=1)
+    >>> C = CrossCovariance(X, M, center=True)
+    >>> C.shape
+    (5, 4)
+    >>> Xc = X.toarray() - X.toarray().mean(axis=0)
+    >>> Mc = M.toarray() - M.toarray().mean(axis=0)
+    >>> bool(np.allclose(C @ np.ones((4, 2)), Xc.T @ Mc @ np.ones((4, 2))))
+    True
+
+    Accumulated from row blocks, it is the same operator:
+
+    >>> pairs = [(X[:20], M[:20]), (X[20:], M[20:])]
+    >>> acc = CrossCovariance.from_blocks(pairs, center=True)
+    >>> bool(np.allclose(acc.toarray(), C.toarray()))
+    True
     """
 
     def __init__(self, X, M, center: bool = False):
@@ -983,8 +1111,7 @@ class CrossCovariance(ShapeCheckedOperator):
     def _stored_apply(self, V, transpose, C=None):
         """C_xy V (C_xy^T V with ``transpose``) through a stored X^T M ``C`` (default
         :meth:`_stored_product`; None when nothing is stored), minus the rank-one centring
-        term in C's precision.  A dense C's rows split over both cores (zipf 20K x 5K, 50
-        columns: ~2 against ~4 ms)."""
+        term in C's precision.  A dense C's rows split over both cores."""
         C = self._stored_product() if C is None else C
         if C is None:
             return None
@@ -1037,8 +1164,8 @@ class CrossCovariance(ShapeCheckedOperator):
         float32 is for single-precision LOBPCG steps, accumulated in float32 where the
         centring allows it (:meth:`accumulates_single`): through the kept dense X^T M when
         it has been formed (its float32 copy, :meth:`kept_dense_matmat`), else, with sparse
-        factors, from float32 copies of their values (half the bytes to move; en-brown 8K:
-        ~2x).  Otherwise (an accumulated sparse X^T M, dense factors, a centred product
+        factors, from float32 copies of their values (half the bytes to move, about twice
+        as fast).  Otherwise (an accumulated sparse X^T M, dense factors, a centred product
         whose mean dominates) the float64 product rounded.
 
         Raises
@@ -1263,7 +1390,7 @@ class _ColumnMerge:
     """Exact reduction of a data matrix with duplicate columns.
 
     Identical columns x_j (common for sparse NLP features: a word seen once and its
-    suffixes share one row pattern -- 25-28% of the en-wsj and en-brown input columns) make
+    suffixes share one row pattern -- often a quarter of a suffix view's columns) make
     C = (1 - tau) X^T X + tau I needlessly large and ill-conditioned for diagonal
     preconditioners.  With groups g of m_g identical columns, X a only depends on the group
     sums, and for a fixed X a the penalty ||a||^2 is smallest with equal shares, so every

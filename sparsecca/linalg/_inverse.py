@@ -14,16 +14,17 @@ Three methods, one interface (:class:`RegularizedInverse`):
 
     where e = diag(G) - diag(V diag(lam) V^T) >= 0 is the exact diagonal of the residual.  Both
     are exact when rank(X) <= r.  The identity tail is Halko et al.'s formula; it treats every
-    unresolved direction as s = 0, which for count features (tail s^2 of 5..100, measured on
-    the zipf problems) overweights the tail by (1-tau) s^2 / tau and gives correlation errors
-    of order 1 even at r = d/2.  Keeping the tail's diagonal (the features' own frequencies)
-    cuts that to ~1e-2 and makes a preconditioned condition number of ~13 at r = 200.
+    unresolved direction as s = 0, which for count features (whose spectrum is flat: the
+    tail's s^2 are far from 0) overweights the tail by (1-tau) s^2 / tau and can give
+    correlation errors of order 1 even at r = d/2.  Keeping the tail's diagonal (the
+    features' own frequencies) cuts those errors by orders of magnitude and makes a far
+    better conditioned preconditioner (figures in docs/engine.md).
 ``iterative``
     Block conjugate gradients on C, preconditioned by the ``randomized`` operator; exact to a
     relative residual tolerance.  Which tail preconditions better depends on the data (see
-    ``tail='auto'``): the diagonal one when n > d with roughly independent features (zipf:
-    condition number 13 against 600), the identity one when n < d (exact on the null space
-    of X) or with many nearly collinear features (nested suffixes).
+    ``tail='auto'``): the diagonal one when n > d with roughly independent features, the
+    identity one when n < d (exact on the null space of X) or with many nearly collinear
+    features (nested suffixes).
 
 The factorisation that does not depend on tau -- the dense Gram, the dual eigendecomposition,
 the randomized Nystrom factor -- lives in :class:`GramFactor`, so a grid of tau values reuses it.
@@ -119,10 +120,44 @@ class GramFactor:
     Attributes
     ----------
     n_samples, n_features : int
-    colsq : (d,) diag(G)
-    rank_ : int, size of the current low-rank factor (0 before :meth:`lowrank`)
-    range_error_ : float, Halko a-posteriori estimate of ||(I - Q Q^T) G|| for that factor
-        (0.0 when the range of G is exhausted, i.e. the factor is exact)
+    colsq : (d,) float64 ndarray
+        diag(G).
+    rank_ : int
+        Size of the current low-rank factor (0 before :meth:`lowrank`).
+    range_error_ : float
+        Halko a-posteriori estimate of ||(I - Q Q^T) G|| for that factor (0.0 when the
+        range of G is exhausted, i.e. the factor is exact).
+
+    Notes
+    -----
+    Three factorisations, each formed on first use: the dense Gram matrix G (``dense``
+    inverses of order d; cached up to DENSE_CACHE_MAX features), the eigendecomposition of
+    the dual n x n Gram matrix Xc Xc^T (the exact SVD of Xc when n is small), and the
+    randomized Nystrom factor G ~ V diag(lam) V^T (:meth:`lowrank`), which a later call
+    with a larger rank extends rather than recomputes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import GramFactor, RegularizedInverse
+    >>> X = sp.random(100, 40, density=0.1, format="csr", random_state=0)
+    >>> factor = GramFactor(X, random_state=0)
+    >>> V, lam = factor.lowrank(10)
+    >>> V.shape, lam.shape, factor.rank_
+    ((40, 10), (10,), 10)
+    >>> bool(np.all(np.diff(lam) <= 0))
+    True
+
+    One factor serves a tau grid (here the dense Gram matrix, formed once):
+
+    >>> G = (X.T @ X).toarray()
+    >>> for tau in (0.1, 0.5):
+    ...     inv = RegularizedInverse(factor, tau, method="dense")
+    ...     C = (1 - tau) * G + tau * np.eye(40)
+    ...     print(tau, bool(np.allclose(inv @ np.eye(40), np.linalg.inv(C))))
+    0.1 True
+    0.5 True
     """
 
     def __init__(self, X, center: bool = False, random_state=None, *, name: str = "X"):
@@ -267,7 +302,7 @@ class GramFactor:
         if Q.shape[1] > Q0.shape[1] or self._lowrank is None:
             # G is applied to the whole basis again on extension (rare: the adaptive rank
             # doubling) rather than Q and G Q being kept beside V, which tripled the factor's
-            # memory (zipf 50K x 30K: 61 MB more at rank 128)
+            # memory
             GQ = self.gram_matmat(Q) if Q.shape[1] else np.zeros_like(Q)
             with small_blas(Q.shape[1]):
                 self._lowrank = _nystrom(Q, GQ)
@@ -306,7 +341,7 @@ def _nystrom(Q, GQ):
     Tropp, Yurtsever, Udell & Cevher (2017), Alg. 3: shift by nu ~ eps ||Y|| so that the core
     Q^T Y is safely positive definite, then remove the shift from the eigenvalues.  The
     Frobenius norm bounds the spectral one (at most sqrt(rank) times larger) and costs one
-    pass instead of an SVD of Y (12 ms of a 0.5 s fit at 5,000 x 128).
+    pass instead of an SVD of Y (a noticeable share of a small fit).
     """
     if Q.shape[1] == 0:
         return np.zeros_like(Q), np.zeros(0)
@@ -360,8 +395,8 @@ class RegularizedInverse(ShapeCheckedOperator):
     max_dim : int >= 1, None or 'auto', default 'auto'
         'dense': the largest order of the dense matrix factored (d for 'primal', n for
         'dual'), refused before it is allocated (d^2 * 8 bytes); None for no limit.  'auto':
-        ``DENSE_MAX_DIM`` (20,000: 3.0 GiB).  (``CCAEngine`` passes None: its solver
-        chose the dense form, and the zipf reference factors C_xx of 30,000 features.)
+        ``DENSE_MAX_DIM`` (20,000: 3.0 GiB).  (``CCAEngine`` passes None: its solver chose
+        the dense form, also for a wider C_xx when the user asked for it.)
     name : str
         What error messages call C.
 
@@ -380,8 +415,55 @@ class RegularizedInverse(ShapeCheckedOperator):
     ------
     SingularCovarianceError
         C is singular to working precision (tau = 0 with rank-deficient X).
+    FactorizationError
+        The dense Cholesky factor of C broke down although tau > 0.
     ValueError
         'dense' with a matrix of order above ``max_dim``; a bad option.
+
+    Notes
+    -----
+    'dense' is exact and costs O(d^3) (or O(n^3) in its dual form); 'randomized' is a model
+    of C^-1 of rank r (exact when rank(X) <= r), applied in O(d r) per column by the
+    Woodbury identity; 'iterative' is exact to ``tol`` and costs a few products with C per
+    block CG iteration.  The module notes give the formulas.
+
+    References
+    ----------
+    Halko, Martinsson & Tropp (2011) for the randomized factor; Tropp, Yurtsever, Udell &
+    Cevher (2017), "Fixed-rank approximation of a positive-semidefinite matrix from
+    streaming data", for its stable Nystrom form.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import RegularizedInverse
+    >>> X = sp.random(200, 30, density=0.1, format="csr", random_state=0)
+    >>> Xd = X.toarray()
+    >>> C = 0.9 * Xd.T @ Xd + 0.1 * np.eye(30)
+    >>> B = np.random.default_rng(0).standard_normal((30, 3))
+    >>> exact = np.linalg.solve(C, B)
+    >>> dense = RegularizedInverse(X, tau=0.1, method="dense")
+    >>> bool(np.allclose(dense @ B, exact))
+    True
+
+    Block CG, preconditioned by a rank-5 factor, is exact to its tolerance:
+
+    >>> it = RegularizedInverse(X, 0.1, "iterative", rank=5, tol=1e-10, random_state=0)
+    >>> bool(np.allclose(it.solve(B), exact)), it.last_info_["converged"]
+    (True, True)
+
+    The randomized model is exact once its rank reaches rank(X):
+
+    >>> model = RegularizedInverse(X, 0.1, "randomized", rank=30, random_state=0)
+    >>> bool(np.allclose(model @ B, exact))
+    True
+
+    A whitener W (W^T W = C^-1) for the direct methods:
+
+    >>> W = dense.inv_sqrt() @ np.eye(30)
+    >>> bool(np.allclose(W @ C @ W.T, np.eye(30)))
+    True
     """
 
     def __init__(self, X, tau, method="dense", center=False, *, rank=None, tol=None,
@@ -403,11 +485,10 @@ class RegularizedInverse(ShapeCheckedOperator):
             X, center=center, random_state=random_state)
         f = self.factor
         if tail == "auto":
-            # measured: on zipf counts (n > d, independent features) the diagonal model gives
-            # a preconditioned condition number of 13 against 600 for the identity; when
-            # n < d the identity model is exact on the null space of X (where C = tau I) and
-            # won by 8 block CG iterations against 103 on 1,500 en-wsj sentences, whose
-            # nested suffix features are nearly collinear
+            # on count data with n > d (roughly independent features) the diagonal model
+            # preconditions far better than the identity; when n < d the identity model is
+            # exact on the null space of X (where C = tau I), which wins on text views with
+            # nested, nearly collinear suffix features (figures in docs/engine.md)
             tail = "identity" if f.n_samples - int(f.center) < f.n_features else "diagonal"
         self.tau = tau
         self.method = method
@@ -451,7 +532,7 @@ class RegularizedInverse(ShapeCheckedOperator):
                         f"{10 * level:.1g}")
                 # Cholesky of the n x n (1 - tau) Xc Xc^T + tau I: C^-1 by Woodbury, n^3 / 3
                 # flops (BLAS-3) where the dual eigendecomposition (needed only for the
-                # symmetric whitener, computed on demand) costs ~10x more
+                # symmetric whitener, computed on demand) costs several times more
                 self._dual_chol = _regularized_cholesky(f._src.dense_outer_gram(), tau,
                                                         f"the dual form of {self.name}")
         elif method == "randomized":
@@ -588,15 +669,14 @@ class RegularizedInverse(ShapeCheckedOperator):
             F, dense = None, True
         if dense:
             # a cross-covariance with residuals is 10-20% dense: BLAS syrk on the dense block
-            # beats scipy's sparse product with its dense-ish (m, m) result by 2-3x, and
-            # U^T F as a dense product beats the sparse one ~10x (zipf 20K: r = 512, m = 300)
+            # beats scipy's sparse product with its dense-ish (m, m) result, and U^T F as a
+            # dense product beats the sparse one by more
             if F is None:  # one Fortran-ordered copy, scaled in place (B may be read-only)
                 Fd = np.array(B, dtype=np.float64, order="F")
                 Fd *= self._isd[:, None]
             else:
                 Fd = np.asfortranarray(F.toarray())
-            # a large syrk takes both cores even where the fast solvers pin BLAS (en-wsj,
-            # 8,099 x 1,176: 0.105 against 0.198 s)
+            # a large syrk takes both cores even where the fast solvers pin BLAS
             wide = wide_blas() if d * m * m >= SANDWICH_WIDE_MIN_FLOPS else nullcontext()
             with small_blas(m), wide:
                 G = blas.dsyrk(1.0, Fd, trans=1, lower=0)
@@ -984,8 +1064,8 @@ class _SingleWhitener(LinearOperator):
 
 
 #: dense factorisations at least this large run on one BLAS thread: OpenBLAS 0.3.x's
-#: threaded Cholesky crashed (SIGSEGV) on the zipf 30,000 x 30,000 covariance with two
-#: threads -- reproduced here, and reported with the zipf-two-view figures
+#: threaded Cholesky has crashed (SIGSEGV) on a covariance of order 30,000 with two
+#: threads (see docs/engine.md)
 DENSE_SINGLE_THREAD_MIN = 16_000
 
 
@@ -1083,9 +1163,41 @@ def block_cg(A, B, *, M=None, X0=None, rtol=1e-8, maxiter=500):
 
     Raises
     ------
+    TypeError, ValueError
+        For arguments of the wrong kind or shape, or non-finite B or X0.
     FactorizationError
         If A is found not to be positive definite (a non-positive curvature direction), or
         M (b^T M b <= 0 for a nonzero right-hand side b).
+
+    Warns
+    -----
+    RuntimeWarning
+        If ``rtol`` is not reached in ``maxiter`` iterations.
+
+    References
+    ----------
+    D. P. O'Leary, "The block conjugate gradient algorithm and related methods", Linear
+    Algebra and its Applications 29, 293-322, 1980.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsecca.linalg import block_cg
+    >>> rng = np.random.default_rng(0)
+    >>> F = rng.standard_normal((60, 30))
+    >>> A = F.T @ F + 0.1 * np.eye(30)
+    >>> B = rng.standard_normal((30, 3))
+    >>> X, info = block_cg(A, B, rtol=1e-10)
+    >>> X.shape, info["converged"]
+    ((30, 3), True)
+    >>> bool(np.allclose(A @ X, B))
+    True
+
+    With the exact inverse as preconditioner one iteration suffices:
+
+    >>> X, info = block_cg(A, B, M=np.linalg.inv(A), rtol=1e-10)
+    >>> info["n_iter"]
+    1
     """
     B, one_d, X0, rtol, maxiter = _check_block_cg(A, B, M, X0, rtol, maxiter)
     with small_blas(B.shape[1]):

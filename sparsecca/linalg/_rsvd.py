@@ -2,6 +2,12 @@
 
 Everything here only needs ``A @ V`` and ``A.T @ U``: dense arrays, scipy.sparse matrices and
 :class:`~scipy.sparse.linalg.LinearOperator` objects all work.
+
+References
+----------
+N. Halko, P. G. Martinsson and J. A. Tropp, "Finding structure with randomness:
+probabilistic algorithms for constructing approximate matrix decompositions", SIAM Review
+53(2), 217-288, 2011.
 """
 
 from __future__ import annotations
@@ -46,6 +52,22 @@ def svd_flip(u, vt):
     ValueError
         If either is not 2-D, ``u.shape[1] != vt.shape[0]``, ``u`` has no rows, or ``u``
         holds NaN / inf (its signs would turn a whole row of ``vt`` into NaN).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsecca.linalg import svd_flip
+    >>> u = np.array([[1.0, -3.0], [2.0, 1.0]])
+    >>> vt = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> u2, vt2 = svd_flip(u, vt)
+    >>> u2
+    array([[ 1.,  3.],
+           [ 2., -1.]])
+    >>> vt2
+    array([[ 1.,  2.],
+           [-3., -4.]])
+    >>> bool(np.allclose(u2 @ vt2, u @ vt))
+    True
     """
     u, vt = _flip_operand(u, "u"), _flip_operand(vt, "vt")
     if u.shape[1] != vt.shape[0]:
@@ -228,18 +250,50 @@ def _check_n_iter(n_iter, k, shape):
 def randomized_range_finder(A, size, n_iter=2, random_state=None):
     """Orthonormal Q (m, size) with range(Q) ~ range of the top ``size`` singular vectors.
 
-    Halko et al. Algorithm 4.4 (subspace iteration, re-orthonormalised after every product).
+    Halko et al. Algorithm 4.4 (subspace iteration, re-orthonormalised after every product):
+    Q spans A Omega for a Gaussian (n, size) Omega, then ``n_iter`` times A^T Q and A Q,
+    each orthonormalised by QR.  Power iterations sharpen the basis towards the dominant
+    singular subspace when the spectrum decays slowly.
 
     Parameters
     ----------
     A : (m, n) array, sparse matrix or LinearOperator
-    size : int, number of columns of Q (<= min(m, n))
-    n_iter : int >= 0, number of power iterations
+    size : int
+        Number of columns of Q, in [1, min(m, n)].
+    n_iter : int >= 0, default 2
+        Number of power iterations.
     random_state : None, int, numpy Generator or RandomState
 
     Returns
     -------
     Q : (m, size) float64 array with orthonormal columns
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument.
+    FactorizationError
+        If a product with A returns NaN or inf.
+
+    References
+    ----------
+    Halko, Martinsson & Tropp (2011), Algorithm 4.4.
+
+    Examples
+    --------
+    For a matrix of rank 5, five columns capture its whole range:
+
+    >>> import numpy as np
+    >>> from sparsecca.linalg import randomized_range_finder
+    >>> rng = np.random.default_rng(0)
+    >>> A = rng.standard_normal((100, 5)) @ rng.standard_normal((5, 40))
+    >>> Q = randomized_range_finder(A, 5, random_state=0)
+    >>> Q.shape
+    (100, 5)
+    >>> bool(np.allclose(Q.T @ Q, np.eye(5)))
+    True
+    >>> bool(np.allclose(Q @ (Q.T @ A), A))
+    True
     """
     A = _check_operator(A)
     size = _check_rank("size", size, min(A.shape))
@@ -322,9 +376,29 @@ def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
 
     Raises
     ------
+    TypeError, ValueError
+        For a bad argument, or a ``Q`` that is not an orthonormal (m, r0) basis.
     FactorizationError
         If a product with A returns NaN or inf (a LinearOperator cannot be checked
         beforehand).
+
+    References
+    ----------
+    Halko, Martinsson & Tropp (2011), Algorithm 4.2 and eq. (4.3).
+
+    Examples
+    --------
+    The basis stops growing once the range of A (rank 5 here) is exhausted:
+
+    >>> import numpy as np
+    >>> from sparsecca.linalg import adaptive_range_finder
+    >>> rng = np.random.default_rng(0)
+    >>> A = rng.standard_normal((100, 5)) @ rng.standard_normal((5, 40))
+    >>> Q, err = adaptive_range_finder(A, tol=1e-6, block_size=2, random_state=0)
+    >>> Q.shape, err
+    ((100, 5), 0.0)
+    >>> bool(np.allclose(Q @ (Q.T @ A), A))
+    True
     """
     A = _check_operator(A)
     tol = check_float("tol", tol, 0, strict=True)  # inf would stop before the first block
@@ -410,9 +484,41 @@ def randomized_svd(A, k, oversamples=10, n_iter="auto", random_state=None):
 
     Notes
     -----
+    A basis Q of min(k + oversamples, m, n) columns is found by
+    :func:`randomized_range_finder` (on A^T when m < n, the orientation with the shorter
+    basis); the SVD of the small matrix Q^T A then gives the triplets.  The result is exact
+    when rank(A) <= k + oversamples, and otherwise as accurate as the decay of the singular
+    values beyond k allows; power iterations improve it on slowly decaying spectra.
+
     Signs follow scikit-learn's ``svd_flip`` convention: the largest-magnitude entry of each
     column of U is positive, so the output does not depend on the random draw beyond the
     approximation error.  Computations are in float64.
+
+    References
+    ----------
+    Halko, Martinsson & Tropp (2011), Algorithms 4.4 and 5.1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsecca.linalg import randomized_svd
+    >>> rng = np.random.default_rng(0)
+    >>> A = rng.standard_normal((100, 5)) @ rng.standard_normal((5, 40))  # rank 5
+    >>> U, s, Vt = randomized_svd(A, 3, random_state=0)
+    >>> U.shape, s.shape, Vt.shape
+    ((100, 3), (3,), (3, 40))
+    >>> bool(np.allclose(s, np.linalg.svd(A, compute_uv=False)[:3]))
+    True
+
+    Sparse matrices and LinearOperators work the same way (here a well separated top
+    singular value, which the default power iterations resolve):
+
+    >>> import scipy.sparse as sp
+    >>> from scipy.sparse.linalg import aslinearoperator
+    >>> S = sp.random(300, 200, density=0.05, format="csr", random_state=0)
+    >>> U, s, Vt = randomized_svd(aslinearoperator(S), 1, random_state=0)
+    >>> round(float(s[0]), 3), round(float(np.linalg.norm(S.toarray(), 2)), 3)
+    (6.77, 6.77)
     """
     A = _check_operator(A)
     m, n = A.shape

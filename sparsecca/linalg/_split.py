@@ -2,8 +2,8 @@
 
 The iterative solver's dense work is tall and skinny (d x b blocks, d up to 10^5, b ~ 75).
 OpenBLAS's own threading is pinned off for such shapes (see ``small_blas``: with the other
-core busy its spinning threads were 2-20x slower), which leaves one core idle on a quiet
-machine.  Splitting the rows of the tall operand between the calling thread and one worker
+core busy its spinning threads were several times slower), which leaves one core idle on a
+quiet machine.  Splitting the rows of the tall operand between the calling thread and one worker
 uses both cores without spinning: a busy machine only time-slices the two threads.
 
 The halves run on two threads only inside a ``small_blas`` region (BLAS held to one
@@ -27,7 +27,8 @@ from ._validation import _CONTROLLER, blas_pinned
 __all__ = ["SPLIT_MIN_FLOPS", "n_split_threads", "run_pair", "tall_matmul", "tall_tmatmul",
            "wide_blas"]
 
-#: products smaller than this many multiply-adds run in one call (a thread hop costs ~50 us)
+#: products smaller than this many multiply-adds run in one call (a thread hop costs tens of
+#: microseconds)
 SPLIT_MIN_FLOPS = 2_000_000
 
 _LOCK = threading.Lock()
@@ -104,8 +105,8 @@ def wide_blas():
     d x d factor, d > SMALL_BLAS_MAX) use both cores, unless a split thread runs beside it.
 
     A triangular solve cannot be split over Python threads (LAPACK's wrapper keeps the
-    GIL), and on one core it leaves the other idle: 8,469^2 x 112 took 0.157 s on one BLAS
-    thread and 0.089 s on two (a split over two Python threads: 0.180 s).
+    GIL), and on one core it leaves the other idle: two BLAS threads solve it nearly twice
+    as fast (docs/engine.md).
     """
     busy = getattr(_OVERLAP, "flag", False) or getattr(_ON_WORKER, "flag", False)
     if _CONTROLLER is None or not blas_pinned() or busy or n_split_threads() < 2:
