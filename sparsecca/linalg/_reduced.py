@@ -23,8 +23,7 @@ with a = C_xx^-1 C_xy b / sqrt(omega) (Eq. 15).  Three strategies:
               d1 x d1 pencil (C_xy C_yy^-1 C_xy^T, C_xx), whose top eigenpairs are (omega,
               a), preconditioned by the low-rank-plus-diagonal inverse of C_xx.  One C_xx
               product per iteration for the whole block instead of a block CG solve per
-              Krylov expansion (zipf 50K x 30K: 28 steps and 8 s, where 'krylov' needed 215
-              block CG iterations and 52 s).
+              Krylov expansion, so far fewer products with C_xx than 'krylov' needs.
 
 Every result is finished by a Rayleigh-Ritz step in the exact metrics (so A^T Cxx A = I and
 B^T Cyy B = I hold to rounding whatever the solver) and carries the residual norms of the
@@ -63,29 +62,63 @@ STRATEGIES = ("auto", "full", "dual", "operator", "krylov", "lobpcg")
 #: 'auto' uses the full Galerkin matrix up to this many output features
 FULL_MAX_D2 = 2500
 #: _top_eigh takes all eigenpairs (divide and conquer) up to this order, or for a quarter
-#: of them or more, and the top k alone (MRRR subset) beyond: on one core, 225 x 225 with
-#: k = 75 took 2.9 against 5.6 ms, 336 x 336 with k = 112 7.3 against 12.9 ms, and
-#: 1,000 x 1,000 with k = 50 131 against 56 ms (LOBPCG's Rayleigh-Ritz steps)
+#: of them or more, and the top k alone (MRRR subset) beyond: divide and conquer is the
+#: faster for the small matrices of LOBPCG's Rayleigh-Ritz steps, the subset for a few
+#: eigenpairs of a large one
 EIGH_FULL_MAX = 400
 
 
 class CCAResult(tuple):
     """Projections of one regularised CCA solve; unpacks as ``A, B, omega``.
 
+    Returned by :func:`reduced_cca`, :meth:`CCAEngine.solve` and :func:`cca_path`; not
+    meant to be built by hand.  The three arrays are the tuple's items, everything else is
+    an attribute (the solvers add diagnostics such as ``error_estimate`` or
+    ``lobpcg_converged`` where they apply).
+
     Attributes
     ----------
-    x_weights : (d1, k) A, columns a_j with A^T Cxx A = I
-    y_weights : (d2, k) B, columns b_j with B^T Cyy B = I
-    eigenvalues : (k,) omega of Eq. 14, descending
-    correlations : (k,) sqrt(omega) = a_j^T Cxy b_j (can exceed 1 when tau > 0; at most
-        1 / (1 - tau))
-    residual_norms : (k,) norm of the Eq. 11 residual of (a_j, b_j) in the C^-1 metric: there
-        is an exact sqrt(omega) within this distance of ``correlations[j]`` (an upper bound
-        for 'randomized' / 'iterative', where C_xx^-1 is bounded by 1 / tau)
-    tau : float;  solver : str;  strategy : str
-    rank : int, rank of the randomized factor of X (0 for 'dense')
-    n_iter : int, for an iterative ``xinv``: LOBPCG steps, or block CG iterations (sum over
-        solves; both when LOBPCG fell back to 'full')
+    x_weights : (d1, k) float64 ndarray
+        A, columns a_j with A^T Cxx A = I.
+    y_weights : (d2, k) float64 ndarray
+        B, columns b_j with B^T Cyy B = I.
+    eigenvalues : (k,) float64 ndarray
+        omega of Eq. 14, descending.
+    correlations : (k,) float64 ndarray
+        sqrt(omega) = a_j^T Cxy b_j (can exceed 1 when tau > 0; at most 1 / (1 - tau) for
+        plain CCA).
+    residual_norms : (k,) float64 ndarray
+        Norm of the Eq. 11 residual of (a_j, b_j) in the C^-1 metric: there is an exact
+        sqrt(omega) within this distance of ``correlations[j]`` (an upper bound for
+        'randomized' / 'iterative', where C_xx^-1 is bounded by 1 / tau).
+    tau : float
+    solver, strategy : str
+        The solver (set by :class:`CCAEngine`) and the strategy of :func:`reduced_cca`.
+    rank : int
+        Rank of the randomized factor of X (0 for 'dense').
+    n_iter : int
+        For an iterative ``xinv``: LOBPCG steps, or block CG iterations (sum over solves;
+        both when LOBPCG fell back to 'full').
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsecca.linalg import CCAEngine, CCAResult
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 8))
+    >>> Y = X[:, :4] + 0.5 * rng.standard_normal((100, 4))
+    >>> res = CCAEngine(X, Y).solve(Y, tau=0.1, n_components=2)
+    >>> isinstance(res, CCAResult)
+    True
+    >>> A, B, omega = res
+    >>> A.shape, B.shape, omega.shape
+    ((8, 2), (4, 2), (2,))
+    >>> res.x_weights is A
+    True
+    >>> bool(np.allclose(res.correlations ** 2, omega))
+    True
+    >>> res.solver, res.strategy
+    ('dense', 'full')
     """
 
     def __new__(cls, x_weights, y_weights, eigenvalues, **info):
@@ -140,8 +173,8 @@ def _dense_whitened_cross(cross, Wy, chunk_bytes=8 * 2**20, dtype=np.float64):
     the only full-size array is Ct itself (not C_xy and a transposed copy besides), unless
     the operator keeps a small dense C_xy anyway (a tau grid whitens it once per tau).
 
-    Each block of ``chunk_bytes`` is whitened in place (zipf 50K x 30K: 64 MB blocks and
-    two copies of each in the solve put 190 MB on top of the fit's peak)."""
+    Each block of ``chunk_bytes`` is whitened in place (larger blocks, copied twice in the
+    solve, raise the fit's peak memory)."""
     d1, d2 = cross.shape
     if not _sparse_cross(cross):
         return np.ascontiguousarray(Wy.matmat(_dense_cross(cross).T).T, dtype=dtype)
@@ -256,9 +289,9 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         (``CCAResult.lobpcg_block``, or ``CCAResult.lobpcg_warm``: the same block with its
         tau-independent images, which spare the products with it).  With b >= k + p it
         replaces the model's own guess (a neighbouring problem's Ritz block is the better
-        start, and the guess costs a Galerkin matrix: zipf 20K, a 5-value tau grid 1.05 s
-        against 1.27 s, the same steps); narrower, it is added to the guess.  Only the
-        number of steps depends on it: LOBPCG stops at the same tolerance either way.
+        start, and the guess costs a Galerkin matrix); narrower, it is added to the guess.
+        Only the number of steps depends on it: LOBPCG stops at the same tolerance either
+        way.
     callback : callable, optional
         'lobpcg': called as ``callback(step, residual, error)`` at each convergence check
         (``step`` LOBPCG steps taken so far; ``residual`` the largest relative Ritz residual
@@ -280,33 +313,31 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         RegularizedInverse of the same C_xx (or None).  LOBPCG then resumes from its stalled
         block preconditioned by it (``xinv.use_exact``: the residuals are also measured in
         the exact norm from then on) before any fallback to 'full'.  The model's norm
-        understates the exact one on text views, and a stalled LOBPCG is where that shows
-        (en-wsj with its 8,000 most frequent suffix features: 785 steps and 86 s, against
-        6.3 s with the dense factor).
+        understates the exact one on text views with nearly collinear features, and a
+        stalled LOBPCG is where that shows (docs/engine.md).
     rescue_cost : float, optional
         With ``on_stall``: the modelled seconds of its dense factor (s^3 / 3 / FACTOR_FLOPS
         for a factor of order s, as the engine passes; 0 when it is at hand).  LOBPCG then
         also hands over before it stalls, once the rate of its last LOBPCG_SWITCH_WINDOW
         steps predicts more steps than the factor and a resumed solve cost, both in the
-        flop model of this module (SPARSE_FLOPS, DENSE_FLOPS): en-wsj with its 4,000 most
-        frequent suffix features, tau = 0.1, took 176 steps and 9.9 s when the stall test
-        alone handed over.  The decision uses modelled costs, not clocks, so a fit is
-        reproducible.
+        flop model of this module (SPARSE_FLOPS, DENSE_FLOPS): the stall test alone hands
+        over late, after many slow steps.  The decision uses modelled costs, not clocks, so
+        a fit is reproducible.
     certify : bool, default False
         'lobpcg' under the low-rank-plus-diagonal preconditioner: before it stops, check its
         stopping test with the residuals measured in the exact C_xx^-1 norm instead of the
-        model's, which understates it (in squared norm 1.3-1.7x on the zipf problems, 2.9x
-        on the first 20K en-brown sentences, over 30x for some columns on all of
-        en-brown).  Preconditioned CG on C_xx Z = R, started from the model's solve, gives
-        a lower and an upper bound of each ||r||^2_{C^-1}
-        (:func:`_exact_norm_bounds`): LOBPCG stops once the upper bounds meet the test, and
-        goes on, its norms scaled by the measured ratio, when the lower bounds fail it.
-        ``lobpcg_error`` is then that of the upper bounds.  Costs a few to some tens of
-        products with C_xx per check (``certify_steps``).  When a failed check's lower
-        bounds are no better than half those of a check CERTIFY_STALL_STEPS or more steps
-        earlier, the exact norms do not fall under the model's preconditioning: LOBPCG
-        stops unconverged with a warning (or, when it may raise a stall, hands it to
-        ``on_stall``'s dense factor or the fallback).
+        model's, which understates it (in squared norm from a little on independent count
+        features to over an order of magnitude for some columns of text views; see
+        docs/engine.md).  Preconditioned CG on C_xx Z = R, started from the model's solve,
+        gives a lower and an upper bound of each ||r||^2_{C^-1} (:func:`_exact_norm_bounds`):
+        LOBPCG stops once the upper bounds meet the test, and goes on, its norms scaled by
+        the measured ratio, when the lower bounds fail it.  ``lobpcg_error`` is then that of
+        the upper bounds.  Costs a few to some tens of products with C_xx per check
+        (``certify_steps``).  When a failed check's lower bounds are no better than half
+        those of a check CERTIFY_STALL_STEPS or more steps earlier, the exact norms do not
+        fall under the model's preconditioning: LOBPCG stops unconverged with a warning (or,
+        when it may raise a stall, hands it to ``on_stall``'s dense factor or the
+        fallback).
 
     Returns
     -------
@@ -329,6 +360,60 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         one pair of views (different taus, centring or rows).
     RankDeficientError
         If C_xy has fewer than ``n_components`` nonzero correlations.
+
+    Warns
+    -----
+    RuntimeWarning
+        When an iterative strategy ('krylov', 'lobpcg') stops without meeting its stopping
+        test (iteration limit, or ``certify`` finding that the exact norms do not fall).
+
+    Notes
+    -----
+    With whiteners W_x, W_y (W^T W = C^-1) the generalised eigenproblem of Eq. 11,
+
+        C_xy b = sqrt(omega) C_xx a,   C_xy^T a = sqrt(omega) C_yy b,
+
+    is the SVD of T = W_x C_xy W_y^T, or the symmetric eigenproblem of W_y C_xy^T C_xx^-1
+    C_xy W_y^T (Eq. 14), with a = C_xx^-1 C_xy b / sqrt(omega) (Eq. 15).  Every strategy
+    ends with a Rayleigh-Ritz step in the exact metrics, so A^T C_xx A = I and B^T C_yy B
+    = I hold to rounding, the correlations are achieved values (lower bounds of the exact
+    ones), and ``residual_norms`` bound their errors a posteriori.
+
+    References
+    ----------
+    J. Jagarlamudi and H. Daume III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709 (Eq. 11, 14, 15).
+    A. V. Knyazev, "Toward the optimal preconditioned eigensolver: locally optimal block
+    preconditioned conjugate gradient method", SIAM J. Sci. Comput. 23(2), 517-541, 2001.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.linalg import CrossCovariance, RegularizedInverse, reduced_cca
+    >>> X = sp.random(300, 80, density=0.1, format="csr", random_state=0)
+    >>> Y = sp.random(300, 6, density=0.3, format="csr", random_state=1)
+    >>> tau = 0.1
+    >>> yinv = RegularizedInverse(Y, tau, "dense")
+    >>> cross = CrossCovariance(X, Y)
+    >>> res = reduced_cca(RegularizedInverse(X, tau, "dense"), yinv, cross, 2)
+    >>> res.strategy
+    'full'
+    >>> A, B, omega = res
+    >>> Xd = X.toarray()
+    >>> Cxx = (1 - tau) * Xd.T @ Xd + tau * np.eye(80)
+    >>> bool(np.allclose(A.T @ Cxx @ A, np.eye(2)))
+    True
+
+    LOBPCG with an iterative inverse (preconditioned by a rank-5 factor) agrees to its
+    tolerance:
+
+    >>> xinv = RegularizedInverse(X, tau, "iterative", rank=5, random_state=0)
+    >>> fast = reduced_cca(xinv, yinv, cross, 2, tol=1e-8, random_state=0)
+    >>> fast.strategy
+    'lobpcg'
+    >>> bool(np.allclose(fast.correlations, res.correlations, rtol=1e-6))
+    True
     """
     k, p = _check_reduced_cca(xinv, yinv, cross, n_components, oversamples, tol, omega_max,
                               callback, on_stall, rescue_cost)
@@ -352,7 +437,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         else:
             # LOBPCG on the pencil (no inner solves), falling back to 'full' if it stalls
             # (saturated, clustered correlations); 'full' when the block would not be thin
-            # (zipf 50K x 30K, d2 = 300, k = 50: 'lobpcg' 8 s, 'krylov' 38 s, 'full' 51 s)
+            # (LOBPCG is the fastest of the three where it fits: docs/engine.md)
             strategy = "lobpcg" if lobpcg_fits(d1, d2, k, p) else "full"
             fallback = d2 <= FULL_MAX_D2
     if strategy == "dual" and not _dual_ready(xinv, yinv, cross):
@@ -467,8 +552,8 @@ def _solve_input_side(xinv, Wy, cross, k):
     T^T T of 'full' (d2 x d2) and T T^T (d1 x d1) share their nonzero eigenvalues omega,
     with T^T u / sqrt(omega) = v for T T^T u = omega u.  So a = W_x^T u and b = W_y^T T^T u
     (Eq. 15 up to the scales _finalize fixes), and the eigendecomposition, the fit's
-    O(d^3) step, is of the smaller side (en-brown with d2 = 8,469 output features: an
-    8,469 x 8,469 problem, ~35 s, whatever d1).
+    O(d^3) step, is of the smaller side (with many output features the d2 x d2 problem
+    would dominate the fit whatever d1).
     """
     Wx = xinv.inv_sqrt()
     # C_xy W_y^T by row blocks, then W_x from the left; both d1 x d2 blocks are held briefly
@@ -522,10 +607,14 @@ def _solve(xinv, yinv, cross, k, p, strategy, n_iter, tol, random_state, approx_
         B = Wy.rmatmat(Vt.T)  # a = W_x^T u carries Eq. 15's 1 / sqrt(omega) already
         omega = s * s
     elif strategy == "lobpcg":
-        A, B, omega, n_cg, stats = _lobpcg(xinv, Wy, cross, k, p, tol, start=start,
-                                           raise_stalled=fallback, callback=callback,
-                                           omega_max=omega_max, switch_budget=switch_budget,
-                                           certify=certify)
+        kw = dict(start=start, raise_stalled=fallback, callback=callback,
+                  omega_max=omega_max, switch_budget=switch_budget, certify=certify)
+        try:
+            A, B, omega, n_cg, stats = _lobpcg(xinv, Wy, cross, k, p, tol, **kw)
+        except _SinglePrecisionLoss:
+            # float32 blocks lost C_xx (how close to the edge depends on the BLAS kernels'
+            # rounding): the same iteration in float64 before giving up
+            A, B, omega, n_cg, stats = _lobpcg(xinv, Wy, cross, k, p, tol, single=False, **kw)
         if info is not None:
             info.update(stats)
     else:
@@ -552,25 +641,23 @@ LOBPCG_MAXITER = 300
 #: of its largest relative residual over this many steps
 LOBPCG_STALL_WINDOW = 40
 #: the hand-over to a dense factor (``rescue_cost`` of reduced_cca): the window of steps
-#: whose progress gives LOBPCG's rate, the steps a resumed solve is assumed to take (with
-#: the dense factor from the start: 14 / 8 / 6 on en-wsj with 4,000 suffix features, tau =
-#: 0.1 / 0.5 / 0.95) and the fraction of the modelled cost the predicted steps must exceed
-#: (see _switch_budget)
+#: whose progress gives LOBPCG's rate, the steps a resumed solve is assumed to take (about
+#: what a solve preconditioned by the dense factor from the start takes: docs/engine.md)
+#: and the fraction of the modelled cost the predicted steps must exceed (see
+#: _switch_budget)
 LOBPCG_SWITCH_WINDOW = 15
 LOBPCG_SWITCH_STEPS = 10
 LOBPCG_SWITCH_MARGIN = 0.5
 #: the cost model of the hand-over: sparse products, dense BLAS-3 products and the dense
-#: Cholesky factor in flops per second (their ratios matter, not the machine: on the 2-core
-#: machine the model put en-wsj's dense factor at 13 / 58 LOBPCG steps with 4,000 / all
-#: suffix features, where the clock gave 15 / 67; zipf 20K x 5K at 25 against 10)
+#: Cholesky factor in flops per second (their ratios matter, not their absolute values:
+#: the model is compared with the clock in docs/engine.md)
 SPARSE_FLOPS = 4e9
 DENSE_FLOPS = 6e10
 FACTOR_FLOPS = 3e10
 #: LOBPCG's dense C_xy W_y^T is kept up to this size and d2 <= FULL_MAX_D2 (an operator
 #: beyond).  Forming it costs d1 columns of triangular solves with the d2 x d2 factor of
 #: C_yy, an operator step about 2 (k + p): past a few thousand output features the build
-#: outweighs what it saves (en-brown 8K, d2 = 8,469: 5.4 s to build; the fit took 14.4 s
-#: with it and 10.9 s without, the same 16 steps)
+#: outweighs what it saves over the steps of a solve
 LOBPCG_DENSE_CT_BYTES = 512 * 2**20
 #: directions of the LOBPCG basis whose normalised Gram eigenvalue falls below this are
 #: dropped (numerically dependent: converged residuals, a collapsed P block)
@@ -587,9 +674,10 @@ LOBPCG_DROP_SINGLE = 1e-5
 #: the gap in LOBPCG's error estimate is that to the block's last Ritz value, which stands
 #: for the rest of the spectrum only once the block has found it: while a step still raises
 #: a wanted correlation by more than this many times the estimate, the estimate is not
-#: trusted (the estimate counts as that rise over this ratio).  At their last step the
-#: benchmark problems rise by 0.0-2.4x their estimate (en-wsj, en-brown, zipf); a cluster
-#: of saturated correlations wider than the block (n < d1: 7e-3 off, estimate 5e-4) by 120x
+#: trusted (the estimate counts as that rise over this ratio).  At their last step settled
+#: problems rise by at most a few times their estimate; a cluster of saturated
+#: correlations wider than the block (n < d1) rose by two orders of magnitude more, with an
+#: estimate far below its error (docs/engine.md)
 LOBPCG_JUMP_RATIO = 10.0
 
 #: a Ritz value may exceed the cap omega_max on the eigenvalues (plain CCA: 1 / (1 - tau)^2)
@@ -604,8 +692,8 @@ class WarmBlock:
 
     ``C_xx(tau) X = (1 - tau) GX + tau X`` and ``C_xy^T X = MX`` for any tau, so a solve at
     another tau (a grid) forms its first Rayleigh-Ritz step, and, when that already meets
-    the tolerance, its final one, without a product with X or M (zipf 20K x 5K: 0-2 steps
-    a tau of a grid).  ``MX`` belongs to one cross-covariance operator (weakly
+    the tolerance, its final one, without a product with X or M (a warm solve of a grid
+    typically needs no step or a few).  ``MX`` belongs to one cross-covariance operator (weakly
     referenced): a solve with another M (the rerankers) forms its own.
 
     Attributes
@@ -640,8 +728,8 @@ def _switch_budget(xinv, cross, m, rescue_cost):
     a product with C_xx (sparse: 4 nnz(X) m flops) and the two with C_xy W_y^T (4 d1 d2 m,
     BLAS-3); a resumed step adds the two triangular solves with the factor, of order
     s = min(n, d1) (4 s^2 m).  The rate of the last steps predicts too few steps rather
-    than too many, as LOBPCG slows down (en-wsj with 4,000 suffix features, tau = 0.1: 40
-    predicted after 21 steps, 137 followed), so the margin of 0.5 counts them double."""
+    than too many, as LOBPCG slows down (several times too few have been seen: see
+    docs/engine.md), so the margin of 0.5 counts them double."""
     d1, d2 = cross.shape
     f = xinv.factor
     size = min(f.n_samples - int(f.center), d1)
@@ -662,8 +750,13 @@ def _predicted_steps(history, thresh, window=None):
     return np.inf if rate >= 1.0 else float(np.log(best[-1] / thresh) / -np.log(rate))
 
 
+class _SinglePrecisionLoss(FactorizationError):
+    """LOBPCG's float32 blocks lost C_xx (see :func:`_lobpcg`): :func:`_solve` retries
+    in float64."""
+
+
 def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callback=None,
-            omega_max=None, switch_budget=None, certify=False):
+            omega_max=None, switch_budget=None, certify=False, single=True):
     """Top-k eigenpairs of the pencil (K, C), K = Ct Ct^T, Ct = C_xy W_y^T, C = C_xx, by LOBPCG.
 
     K a = omega C a is Eq. 11 with b eliminated (b = W_y^T Ct^T a / sqrt(omega)), so the
@@ -710,7 +803,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     maxiter = LOBPCG_MAXITER
     C = xinv.covariance
     precond = xinv.precondition
-    wdt = np.float32 if tol >= LOBPCG_SINGLE_TOL else np.float64
+    wdt = np.float32 if single and tol >= LOBPCG_SINGLE_TOL else np.float64
 
     def cast(Z):
         return np.ascontiguousarray(Z, dtype=wdt)
@@ -721,8 +814,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     dense_ct = 8 * d1 * d2 <= LOBPCG_DENSE_CT_BYTES and d2 <= FULL_MAX_D2
     if dense_ct and warm is not None and _keeps_dense(cross):
         # a warm solve takes 0-2 steps: whitening a d2-row block per product with the kept
-        # dense X^T M costs less than whitening all d1 rows of C_xy once (zipf 20K x 5K:
-        # 15 ms a tau)
+        # dense X^T M costs less than whitening all d1 rows of C_xy once
         dense_ct = False
     if dense_ct:
         Ctd = _dense_whitened_cross(cross, Wy, dtype=wdt)  # (d1, d2)
@@ -764,14 +856,13 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         if start is not None and start.shape[1] >= m:
             X = start
         elif Ctd is not None:
-            # by row chunks: no second d1 x d2 array (en-brown 5K: 1.7 GB peak against 0.9)
+            # by row chunks: no second d1 x d2 array (it nearly doubled the peak memory)
             _, V0 = _top_eigh(xinv.lowrank_galerkin(Ctd), m)
             X = precond(ct(V0))
         else:
             # one pass of the range finder, no power iteration: sharpening the start
             # towards the model's own top subspace costs LOBPCG steps on the exact pencil
-            # (all of en-brown, k = 75, three seeds: 42-43 steps and 32 s against 53-58
-            # steps and 39-43 s with 2 power iterations; en-brown 8K: 16 steps either way)
+            # (the model's subspace is not the exact one; docs/engine.md)
             Wx = _approx_of(xinv).inv_sqrt()
             _, _, Vt = randomized_svd(_WhitenedCross(Wx, cross, Wyw, work=wdt), m,
                                       oversamples=min(p, d2 - m), n_iter=0, random_state=0)
@@ -808,7 +899,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
             # eigenvalue: the working precision has lost C_xx (a tau far below the scale
             # of X^T X: a rank-300 X with ||X^T X|| = 5e6 at tau = 1e-6 'converged' to
             # correlations of 0.67 for 0.92, with a negative error estimate)
-            raise FactorizationError(
+            error = _SinglePrecisionLoss if wdt == np.float32 else FactorizationError
+            raise error(
                 f"LOBPCG broke down after {it} steps ({_breakdown(theta, k, omega_max)}): "
                 f"C_xx is too ill-conditioned for its {np.dtype(wdt).name} blocks at this "
                 f"tau; use solver='dense' or 'iterative', or a larger tau")
@@ -855,9 +947,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
                 quad = test.error(upper)
                 break
             # refuted or undecided: go on with the model's norms scaled by the measured ratio,
-            # unless the exact norms do not fall at all while the model's do (all of
-            # en-brown, k = 75: the largest lower bound of the exact squared norms stayed
-            # within 1.1-1.4e-3 over five checks and some 100 steps)
+            # unless the exact norms do not fall at all while the model's do (this happens
+            # on large text views: the lower bounds can stay put over many checks)
             low = test.error(lower)
             earlier = [q for i, q in checks if i <= it - CERTIFY_STALL_STEPS]
             checks.append((it, low))
@@ -881,8 +972,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         history.append(float(rel[:k].max()) / np.sqrt(scale))
         # the largest residual is not monotone (a Ritz vector entering the top k restarts
         # it), and plateaus of 10-20 steps precede steady progress: stalled means less
-        # than 2x in the last LOBPCG_STALL_WINDOW steps (en-wsj, tau = 0.1: 2x per ~27 steps
-        # late on, where the block CG fallback costs 3x the remaining LOBPCG steps)
+        # than 2x in the last LOBPCG_STALL_WINDOW steps (slow but steady progress, 2x per
+        # few tens of steps, still beats the block CG fallback)
         w = LOBPCG_STALL_WINDOW
         if raise_stalled and len(history) >= w + 20 and min(history[-w:]) > 0.5 * min(
                 history[:-w]):
@@ -910,8 +1001,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
             CW, UW = run_pair(lambda W=W: _covariance_as(C, W, wdt), lambda W=W: Ctd.T @ W)
         else:
             # in turn: each splits its sparse products over both cores, and Ct^T W's
-            # triangular solve takes both BLAS threads (all of en-brown: 58-62 s a fit
-            # against 66 s overlapped, where each side ran on one core)
+            # triangular solve takes both BLAS threads (overlapped, each side would run on
+            # one core, which was slower)
             CW = _covariance_as(C, W, wdt)
             UW = ctT(W)
         blocks = ([X, W], [CX, CW], [UX, UW])
@@ -944,9 +1035,9 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
 
 
 #: preconditioned CG steps of one exact-norm check (certify) before it counts as failed
-#: (undecided: LOBPCG goes on): on the zipf 20K / 50K and the first 20K en-brown sentences
-#: 8-25 steps brought the upper bounds within 10% of the lower ones; on all of en-brown 40
-#: steps left them 6x apart
+#: (undecided: LOBPCG goes on): where the model preconditions well, a few tens of steps
+#: bring the upper bounds within 10% of the lower ones; where it does not, more steps do
+#: not settle them either (docs/engine.md)
 CERTIFY_MAXSTEPS = 40
 #: certify gives up (warns, or hands a stall to reduced_cca's rescue) when a failed check's
 #: lower bound of the exact-norm estimate is above half that of a check at least this many
@@ -1316,7 +1407,8 @@ def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansion
         rel = rn / np.maximum(np.abs(theta[:k]), 1e-300)
         # the Ritz values of the wanted block are off by about ||r||^2 / gap, the gap to the
         # rest of the spectrum (estimated by the next Ritz value): with saturated, clustered
-        # correlations (en-wsj at tau = 0.1: gaps ~1e-5) sqrt(tol) residuals are not enough
+        # correlations (text views at a small tau: gaps of order 1e-5) sqrt(tol) residuals
+        # are not enough
         gap = (theta[k - 1] - theta[k]) if theta.size > k else theta[k - 1]
         quad = float(rn.max()) ** 2 / max(float(gap), 1e-300) / max(float(theta[k - 1]), 1e-300)
         if rel.max() <= thresh and quad <= tol:
