@@ -24,8 +24,47 @@ def __dir__():
 def load_model(path, allowed=None):
     """Load any sparsecca model file (the class is read from the file's metadata).
 
-    See :func:`sparsecca._persist.load_model`; imported lazily so that ``import sparsecca``
-    stays cheap.
+    A model file is one ``.npz`` of arrays plus JSON metadata, written by the ``save``
+    method of a fitted tagger, feature view, reranker or n-best list; it is read with
+    ``np.load(allow_pickle=False)`` (never pickle), and every array is checked before the
+    object is built.  See :func:`sparsecca._persist.load_model`; imported lazily so that
+    ``import sparsecca`` stays cheap.
+
+    Parameters
+    ----------
+    path : str or path-like
+        As given to ``save``; the ``.npz`` suffix that ``save`` appended may be omitted.
+    allowed : collection of classes, optional
+        Refuse (ModelFormatError) a file holding any other class, e.g.
+        ``allowed=[TrigramHMM]`` where only a tagger makes sense.
+
+    Returns
+    -------
+    object
+        The fitted object, of the class recorded in the file.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ModelFormatError
+        Not a sparsecca model file (a plain ``.npz``, a pickle, a truncated or corrupted
+        archive), a class outside ``allowed``, a newer format version, or arrays
+        inconsistent with each other.
+
+    Examples
+    --------
+    >>> from sparsecca import load_model
+    >>> from sparsecca.data import synthetic_corpus
+    >>> from sparsecca.tagging import TrigramHMM
+    >>> hmm = TrigramHMM().fit(synthetic_corpus(50, random_state=0))
+    >>> print(hmm.save("tagger").name)
+    tagger.npz
+    >>> model = load_model("tagger")
+    >>> type(model).__name__, model.tags_ == hmm.tags_, model.n_sentences_
+    ('TrigramHMM', True, 50)
+    >>> load_model("tagger.npz", allowed=[TrigramHMM]).n_sentences_
+    50
     """
     from ._persist import load_model as _load
 

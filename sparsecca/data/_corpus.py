@@ -19,10 +19,38 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 class Vocabulary:
     """An ordered, immutable string <-> integer id mapping.
 
+    Words, tags and feature names are stored once here; corpora, n-best lists and feature
+    matrices hold their integer ids.  Two vocabularies are equal when they hold the same
+    strings in the same order.
+
     Parameters
     ----------
     items : iterable of str
         Distinct strings; id ``i`` is the ``i``-th item.
+
+    Raises
+    ------
+    TypeError
+        An item that is not a str.
+    ValueError
+        A repeated item.
+
+    Examples
+    --------
+    >>> from sparsecca.data import Vocabulary
+    >>> tags = Vocabulary(["DET", "NOUN", "VERB"])
+    >>> tags
+    Vocabulary(['DET', 'NOUN', 'VERB'], size=3)
+    >>> len(tags), tags[1], tags.id("VERB"), tags.id("ADJ"), "NOUN" in tags
+    (3, 'NOUN', 2, -1, True)
+    >>> tags.ids(["VERB", "DET", "X"]).tolist()
+    [2, 0, -1]
+
+    Re-coding ids into another vocabulary (one look-up per type, then fancy indexing):
+
+    >>> other = Vocabulary(["VERB", "NOUN"])
+    >>> tags.mapping_to(other).tolist()
+    [-1, 1, 0]
     """
 
     __slots__ = ("_items", "_index")
@@ -125,17 +153,66 @@ class TaggedCorpus:
     Token ``t`` has word id ``word_ids[t]`` and tag id ``tag_ids[t]``; sentence ``i`` spans
     tokens ``offsets[i]:offsets[i + 1]``.  Slicing with an int array, a slice or a boolean mask
     returns a new corpus that shares the vocabularies (and, for a contiguous slice, views of the
-    arrays), so folds and splits cost O(tokens selected).
+    arrays), so folds and splits cost O(tokens selected).  Indexing with an int gives one
+    sentence as ``(words, tags)`` lists of strings.
 
     Parameters
     ----------
     word_ids : array of int, shape (n_tokens,)
+        Ids in ``words``.  Float and bool arrays are refused (not truncated).
     tag_ids : array of int, shape (n_tokens,), or None
-        None for an untagged corpus (text to be tagged).
+        Ids in ``tags``; None for an untagged corpus (text to be tagged).
     offsets : array of int, shape (n_sentences + 1,)
         Non-decreasing, ``offsets[0] == 0`` and ``offsets[-1] == n_tokens``.
     words, tags : Vocabulary or sequence of str
         ``tags`` may be None only together with ``tag_ids``.
+
+    Attributes
+    ----------
+    word_ids, tag_ids, offsets : arrays
+        As given (int32, int32 or None, int64).
+    words, tags : Vocabulary
+    n_sentences, n_tokens : int
+    lengths : int64 array, shape (n_sentences,)
+    has_tags : bool
+
+    Raises
+    ------
+    TypeError
+        Id or offset arrays that are not integers.
+    ValueError
+        Offsets that do not start at 0, decrease or do not end at ``n_tokens``; ids outside
+        their vocabulary; ``tag_ids`` of another shape than ``word_ids``.
+
+    See Also
+    --------
+    sparsecca.data.read_conllu : read a corpus from a CoNLL-U file.
+    sparsecca.data.synthetic_corpus : a generated corpus for demos and tests.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> corpus = TaggedCorpus.from_sentences([
+    ...     [("The", "DET"), ("dog", "NOUN"), ("barks", "VERB")],
+    ...     [("Dogs", "NOUN"), ("bark", "VERB")],
+    ... ])
+    >>> corpus
+    TaggedCorpus(2 sentences, 5 tokens, 5 word types, 3 tags)
+    >>> corpus.tag_ids.tolist(), corpus.offsets.tolist()
+    ([0, 1, 2, 1, 2], [0, 3, 5])
+    >>> corpus[1]
+    (['Dogs', 'bark'], ['NOUN', 'VERB'])
+    >>> corpus[[1, 0]].lengths.tolist()
+    [2, 3]
+
+    The same corpus from its arrays, and an untagged one:
+
+    >>> TaggedCorpus([0, 1, 2, 3, 4], [0, 1, 2, 1, 2], [0, 3, 5], corpus.words,
+    ...              corpus.tags) == corpus
+    True
+    >>> text = TaggedCorpus.from_words([["A", "cat", "sleeps"]])
+    >>> text.has_tags, text.n_tokens
+    (False, 3)
     """
 
     def __init__(self, word_ids, tag_ids, offsets, words, tags):
@@ -371,10 +448,38 @@ def train_test_split(corpus: TaggedCorpus, test_size: float | int = 0.1, shuffle
 
     Parameters
     ----------
+    corpus : TaggedCorpus
     test_size : float in (0, 1) or int in [1, n_sentences - 1]
         Fraction or number of sentences that go to the test part.
     shuffle : bool
-        Shuffle sentences before splitting (each part keeps the original order).
+        Shuffle sentences before splitting (each part keeps the original order); False
+        takes the last sentences as test.
+    random_state : int, numpy Generator, RandomState or None
+        Seeds the shuffle.
+
+    Returns
+    -------
+    train, test : TaggedCorpus
+        Both share the vocabularies of ``corpus``.
+
+    Raises
+    ------
+    TypeError
+        A ``test_size`` that is neither a float nor an int (a bool included), or a
+        non-bool ``shuffle``.
+    ValueError
+        A ``test_size`` leaving either part empty.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus, train_test_split
+    >>> corpus = synthetic_corpus(100, random_state=0)
+    >>> train, test = train_test_split(corpus, test_size=0.2, random_state=0)
+    >>> len(train), len(test), train.words is corpus.words
+    (80, 20, True)
+    >>> _, last = train_test_split(corpus, test_size=10, shuffle=False)
+    >>> last == corpus[90:]
+    True
     """
     n = corpus.n_sentences
     shuffle = check_bool("shuffle", shuffle)
@@ -406,6 +511,44 @@ def kfold_indices(n_sentences: int, folds: int = 10, shuffle: bool = True,
 
     Every sentence is held out exactly once; fold sizes differ by at most one.  Index arrays
     are sorted so that each part keeps corpus order.
+
+    Parameters
+    ----------
+    n_sentences : int >= 2
+    folds : int in [2, n_sentences]
+    shuffle : bool
+        Assign sentences to folds at random (False: consecutive blocks).
+    random_state : int, numpy Generator, RandomState or None
+        Seeds the assignment.
+
+    Returns
+    -------
+    list of (train_idx, heldout_idx)
+        ``folds`` pairs of sorted int64 arrays; each pair partitions ``range(n_sentences)``.
+
+    Raises
+    ------
+    TypeError
+        A ``folds`` that is not an int, or a non-bool ``shuffle``.
+    ValueError
+        ``n_sentences`` < 2 or ``folds`` outside [2, n_sentences].
+
+    See Also
+    --------
+    sparsecca.tagging.jackknife_nbest : decodes each held-out part with a tagger trained
+        on the rest.
+
+    Examples
+    --------
+    >>> from sparsecca.data import kfold_indices
+    >>> folds = kfold_indices(7, folds=3, shuffle=False)
+    >>> [held.tolist() for _, held in folds]
+    [[0, 1, 2], [3, 4], [5, 6]]
+    >>> folds[1][0].tolist()
+    [0, 1, 2, 5, 6]
+    >>> held = [int(i) for _, h in kfold_indices(10, folds=4, random_state=0) for i in h]
+    >>> sorted(held) == list(range(10))
+    True
     """
     n_sentences = check_int("n_sentences", n_sentences, 2)
     shuffle = check_bool("shuffle", shuffle)

@@ -77,16 +77,42 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
     ----------
     n_sentences : int >= 1
     random_state : int, numpy Generator, RandomState or None
+        The same seed gives the same corpus (on the same NumPy random generator).
     n_genres : int >= 1
+        Latent genres; 1 leaves the rerankers nothing beyond what a trigram HMM sees.
     mean_length : float in [2, 200]
-        Mean sentence length in tokens (lengths are log-normal, at least 1).
+        Mean sentence length in tokens (lengths are log-normal, at least 1, at most six
+        times the mean).
     zipf_exponent : float > 1
+        Exponent of the rank-frequency law of each tag's lexicon; smaller gives a heavier
+        tail (more rare and unseen words).
     ambiguity : float in [0, 1]
         Scales the fraction of shared (ambiguous) word types; 0 gives none.
 
     Returns
     -------
     TaggedCorpus
+        Tagged with a 12-tag universal-style tagset (NOUN, VERB, ADJ, ADV, PROPN, DET, ADP,
+        PRON, CONJ, PRT, NUM, PUNCT).
+
+    Raises
+    ------
+    ValueError
+        A parameter outside the ranges above.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus
+    >>> corpus = synthetic_corpus(200, random_state=0)
+    >>> corpus.n_sentences, len(corpus.tags)
+    (200, 12)
+    >>> corpus.tags.items[:4]
+    ['NOUN', 'VERB', 'ADJ', 'ADV']
+    >>> words, tags = corpus[0]
+    >>> len(words) == len(tags) == int(corpus.lengths[0])
+    True
+    >>> synthetic_corpus(200, random_state=0) == corpus  # deterministic given the seed
+    True
     """
     if not isinstance(n_sentences, (int, np.integer)) or isinstance(n_sentences, bool) \
             or n_sentences < 1:

@@ -97,6 +97,39 @@ class JointView(BaseView):
     n_dropped_ : int
         Joint feature occurrences absent from the vocabulary at the last transform; after
         ``fit``, the occurrences removed by ``min_count`` and ``max_features``.
+
+    Notes
+    -----
+    A feature is the integer code ``unit * NT + tag_feature`` (NT the size of the tag-feature
+    space); at transform each code is searched only among the fitted codes of its lexical
+    unit (:func:`sparsecca.kernels.grouped_lookup`), a few entries for a suffix.
+
+    References
+    ----------
+    M. Collins and T. Koo (2005).  Discriminative reranking for natural language parsing.
+    Computational Linguistics 31(1), pp. 25-70.
+
+    J. Jagarlamudi and H. Daumé III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.features import JointView
+    >>> corpus = TaggedCorpus.from_sentences([[("the", "DT"), ("dog", "NN"), ("barks", "VBZ")]])
+    >>> view = JointView(kind="suffix", lengths=(2,)).fit(corpus)
+    >>> [name.split("\\t") for name in view.feature_names_out()]
+    [['he', 'DT'], ['he', '<s> DT'], ['ks', 'VBZ'], ['ks', 'NN VBZ'], ['og', 'NN'], ['og', 'DT NN']]
+
+    Two candidate taggings of the sentence, "DT NN VBZ" and "DT VBZ VBZ" (the words are
+    repeated once per candidate):
+
+    >>> Z = view.transform_sequences([0, 1, 2, 0, 1, 2], [0, 1, 2, 0, 2, 2], [0, 3, 6],
+    ...                              corpus.words, corpus.tags)
+    >>> Z.toarray().astype(int).tolist()
+    [[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]]
+    >>> JointView(kind="ngram").fit(corpus).n_features_
+    12
     """
 
     reads = frozenset({"words", "tags"})

@@ -244,6 +244,35 @@ class SuffixView(_LexicalView):
     n_dropped_ : int
         Feature occurrences absent from the vocabulary at the last ``transform`` (after ``fit``:
         the occurrences in the fitting corpus removed by ``min_count`` and ``max_features``).
+
+    Notes
+    -----
+    Features are computed once per word *type*: with S the (n_sentences x n_types) count
+    matrix of the corpus and W the (n_types x n_features) feature counts of each type,
+    ``X = S @ W``.  The cost is one pass over the tokens plus the distinct words.
+
+    References
+    ----------
+    J. Jagarlamudi and H. Daumé III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.features import SuffixView
+    >>> corpus = TaggedCorpus.from_words([["The", "selling", "pressure"], ["a", "sale", ","]])
+    >>> view = SuffixView(lengths=(2, 3)).fit(corpus)
+    >>> view.feature_names_out().tolist()
+    ['The', '^,', '^a', 'ale', 'he', 'ing', 'le', 'ng', 're', 'ure']
+    >>> X = view.transform(corpus)
+    >>> X.shape, X.nnz
+    ((2, 10), 10)
+
+    Suffixes unseen at ``fit`` are dropped, and counted:
+
+    >>> Z = view.transform(TaggedCorpus.from_words([["pressing", "sales"]]))
+    >>> Z.toarray().tolist(), view.n_dropped_
+    ([[0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0]], 2)
     """
 
     def __init__(self, lengths=(2, 3, 4), min_count=1, lowercase=False, dtype=np.float64,
@@ -287,6 +316,17 @@ class CharNgramView(_LexicalView):
     ----------
     vocabulary_, n_features_, n_dropped_
         As in :class:`SuffixView`.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.features import CharNgramView
+    >>> corpus = TaggedCorpus.from_words([["哈哈", "大笑"], ["大"]])
+    >>> view = CharNgramView(n=(1, 2)).fit(corpus)
+    >>> view.feature_names_out().tolist()
+    ['哈', '哈哈', '大', '大笑', '笑']
+    >>> view.transform(corpus).toarray().tolist()
+    [[2.0, 1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0, 0.0]]
     """
 
     def __init__(self, n=(1, 2), min_count=1, lowercase=False, dtype=np.float64,
@@ -323,6 +363,23 @@ class WordView(_LexicalView):
     ----------
     vocabulary_, n_features_, n_dropped_
         As in :class:`SuffixView`.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.features import WordView
+    >>> corpus = TaggedCorpus.from_words([["The", "dog", "saw", "the", "cat"], ["A", "dog"]])
+    >>> view = WordView(lowercase=True).fit(corpus)
+    >>> view.feature_names_out().tolist()
+    ['a', 'cat', 'dog', 'saw', 'the']
+    >>> view.transform(corpus).toarray().tolist()
+    [[0.0, 1.0, 1.0, 1.0, 2.0], [1.0, 0.0, 1.0, 0.0, 0.0]]
+
+    ``max_features`` keeps the most frequent words ('dog' occurs twice; among the words
+    seen once the earliest column, 'A', wins), in column order:
+
+    >>> WordView(max_features=2).fit(corpus).feature_names_out().tolist()
+    ['A', 'dog']
     """
 
     def __init__(self, min_count=1, lowercase=False, dtype=np.float64, max_features=None):

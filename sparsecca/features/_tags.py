@@ -154,6 +154,39 @@ class TagNgramView(BaseView):
         N-gram occurrences absent from the vocabulary at the last transform (unseen n-grams,
         including those with a tag outside ``tags_``); after ``fit``, the occurrences removed
         by ``min_count`` and ``max_features``.
+
+    Notes
+    -----
+    An n-gram of symbol ids (s_1, ..., s_n) (tags, then ``<s>``, ``</s>`` and one symbol for
+    tags unseen at fit) is the integer code ``sum_j s_j B**(n - j)`` with ``B = n_tags + 3``,
+    offset per order; ``fit`` counts the codes with ``np.unique`` and ``transform`` looks
+    them up in the sorted fitted codes, so no string is built per token.
+
+    References
+    ----------
+    J. Jagarlamudi and H. Daumé III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.features import TagNgramView
+    >>> corpus = TaggedCorpus.from_sentences([[("the", "DT"), ("dog", "NN")],
+    ...                                       [("dogs", "NNS"), ("bark", "VBP")]])
+    >>> view = TagNgramView(orders=(1, 2)).fit(corpus)
+    >>> view.feature_names_out().tolist()
+    ['DT', 'NN', 'NNS', 'VBP', 'DT NN', 'NN </s>', 'NNS VBP', 'VBP </s>', '<s> DT', '<s> NNS']
+    >>> view.transform(corpus).toarray().astype(int).tolist()
+    [[1, 1, 0, 0, 1, 1, 0, 0, 1, 0], [0, 0, 1, 1, 0, 0, 1, 1, 0, 1]]
+
+    Candidate tag sequences as flat arrays, here "DT DT" and "DT NN" for the first sentence
+    (the unseen bigrams ``DT DT`` and ``DT </s>`` are dropped):
+
+    >>> Y = view.transform_sequences([0, 0, 0, 1], [0, 2, 4], ["DT", "NN"])
+    >>> Y.toarray().astype(int).tolist()
+    [[2, 0, 0, 0, 0, 0, 0, 0, 1, 0], [1, 1, 0, 0, 1, 1, 0, 0, 1, 0]]
+    >>> view.n_dropped_
+    2
     """
 
     reads = frozenset({"tags"})

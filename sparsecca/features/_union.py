@@ -122,6 +122,25 @@ class HStackView(BaseView):
         Feature occurrences absent from the output at the last ``fit``/``transform``: the sum
         of the parts' ``n_dropped_``, plus the occurrences of the columns ``max_features``
         left out.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.features import HStackView, SuffixView, WordView
+    >>> corpus = TaggedCorpus.from_words([["The", "selling", "pressure"], ["a", "sale", ","]])
+    >>> view = HStackView([SuffixView(lengths=(2,)), WordView()]).fit(corpus)
+    >>> view.n_features_, view.feature_offsets_.tolist(), sorted(view.reads)
+    (12, [0, 6, 12], ['words'])
+    >>> view.feature_names_out().tolist()[:8]
+    ['0:^,', '0:^a', '0:he', '0:le', '0:ng', '0:re', '1:,', '1:The']
+    >>> view.transform(corpus).shape
+    (2, 12)
+
+    ``max_features`` selects among the columns of the whole stack:
+
+    >>> HStackView([SuffixView(lengths=(2,)), WordView()], max_features=3).fit(
+    ...     corpus).feature_names_out().tolist()
+    ['0:^,', '0:^a', '0:he']
     """
 
     def __init__(self, views=(), max_features=None):

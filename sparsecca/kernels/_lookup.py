@@ -35,7 +35,7 @@ def grouped_lookup(group: np.ndarray, code: np.ndarray, group_start: np.ndarray,
 
     The table's entries of group ``g`` are ``sorted_codes[group_start[g]:group_start[g + 1]]``
     (ascending).  A whole-table ``np.searchsorted`` costs ~log2(table) cache misses per query;
-    searching only the group's range (a few entries for a suffix) is several times faster.
+    searching only the group's range (a few entries for a suffix) touches far less memory.
 
     Parameters
     ----------
@@ -57,6 +57,19 @@ def grouped_lookup(group: np.ndarray, code: np.ndarray, group_start: np.ndarray,
         For float or bool arrays (a float code would be truncated).
     ValueError
         For arrays that break the layout above.
+
+    Examples
+    --------
+    A table of two groups: group 0 holds the codes 3 and 7, group 1 the codes 1, 4 and 9.
+
+    >>> import numpy as np
+    >>> from sparsecca.kernels import grouped_lookup
+    >>> group_start = np.array([0, 2, 5])
+    >>> sorted_codes = np.array([3, 7, 1, 4, 9])
+    >>> pos = grouped_lookup(np.array([0, 0, 1, 1]), np.array([7, 4, 4, 8]), group_start,
+    ...                      sorted_codes)
+    >>> pos.tolist()
+    [1, -1, 3, -1]
     """
     group = int_array("group", group)
     code = int_array("code", code)

@@ -148,6 +148,31 @@ def aggregate_residuals(Y, Y_hat, weights, sent_offsets, dtype=np.float64):
     R : scipy.sparse.csr_matrix, shape (n, d2)
         Rows of sentences without candidates are zero.  A feature on which every candidate of
         sentence i agrees with the gold is exactly 0 and not stored.
+
+    Notes
+    -----
+    ``R`` is the residual term of the cross-covariance factor of the softened (weights = the
+    losses L_ij) and discriminative (weights = the multipliers alpha_ij) models of
+    Jagarlamudi & Daumé III (2012), section 2.4-2.5.  Each output row is accumulated in a
+    dense buffer reset through the list of touched columns, so the cost is
+    O(nnz(Y_hat_i) + m_i nnz(y_i)) per sentence.
+
+    References
+    ----------
+    J. Jagarlamudi and H. Daumé III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709.
+
+    Examples
+    --------
+    Sentence 0 has two candidates (weights 0 and 1), sentence 1 one (weight 2):
+
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.kernels import aggregate_residuals
+    >>> Y = sp.csr_matrix([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
+    >>> Y_hat = sp.csr_matrix([[1.0, 1.0, 0.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
+    >>> R = aggregate_residuals(Y, Y_hat, weights=[0.0, 1.0, 2.0], sent_offsets=[0, 2, 3])
+    >>> R.toarray().tolist()
+    [[0.0, 0.5, -0.5], [-2.0, 0.0, 2.0]]
     """
     dtype = check_float_dtype(dtype)
     Y = _as_csr("Y", Y)
@@ -216,6 +241,32 @@ def slack_update(margins, losses, alpha, sent_offsets, gamma):
         The slacks.
     alpha_new : ndarray, shape (n_candidates,)
         The updated multipliers (``alpha`` itself is not modified).
+
+    Raises
+    ------
+    ValueError
+        Arrays of different lengths, non-finite values, negative ``losses`` or ``alpha``,
+        ``gamma`` <= 0, or invalid offsets.
+    TypeError
+        Non-numeric arrays, or float / bool ``sent_offsets``.
+
+    References
+    ----------
+    J. Jagarlamudi and H. Daumé III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709 (Algorithm 1).
+
+    Examples
+    --------
+    Sentence 0 has candidates 0 and 1, sentence 1 has candidate 2 (loss 0: no constraint).
+    Candidate 0 violates its margin (psi = (1 - 0.5) * 1 = 0.5 is the slack), so the
+    multipliers of sentence 0 move; candidate 0 sits exactly on ``1 - xi / L`` and keeps
+    its multiplier:
+
+    >>> from sparsecca.kernels import slack_update
+    >>> xi, alpha = slack_update(margins=[0.5, 2.0, 0.2], losses=[1.0, 2.0, 0.0],
+    ...                          alpha=[1.0, 2.0, 0.0], sent_offsets=[0, 2, 3], gamma=0.5)
+    >>> xi.tolist(), alpha.tolist()
+    ([0.5, 0.0], [1.0, 1.375, 0.0])
     """
     s = real_array("margins", margins, ndim=None)
     L = real_array("losses", losses, ndim=None)

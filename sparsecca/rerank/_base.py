@@ -16,7 +16,42 @@ __all__ = ["BaseReranker", "check_nbest", "check_dev_tagset", "check_tuning_dev"
 
 
 def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBestList:
-    """Validate an NBestList argument once, up front."""
+    """Validate an NBestList argument once, up front.
+
+    Parameters
+    ----------
+    nbest : NBestList
+    name : str
+        The argument's name, for the messages ("train", "dev").
+    need_gold : bool
+        Also require gold tags (Hamming losses), as training and tuning do.
+
+    Returns
+    -------
+    NBestList
+        ``nbest`` itself.
+
+    Raises
+    ------
+    TypeError
+        ``nbest`` is not an NBestList.
+    ValueError
+        No sentences or no candidates, or no gold tags when ``need_gold``.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.rerank import check_nbest
+    >>> from sparsecca.tagging import TrigramHMM
+    >>> corpus = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN")]] * 3)
+    >>> nbest = TrigramHMM().fit(corpus).nbest(corpus, k=2)
+    >>> check_nbest(nbest, "dev", need_gold=True) is nbest
+    True
+    >>> check_nbest(corpus, "dev")
+    Traceback (most recent call last):
+    ...
+    TypeError: dev must be an NBestList, got TaggedCorpus
+    """
     if not isinstance(nbest, NBestList):
         raise TypeError(f"{name} must be an NBestList, got {type(nbest).__name__}")
     if need_gold and nbest.losses is None:
@@ -87,6 +122,35 @@ def losses_of_choice(nbest: NBestList, choice: np.ndarray) -> int:
     """Total Hamming loss of one chosen candidate per sentence.
 
     A sentence without candidates (choice -1) has every token wrong.
+
+    Parameters
+    ----------
+    nbest : NBestList with gold tags
+    choice : int array, shape (n_sentences,)
+        Within-sentence index of the chosen candidate (-1 for a sentence without
+        candidates), e.g. from ``nbest.argmax(scores)``.
+
+    Returns
+    -------
+    int
+        The number of wrong tags; the token accuracy is ``1 - loss / n_tokens``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.tagging import NBestList
+    >>> corpus = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN")],
+    ...                                       [("runs", "VERB"), ("fast", "ADV")]])
+    >>> nbest = NBestList(  # two candidates per sentence; the decoder prefers the first
+    ...     tag_ids=[0, 2, 0, 1, 2, 3, 1, 1], cand_offsets=[0, 2, 4, 6, 8],
+    ...     sent_offsets=[0, 2, 4], scores=[-1.0, -2.0, -1.0, -6.0], corpus=corpus,
+    ...     tags=corpus.tags)
+    >>> nbest.losses.tolist()
+    [1, 0, 0, 2]
+    >>> from sparsecca.rerank import losses_of_choice
+    >>> losses_of_choice(nbest, nbest.argmax()), losses_of_choice(nbest, np.array([1, 0]))
+    (1, 0)
     """
     has = choice >= 0
     missing = int(nbest.corpus.lengths[~has].sum())
@@ -144,6 +208,49 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True,
     accuracy : float
         Dev token accuracy at w (raw, not averaged).
     curve : (grid, accuracies) arrays for plotting
+
+    Raises
+    ------
+    ValueError
+        ``model_scores`` of the wrong shape or not finite, a grid that is not increasing or
+        holds a negative or non-finite weight, ``nbest`` without gold.
+
+    Notes
+    -----
+    The final score of candidate j of sentence i is ``s_ij + w p_ij`` (Eq. 13 of
+    Jagarlamudi & Daumé III 2012), ``s`` the decoder log-probability and ``p`` the model
+    score.  The accuracy of every grid weight is computed in one kernel call
+    (:func:`sparsecca.kernels.weight_path_losses`).
+
+    References
+    ----------
+    J. Jagarlamudi and H. Daumé III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709.
+
+    Examples
+    --------
+    A model score ``p`` that fixes sentence 0 once w > 1 but breaks sentence 1 once w > 5:
+
+    >>> import numpy as np
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.tagging import NBestList
+    >>> corpus = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN")],
+    ...                                       [("runs", "VERB"), ("fast", "ADV")]])
+    >>> nbest = NBestList(  # two candidates per sentence; the decoder prefers the first
+    ...     tag_ids=[0, 2, 0, 1, 2, 3, 1, 1], cand_offsets=[0, 2, 4, 6, 8],
+    ...     sent_offsets=[0, 2, 4], scores=[-1.0, -2.0, -1.0, -6.0], corpus=corpus,
+    ...     tags=corpus.tags)
+    >>> nbest.losses.tolist()
+    [1, 0, 0, 2]
+    >>> from sparsecca.rerank import tune_weight
+    >>> p = [0.0, 1.0, 0.0, 1.0]
+    >>> w, acc, (grid, accs) = tune_weight(nbest, p, grid=np.arange(11.0), refine=False)
+    >>> accs.tolist()
+    [0.75, 0.75, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5]
+    >>> w, acc  # the middle of the plateau
+    (3.0, 1.0)
+    >>> tune_weight(nbest, p)[:2]  # the paper's grid 0..100, then refined around the best
+    (2.0, 1.0)
     """
     check_nbest(nbest, need_gold=True)
     p = np.asarray(model_scores, dtype=np.float64)
@@ -193,7 +300,32 @@ def _check_weight_grid(grid) -> np.ndarray:
 
 def plateau_score(curve, w, window: int = 2) -> float:
     """The selection criterion of :func:`tune_weight`: mean dev accuracy of the coarse grid
-    points within +-``window`` of the one nearest ``w`` (to compare k, tau, lam fairly)."""
+    points within +-``window`` of the one nearest ``w`` (to compare k, tau, lam fairly).
+
+    Parameters
+    ----------
+    curve : (grid, accuracies)
+        As returned by :func:`tune_weight`.
+    w : float
+        The weight chosen.
+    window : int >= 0
+        As given to :func:`tune_weight`; 0 gives the raw accuracy of the nearest point.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsecca.rerank import plateau_score
+    >>> grid = np.arange(11.0)
+    >>> accs = np.array([0.75, 0.75, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5])
+    >>> plateau_score((grid, accs), 3.0), plateau_score((grid, accs), 8.2)
+    (0.95, 0.5)
+    >>> plateau_score((grid, accs), 6.0, window=0)
+    0.5
+    """
     grid, accs = curve
     i = int(np.argmin(np.abs(np.asarray(grid) - w)))
     return float(_smoothed(accs, window)[i])
@@ -204,7 +336,41 @@ class BaseReranker:
 
     Subclasses implement ``fit(train, dev=None)`` (returning self) and
     ``decision_function(nbest)`` giving one final score per candidate; the chosen candidate of
-    each sentence is the one with the largest score (ties: the decoder's order).
+    each sentence is the one with the largest score (ties: the decoder's order).  The base
+    class gives them ``rerank`` (the choices), ``predict`` (the tagged corpus),
+    ``reranked`` (the list re-sorted) and ``score`` (token accuracy).
+
+    Examples
+    --------
+    A toy reranker adding 2 to the decoder score for every NOUN tag of a candidate:
+
+    >>> import numpy as np
+    >>> from sparsecca.rerank import BaseReranker
+    >>> class NounBonus(BaseReranker):
+    ...     def fit(self, train, dev=None):
+    ...         self.noun_ = train.tags.id("NOUN")
+    ...         return self
+    ...     def decision_function(self, nbest):
+    ...         self._check_fitted("noun_")
+    ...         is_noun = (nbest.tag_ids == self.noun_).astype(float)
+    ...         return nbest.scores + 2 * np.add.reduceat(is_noun, nbest.cand_offsets[:-1])
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.tagging import NBestList
+    >>> corpus = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN")],
+    ...                                       [("runs", "VERB"), ("fast", "ADV")]])
+    >>> nbest = NBestList(  # two candidates per sentence; the decoder prefers the first
+    ...     tag_ids=[0, 2, 0, 1, 2, 3, 1, 1], cand_offsets=[0, 2, 4, 6, 8],
+    ...     sent_offsets=[0, 2, 4], scores=[-1.0, -2.0, -1.0, -6.0], corpus=corpus,
+    ...     tags=corpus.tags)
+    >>> nbest.losses.tolist()
+    [1, 0, 0, 2]
+    >>> reranker = NounBonus().fit(nbest)
+    >>> reranker.rerank(nbest).tolist(), nbest.argmax().tolist()
+    ([1, 0], [0, 0])
+    >>> reranker.score(nbest), nbest.top1_accuracy()
+    (1.0, 0.75)
+    >>> reranker.predict(nbest)[0]
+    (['the', 'dog'], ['DET', 'NOUN'])
     """
 
     def _check_fitted(self, attr: str):

@@ -296,6 +296,33 @@ class BoostingReranker(_ExpLossBoosting):
         Dev accuracy after each prefix.
     tuning_ : list of dict
         One entry per regularisation value tried.
+
+    References
+    ----------
+    M. Collins and T. Koo (2005).  Discriminative reranking for natural language parsing.
+    Computational Linguistics 31(1), pp. 25-70.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus, train_test_split
+    >>> from sparsecca.tagging import TrigramHMM, jackknife_nbest
+    >>> train, dev = train_test_split(synthetic_corpus(200, random_state=0), test_size=50,
+    ...                               random_state=0)
+    >>> train_nbest = jackknife_nbest(TrigramHMM(), train, k=5, folds=2)
+    >>> dev_nbest = TrigramHMM().fit(train).nbest(dev, k=5)
+    >>> from sparsecca.rerank import BoostingReranker
+    >>> reranker = BoostingReranker(features="suffix", n_rounds=200).fit(train_nbest, dev_nbest)
+    >>> reranker.n_rounds_ <= len(reranker.path_features_) <= 200
+    True
+    >>> bool(reranker.coef_[0] == reranker.decoder_weight_ > 0)
+    True
+    >>> bool(reranker.path_objective_[-1] < reranker.path_objective_[0] == 1.0)
+    True
+    >>> name, weight = reranker.selected_features()[0]  # the largest |weight|
+    >>> isinstance(name, str), bool(weight != 0)
+    (True, True)
+    >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
+    True
     """
 
     def __init__(self, features="suffix", n_rounds=20000, eps=0.0025, min_count=2,
@@ -347,7 +374,35 @@ class RegularizedBoostingReranker(_ExpLossBoosting):
     ----------
     C_ : float
         The chosen L1 strength.
-    (and those of :class:`BoostingReranker`)
+    features_, coef_, decoder_weight_, n_rounds_, n_pairs_, tuning_
+        As in :class:`BoostingReranker`; so are ``path_features_``, ``path_deltas_``,
+        ``path_objective_`` and ``dev_accuracy_path_``, for the chosen C.
+
+    References
+    ----------
+    M. Collins and T. Koo (2005).  Discriminative reranking for natural language parsing.
+    Computational Linguistics 31(1), pp. 25-70.
+
+    Z. Huang, M. P. Harper and W. Wang (2007).  Mandarin part-of-speech tagging and
+    discriminative reranking.  Proceedings of EMNLP-CoNLL 2007.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus, train_test_split
+    >>> from sparsecca.tagging import TrigramHMM, jackknife_nbest
+    >>> train, dev = train_test_split(synthetic_corpus(200, random_state=0), test_size=50,
+    ...                               random_state=0)
+    >>> train_nbest = jackknife_nbest(TrigramHMM(), train, k=5, folds=2)
+    >>> dev_nbest = TrigramHMM().fit(train).nbest(dev, k=5)
+    >>> from sparsecca.rerank import RegularizedBoostingReranker
+    >>> reranker = RegularizedBoostingReranker(C=(1e-3, 1e-4), n_rounds=200)
+    >>> reranker = reranker.fit(train_nbest, dev_nbest)
+    >>> [entry["C"] for entry in reranker.tuning_], reranker.C_ in (1e-3, 1e-4)
+    ([0.001, 0.0001], True)
+    >>> sorted(reranker.tuned_params())
+    ['C', 'decoder_weight', 'n_rounds']
+    >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
+    True
     """
 
     def __init__(self, features="suffix", C=(1e-3, 3e-4, 1e-4, 3e-5), n_rounds=20000,

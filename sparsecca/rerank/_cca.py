@@ -262,8 +262,9 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         Y = output_view.fit_transform(train.corpus)
         Yhat = self._candidate_view(train, "train", output_view)
         # the rank cap is part of the model (rank-plus-ridge C_xx): no adaptive doubling
-        # a tag n-gram view too wide for a dense C_yy whitener (en-brown XPOS 1-3 grams:
-        # 65,337) gets a rank-2048 one under the randomized solver, part of its model
+        # a tag n-gram view too wide for a dense C_yy whitener (1-3 grams of a large XPOS
+        # tagset reach tens of thousands of columns) gets a rank-2048 one under the
+        # randomized solver, part of its model
         engine = CCAEngine(X, Y, solver=self.solver, max_rank=int(self.max_rank),
                            random_state=self.random_state, adaptive_rank=False,
                            center=bool(self.center), lowrank_y=self.solver == "randomized")
@@ -451,6 +452,47 @@ class GenerativeReranker(_LowDimReranker):
     x_weights_ : (d1, k) A;  y_weights_ : (d2, k) B;  eigenvalues_ : (k,) omega of Eq. 14
     n_components_, tau_, w_ : the tuned values;  solver_ : the engine solver used
     grid_scores_ : dict of the dev accuracies over the tau grid (for Figure 1)
+
+    Notes
+    -----
+    With X (n x d1) the input view of the training sentences and Y (n x d2) the output view
+    of their gold tag sequences, the projections A, B solve the regularised CCA
+    eigenproblem (Eq. 11) with ``C_xx = (1 - tau) X^T X + tau I``, the same for Y, and the
+    cross-covariance ``C_xy = X^T M`` with ``M = Y``.  A candidate yhat_ij of sentence x_i
+    scores ``p_ij = cos(A^T x_i, B^T yhat_ij)`` (Eq. 1) and is ranked by ``s_ij + w p_ij``
+    (Eq. 13), s_ij its decoder log-probability.  Components are nested, so one fit at the
+    largest k serves every k of ``k_grid``.
+
+    References
+    ----------
+    J. Jagarlamudi and H. Daumé III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus, train_test_split
+    >>> from sparsecca.tagging import TrigramHMM, jackknife_nbest
+    >>> train, dev = train_test_split(synthetic_corpus(200, random_state=0), test_size=50,
+    ...                               random_state=0)
+    >>> train_nbest = jackknife_nbest(TrigramHMM(), train, k=5, folds=2)
+    >>> dev_nbest = TrigramHMM().fit(train).nbest(dev, k=5)
+    >>> from sparsecca.rerank import GenerativeReranker
+    >>> reranker = GenerativeReranker(n_components=10, tau=(0.9, 0.99), k_grid=[5, 10])
+    >>> reranker = reranker.fit(train_nbest, dev_nbest)
+    >>> sorted(reranker.tuned_params()), reranker.n_components_ in (5, 10)
+    (['k', 'solver', 'tau', 'w'], True)
+    >>> reranker.x_weights_.shape == (reranker.input_view_.n_features_, reranker.n_components_)
+    True
+    >>> reranker.rerank(dev_nbest).shape, reranker.projection_scores(dev_nbest).shape
+    ((50,), (...,))
+    >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
+    True
+
+    Without dev, nothing is tuned: fix tau, k and w.
+
+    >>> fixed = GenerativeReranker(n_components=5, tau=0.9, k_grid=[5], w=10.0)
+    >>> fixed.fit(train_nbest).tuned_params()["k"]
+    5
     """
 
     _has_lam = False
@@ -475,10 +517,45 @@ class SoftenedReranker(_LowDimReranker):
     """Softened discriminative model (section 2.5): M = (1 - lam) Y + lam R.
 
     R's row i is (1/m_i) sum_j L_ij (y_i - yhat_ij), the loss-weighted mean residual of the
-    sentence's candidates.  Parameters as :class:`GenerativeReranker`, plus
+    sentence's candidates (:func:`sparsecca.kernels.aggregate_residuals`): the gold
+    sequence is pulled towards its sentence and the bad candidates, in proportion to their
+    Hamming loss L_ij, pushed away.  Scoring and tuning as in :class:`GenerativeReranker`.
 
-    lam : float in [0, 1] or sequence
-        Weight of the residual term; a sequence is tuned on dev.
+    Parameters
+    ----------
+    lam : float in [0, 1] or sequence, default (0.5, 0.75, 0.9)
+        Weight of the residual term; a sequence is tuned on dev (with tau, k and w).
+    n_components, tau, k_grid, w, solver, max_rank, input_view, output_view
+        As in :class:`GenerativeReranker` (``tau`` defaults to (0.9, 0.99)); so are
+        ``random_state``, ``w_window``, ``center`` and ``progress``.
+
+    Attributes
+    ----------
+    lam_ : float
+        The tuned lam; the others as in :class:`GenerativeReranker`.
+
+    References
+    ----------
+    J. Jagarlamudi and H. Daumé III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus, train_test_split
+    >>> from sparsecca.tagging import TrigramHMM, jackknife_nbest
+    >>> train, dev = train_test_split(synthetic_corpus(200, random_state=0), test_size=50,
+    ...                               random_state=0)
+    >>> train_nbest = jackknife_nbest(TrigramHMM(), train, k=5, folds=2)
+    >>> dev_nbest = TrigramHMM().fit(train).nbest(dev, k=5)
+    >>> from sparsecca.rerank import SoftenedReranker
+    >>> reranker = SoftenedReranker(n_components=10, tau=0.9, lam=(0.5, 0.9), k_grid=[5, 10])
+    >>> reranker = reranker.fit(train_nbest, dev_nbest)
+    >>> reranker.lam_ in (0.5, 0.9), reranker.tau_
+    (True, 0.9)
+    >>> len(reranker.grid_scores_["accuracy"][0])  # one dev accuracy per lam
+    2
+    >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
+    True
     """
 
     _state_values = _LowDimReranker._state_values + ("lam_",)
@@ -497,20 +574,57 @@ class DiscriminativeReranker(_LowDimReranker):
     moves alpha by gamma * d_ij for sentences with positive slack; it stops after ``n_iter``
     iterations or when no slack changes.
 
-    Parameters as :class:`SoftenedReranker`, plus
-
+    Parameters
+    ----------
     lam : float in (0, 1] or sequence, default (0.3, 0.5, 0.75)
         lam = 0 is refused (the objective divides by lam).  The default grid spans the
         paper's best English value (lam = 0.3 with tau = 0.95, k = 75, section 4) and the
-        values the softened model picks on the shared sets (0.5-0.75).
-    gamma : float > 0
+        values the softened model tends to pick (0.5-0.75).
+    gamma : float > 0, default 0.1
         Step size of the multiplier update.
-    n_iter : int >= 0
+    n_iter : int >= 0, default 5
         Multiplier updates (the paper uses 5); 0 gives the softened model.
+    tau : float in [0, 1] or sequence, default (0.99,)
+    n_components, k_grid, w, solver, max_rank, input_view, output_view
+        As in :class:`GenerativeReranker`; so are ``random_state``, ``w_window``,
+        ``center`` and ``progress``.
 
     Attributes
     ----------
     n_iter_ : int, updates run;  slacks_ : (n_iter_, n) history of the slacks
+    lam_ : float
+        The tuned lam; the others as in :class:`GenerativeReranker`.
+
+    Notes
+    -----
+    The margin constraints are ``x_i^T A B^T (y_i - yhat_ij) >= 1 - xi_i / L_ij`` for every
+    candidate with loss L_ij > 0; the multiplier update is
+    :func:`sparsecca.kernels.slack_update` (Algorithm 1, steps 9-14).  The tau grid defaults
+    to the single value 0.99; every (tau, lam) point runs up to ``n_iter + 1`` solves.
+
+    References
+    ----------
+    J. Jagarlamudi and H. Daumé III (2012).  Low-dimensional discriminative reranking.
+    Proceedings of NAACL-HLT 2012, pp. 699-709.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus, train_test_split
+    >>> from sparsecca.tagging import TrigramHMM, jackknife_nbest
+    >>> train, dev = train_test_split(synthetic_corpus(200, random_state=0), test_size=50,
+    ...                               random_state=0)
+    >>> train_nbest = jackknife_nbest(TrigramHMM(), train, k=5, folds=2)
+    >>> dev_nbest = TrigramHMM().fit(train).nbest(dev, k=5)
+    >>> from sparsecca.rerank import DiscriminativeReranker
+    >>> reranker = DiscriminativeReranker(n_components=10, tau=0.9, lam=0.5, k_grid=[5, 10],
+    ...                                   n_iter=2)
+    >>> reranker = reranker.fit(train_nbest, dev_nbest)
+    >>> reranker.n_iter_ <= 2, reranker.slacks_.shape[1] == train_nbest.n_sentences
+    (True, True)
+    >>> bool((reranker.slacks_ >= 0).all())
+    True
+    >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
+    True
     """
 
     _state_arrays = _LowDimReranker._state_arrays + ("slacks_",)

@@ -80,6 +80,33 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         Updates per epoch for the chosen b.
     dev_accuracy_ : float64 array, shape (n_decoder_weights, n_epochs) or None
         Dev accuracy after each epoch of each b.
+
+    References
+    ----------
+    M. Collins (2002).  Discriminative training methods for hidden Markov models: theory
+    and experiments with perceptron algorithms.  Proceedings of EMNLP 2002, pp. 1-8.
+
+    M. Collins and N. Duffy (2002).  New ranking algorithms for parsing and tagging: kernels
+    over discrete structures, and the voted perceptron.  Proceedings of ACL 2002,
+    pp. 263-270.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus, train_test_split
+    >>> from sparsecca.tagging import TrigramHMM, jackknife_nbest
+    >>> train, dev = train_test_split(synthetic_corpus(200, random_state=0), test_size=50,
+    ...                               random_state=0)
+    >>> train_nbest = jackknife_nbest(TrigramHMM(), train, k=5, folds=2)
+    >>> dev_nbest = TrigramHMM().fit(train).nbest(dev, k=5)
+    >>> from sparsecca.rerank import PerceptronReranker
+    >>> reranker = PerceptronReranker(n_epochs=3, decoder_weight=(1.0, 4.0), random_state=0)
+    >>> reranker = reranker.fit(train_nbest, dev_nbest)
+    >>> reranker.dev_accuracy_.shape, reranker.decoder_weight_ in (1.0, 4.0)
+    ((2, 3), True)
+    >>> 1 <= reranker.n_epochs_ <= 3, reranker.n_updates_.shape
+    (True, (3,))
+    >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
+    True
     """
 
     _array_attrs = ("coef_", "n_updates_", "dev_accuracy_")

@@ -198,14 +198,14 @@ class TrigramHMM(PersistMixin, ParamsMixin):
         Exponent of the prefix expert; 'auto' selects it on held-out training data.
     unknown_ratio : float in [0, 1), default 1e-3
         An unknown word keeps the tags whose posterior is at least this fraction of its best
-        tag's (0 keeps every tag: on en-brown XPOS that is 140x slower for the same
-        accuracy).
+        tag's (0 keeps every tag: with a large tagset, decoding is then much slower for no
+        gain in accuracy).
     lowercase_fallback : bool, default True
         Tag an unknown capitalised sentence-initial word like its known lower-case form.
     parallel : bool, default False
         Decode sentences on all numba threads (``prange``).  Off by default: the serial
-        kernel is cached on disk while the parallel one is compiled in every process
-        (about 1.5 s), and on the shared 2-core reference machine it measured no faster.
+        kernel is cached on disk while the parallel one is compiled anew in every process,
+        and on a machine with few cores that compilation outweighs what the threads gain.
 
     Attributes
     ----------
@@ -246,9 +246,52 @@ class TrigramHMM(PersistMixin, ParamsMixin):
 
     Notes
     -----
+    The model is ``P(w_1..n, t_1..n) = prod_i P(t_i | t_{i-2}, t_{i-1}) P(w_i | t_i)`` times
+    ``P(EOS | t_{n-1}, t_n)``.  Transitions interpolate relative frequencies,
+    ``P(t3 | t1, t2) = l1 P^(t3) + l2 P^(t3 | t2) + l3 P^(t3 | t1, t2)``, with the lambdas
+    set by deleted interpolation (Brants 2000, section 2.2).  Unknown words get TnT's
+    suffix model, smoothed by successive abstraction
+    ``P(t | s_i) = (P^(t | s_i) + theta P(t | s_{i-1})) / (1 + theta)``, and (beyond TnT) a
+    prefix expert joined as a product of experts; see the module docstring.  Decoding is
+    exact k-best Viterbi (:func:`sparsecca.kernels.kbest_viterbi`) in the lattice pruned
+    by the tag dictionary.
+
     A fitted model is saved with ``save(path)`` and read back with ``TrigramHMM.load(path)``
     (a ``.npz`` model file, see :mod:`sparsecca._persist`); loading checks every array the
     decoder indexes with, so a damaged file is refused before it reaches the Viterbi kernel.
+
+    References
+    ----------
+    T. Brants (2000).  TnT - a statistical part-of-speech tagger.  Proceedings of ANLP 2000,
+    pp. 224-231.
+
+    S. M. Thede and M. P. Harper (1999).  A second-order hidden Markov model for
+    part-of-speech tagging.  Proceedings of ACL 1999, pp. 175-182.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.tagging import TrigramHMM
+    >>> toy = TaggedCorpus.from_sentences(
+    ...     [[("the", "DET"), ("dog", "NOUN"), ("barks", "VERB")]] * 3
+    ...     + [[("a", "DET"), ("cat", "NOUN"), ("sleeps", "VERB")]] * 3)
+    >>> hmm = TrigramHMM().fit(toy)
+    >>> hmm.tag(TaggedCorpus.from_words([["the", "cat", "barks"]]))[0]
+    (['the', 'cat', 'barks'], ['DET', 'NOUN', 'VERB'])
+
+    On a larger corpus, the k best tag sequences of held-out sentences:
+
+    >>> from sparsecca.data import synthetic_corpus, train_test_split
+    >>> train, test = train_test_split(synthetic_corpus(300, random_state=0), test_size=50,
+    ...                                random_state=0)
+    >>> hmm = TrigramHMM().fit(train)
+    >>> len(hmm.tags_), hmm.n_sentences_
+    (12, 250)
+    >>> nbest = hmm.nbest(test, k=5)
+    >>> nbest.n_sentences, int(nbest.n_candidates.max())
+    (50, 5)
+    >>> bool(nbest.oracle_accuracy() >= nbest.top1_accuracy() == hmm.score(test) > 0.8)
+    True
     """
 
     def __init__(self, rare_threshold: int = 10, max_suffix_length: int = 10,

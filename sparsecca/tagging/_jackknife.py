@@ -23,7 +23,31 @@ def _check_estimator(estimator) -> None:
 
 
 def clone(estimator):
-    """A new unfitted estimator with the same parameters (``type(e)(**e.get_params())``)."""
+    """A new unfitted estimator with the same parameters (``type(e)(**e.get_params())``).
+
+    Parameters
+    ----------
+    estimator : object with ``get_params``
+        An instance (scikit-learn style), fitted or not; it is not modified.
+
+    Returns
+    -------
+    object
+        Of the same class, built from the same parameters, without fitted attributes.
+
+    Raises
+    ------
+    TypeError
+        A class instead of an instance, or an object without ``get_params``.
+
+    Examples
+    --------
+    >>> from sparsecca.tagging import TrigramHMM, clone
+    >>> hmm = TrigramHMM(max_prefix_length=0)
+    >>> fresh = clone(hmm)
+    >>> fresh is hmm, fresh.max_prefix_length, hasattr(fresh, "tags_")
+    (False, 0, False)
+    """
     _check_estimator(estimator)
     return type(estimator)(**estimator.get_params())
 
@@ -56,6 +80,41 @@ def jackknife_nbest(estimator, corpus: TaggedCorpus, k: int = 10, folds: int = 1
     NBestList
         With Hamming losses against the gold tags, and the unknown mask relative to each
         sentence's fold model.  The tag vocabulary is the union over folds.
+
+    Raises
+    ------
+    TypeError
+        ``estimator`` is a class or has no ``get_params``; ``corpus`` is not a
+        TaggedCorpus.
+    ValueError
+        An untagged corpus, fewer than 2 sentences, ``folds`` out of range; a fold's error
+        is re-raised with the fold named.
+    TagsetMismatchError
+        A fold's training part lacks most tags of its held-out part: the corpus is too
+        small for that many folds.
+
+    Notes
+    -----
+    A reranker learns from the errors the tagger makes on new text.  Lists decoded by a
+    tagger that was trained on the very same sentences hold far fewer (and other) errors,
+    so the reranker's training data must come from held-out decoding; that is what the
+    folds give (as in Collins & Koo 2005).
+
+    References
+    ----------
+    M. Collins and T. Koo (2005).  Discriminative reranking for natural language parsing.
+    Computational Linguistics 31(1), pp. 25-70.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus
+    >>> from sparsecca.tagging import TrigramHMM, jackknife_nbest
+    >>> train = synthetic_corpus(200, random_state=0)
+    >>> nbest = jackknife_nbest(TrigramHMM(), train, k=5, folds=4)
+    >>> nbest.n_sentences, nbest.corpus is train, int(nbest.n_candidates.max())
+    (200, True, 5)
+    >>> bool(nbest.unknown.any())  # words the fold's tagger never saw
+    True
     """
     _check_estimator(estimator)  # before any fold is fitted
     if not isinstance(corpus, TaggedCorpus):

@@ -192,6 +192,37 @@ class NBestList(PersistMixin):
     ``np.load(allow_pickle=False)``; a file of another class, from a newer format version,
     truncated, corrupted or with inconsistent arrays raises
     :class:`~sparsecca._persist.ModelFormatError` naming the file.
+
+    Examples
+    --------
+    Two sentences with two candidates each; in sentence 1 the decoder prefers the wrong one:
+
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.tagging import NBestList
+    >>> corpus = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN")],
+    ...                                       [("runs", "VERB")]])
+    >>> corpus.tags.items
+    ['DET', 'NOUN', 'VERB']
+    >>> nbest = NBestList(tag_ids=[0, 1, 0, 2, 2, 1], cand_offsets=[0, 2, 4, 5, 6],
+    ...                   sent_offsets=[0, 2, 4], scores=[-1.0, -2.0, -0.5, -0.1],
+    ...                   corpus=corpus, tags=corpus.tags)
+    >>> nbest
+    NBestList(2 sentences, 4 candidates (mean 2.00), 3 tags, with gold)
+    >>> nbest.candidate(0, 1), nbest.losses.tolist()
+    (['DET', 'VERB'], [0, 1, 0, 1])
+    >>> nbest.argmax().tolist(), nbest.oracle_indices().tolist()
+    ([0, 1], [0, 0])
+    >>> round(nbest.top1_accuracy(), 3), nbest.oracle_accuracy()
+    (0.667, 1.0)
+    >>> nbest.best(nbest.oracle_indices())[1]
+    (['runs'], ['VERB'])
+
+    Saved and loaded as a model file:
+
+    >>> print(nbest.save("dev_nbest").name)
+    dev_nbest.npz
+    >>> NBestList.load("dev_nbest") == nbest
+    True
     """
 
     def __init__(self, tag_ids, cand_offsets, sent_offsets, scores, corpus: TaggedCorpus,
@@ -631,6 +662,35 @@ def concatenate(nbests: Sequence[NBestList]) -> NBestList:
     Tag and word vocabularies are merged (union in order of first appearance) and ids
     re-coded, so lists decoded by differently trained taggers can be combined.  The unknown
     mask is kept only when every list has one.
+
+    Parameters
+    ----------
+    nbests : sequence of NBestList
+        At least one; a single list is returned as it is.
+
+    Returns
+    -------
+    NBestList
+        The sentences of ``nbests[0]``, then those of ``nbests[1]``, and so on.
+
+    Raises
+    ------
+    ValueError
+        An empty sequence, or tagged and untagged corpora mixed.
+    TypeError
+        An item that is not an NBestList.
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus
+    >>> from sparsecca.tagging import TrigramHMM, concatenate
+    >>> a = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN")]] * 2)
+    >>> b = TaggedCorpus.from_sentences([[("dogs", "NOUN"), ("bark", "VERB")]] * 2)
+    >>> nbest_a = TrigramHMM().fit(a).nbest(a, k=2)
+    >>> nbest_b = TrigramHMM().fit(b).nbest(b, k=2)
+    >>> both = concatenate([nbest_a, nbest_b])
+    >>> both.n_sentences, both.tags.items, both.corpus.words.items
+    (4, ['DET', 'NOUN', 'VERB'], ['the', 'dog', 'dogs', 'bark'])
     """
     nbests = list(nbests)
     if not nbests:
