@@ -22,7 +22,7 @@ from pathlib import Path
 from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
 
 from sparsecca.data import read_conllu
-from sparsecca.rerank._baselines import BASELINE_ROWS, baseline_rerankers
+from sparsecca.registry import BASELINE_ROWS, baseline_rerankers
 from sparsecca.tagging import TrigramHMM, jackknife_nbest
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -29,6 +29,8 @@ __all__ = ["DatasetError", "load_splits", "experiment", "experiment_on_corpora",
            "format_table"]
 
 _SPLITS = ("train", "dev", "test")
+#: the registry's name of the tagger used when none is given
+DEFAULT_TAGGER = "hmm"
 
 
 class DatasetError(ValueError):
@@ -167,6 +169,28 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     -------
     dict
         See :func:`experiment_on_corpora`; also ``paths`` and a ``read`` timing.
+
+    Examples
+    --------
+    A data set directory of three small CoNLL-U files, and one quick reranker:
+
+    >>> import os
+    >>> from sparsecca.data import synthetic_corpus, train_test_split, write_conllu
+    >>> from sparsecca.rerank import PerceptronReranker
+    >>> rest, test = train_test_split(synthetic_corpus(300, random_state=0), test_size=0.2,
+    ...                               random_state=0)
+    >>> train, dev = train_test_split(rest, test_size=0.25, random_state=1)
+    >>> os.mkdir("synth")
+    >>> for split, corpus in (("train", train), ("dev", dev), ("test", test)):
+    ...     write_conllu(corpus, f"synth/{split}.conllu")
+    >>> result = experiment("synth", k=3, folds=2, rerankers={
+    ...     "Perceptron (Sufx)": PerceptronReranker(n_epochs=2, random_state=0)})
+    >>> result["name"], sorted(result["rows"])
+    ('synth', ['Baseline', 'Oracle', 'Perceptron (Sufx)'])
+    >>> result["paths"]["dev"]
+    'synth/dev.conllu'
+    >>> result["rows"]["Oracle"]["test"] >= result["rows"]["Baseline"]["test"]
+    True
     """
     _check_path("data_dir", data_dir)
     _check_rerankers(rerankers)  # before the data is read
@@ -207,15 +231,16 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     folds : int >= 2
         Jackknife folds for the training n-best lists.
     rerankers : dict name -> unfitted reranker, optional
-        Default: :func:`sparsecca.rerank.default_rerankers`.  A caller's rerankers are fitted
-        in place (unlike ``tagger``, which is cloned), so they can be inspected or saved
-        afterwards; pass clones to keep the originals unfitted.
+        Default: every registered reranker (:func:`sparsecca.registry.default_rerankers`).
+        A caller's rerankers are fitted in place (unlike ``tagger``, which is cloned), so
+        they can be inspected or saved afterwards; pass clones to keep the originals
+        unfitted.
     random_state : None, int >= 0, numpy Generator or RandomState
         Seed of the jackknife folds and the default rerankers.
     progress : bool
         tqdm progress bars on the long steps.
     tagger : unfitted tagger, optional
-        Default: ``TrigramHMM()``.
+        Default: the registry's ``hmm``, ``TrigramHMM()``.
     sources : dict split -> str, optional
         Where ``train``, ``dev`` and ``test`` came from (e.g. their files), named in error
         messages; default "the train split" etc.
@@ -226,9 +251,27 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
         JSON-serialisable: ``name``, ``tags``, sizes, ``rows`` keyed by model name with
         ``dev``/``test`` accuracy (and significance, tuned values, fit time), ``table3``,
         ``grids`` (for the Figure-1 plot) and ``timings``.
+
+    Examples
+    --------
+    >>> from sparsecca import registry
+    >>> from sparsecca.data import synthetic_corpus, train_test_split
+    >>> rest, test = train_test_split(synthetic_corpus(300, random_state=0), test_size=0.2,
+    ...                               random_state=0)
+    >>> train, dev = train_test_split(rest, test_size=0.25, random_state=1)
+    >>> models = registry.rerankers(0, names=["perceptron-sufx"])
+    >>> result = experiment_on_corpora(train, dev, test, name="synthetic", k=3, folds=2,
+    ...                                rerankers=models)
+    >>> result["sizes"]["train"]["sentences"], sorted(result["rows"])
+    (180, ['Baseline', 'Oracle', 'Perceptron (Sufx)'])
+    >>> row = result["rows"]["Perceptron (Sufx)"]
+    >>> sorted(row["significance_test"])
+    ['gain', 'n01', 'n10', 'p_bootstrap', 'p_mcnemar']
+    >>> models["Perceptron (Sufx)"].n_epochs_ >= 1  # fitted in place
+    True
     """
-    from .rerank import default_rerankers
-    from .tagging import TrigramHMM, clone, jackknife_nbest
+    from . import registry
+    from .tagging import clone, jackknife_nbest
 
     check_set_name(name)
     if not isinstance(k, (int, np.integer)) or k < 2:
@@ -240,7 +283,8 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     for s, corpus in (("dev", dev), ("test", test)):
         check_eval_split(corpus, where[s])
     timings: dict[str, float] = {}
-    tagger = TrigramHMM() if tagger is None else tagger
+    if tagger is None:
+        tagger = registry.get(DEFAULT_TAGGER, "tagger").make(random_state)
 
     t0 = time.perf_counter()
     hmm = clone(tagger).fit(train)
@@ -269,7 +313,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     grids: dict[str, dict] = {}
     base_dev = dev_nb.argmax()
     base_test = test_nb.argmax()
-    models = default_rerankers(random_state=random_state) if rerankers is None else rerankers
+    models = registry.rerankers(random_state) if rerankers is None else rerankers
     items = list(models.items())
     if progress:
         from tqdm.auto import tqdm
@@ -528,6 +572,36 @@ def write_report(results: list[dict], out_dir, *, overwrite: bool = False) -> di
         before anything is created.
     NotADirectoryError
         ``out_dir`` is an existing file.
+
+    Examples
+    --------
+    A result as :func:`experiment` returns it, cut down to what the report reads:
+
+    >>> result = {"name": "synth", "tags": "upos", "k": 3, "folds": 2,
+    ...           "sizes": {s: {"sentences": 60, "tokens": 1000}
+    ...                     for s in ("train", "dev", "test")},
+    ...           "rows": {"Baseline": {"dev": 0.9512, "test": 0.9487},
+    ...                    "Oracle": {"dev": 0.9801, "test": 0.9779}},
+    ...           "table3": {}, "grids": {}}
+    >>> written = write_report([result], "report")
+    >>> sorted(written)
+    ['json', 'md']
+    >>> print(open(written["md"], encoding="utf-8").read())  # doctest: +ELLIPSIS
+    # sparsecca experiment report
+    <BLANKLINE>
+    - **synth** (upos): train 60 sentences, dev 60, test 60; k = 3, 2-fold jackknife
+    <BLANKLINE>
+    ## Table 2: token accuracy (%)
+    <BLANKLINE>
+    | model | synth dev | synth test |
+    |---|---:|---:|
+    | Baseline | 95.12 | 94.87 |
+    | Oracle | 98.01 | 97.79 |
+    ...
+    >>> write_report([result], "report")
+    Traceback (most recent call last):
+    ...
+    FileExistsError: report/report.md exists; pass overwrite=True (--force) to overwrite it
     """
     # a truthy string such as 'no' must not replace an existing report
     overwrite = check_bool("overwrite", overwrite)

@@ -514,12 +514,17 @@ class PersistMixin:
 
     or, for simple classes, declares ``_state_arrays`` (ndarray attributes, None allowed),
     ``_state_values`` (JSON-able attributes) and ``_state_children`` (attributes holding
-    PersistMixin objects) and overrides :meth:`_check_state` to validate them.
+    PersistMixin objects) and overrides :meth:`_check_state` to validate them.  Two optional
+    maps refine the declaration: ``_state_keys`` gives the name in the file of an attribute
+    stored under another name, ``_state_child_classes`` the classes a child may be
+    (default: any registered class).
     """
 
     _state_arrays: tuple[str, ...] = ()
     _state_values: tuple[str, ...] = ()
     _state_children: tuple[str, ...] = ()
+    _state_keys: dict[str, str] = {}
+    _state_child_classes: dict[str, tuple[type, ...]] = {}
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -539,37 +544,42 @@ class PersistMixin:
 
     def _get_state(self) -> tuple[dict, dict, dict]:
         self._persist_check_fitted()
+        keys = self._state_keys
         arrays: dict = {}
         extra: dict = {"none": []}
         for name in self._state_arrays:
-            value = getattr(self, name)
+            value, key = getattr(self, name), keys.get(name, name)
             if value is None:
-                extra["none"].append(name)
+                extra["none"].append(key)
             else:
-                arrays[name] = np.asarray(value)
+                arrays[key] = np.asarray(value)
         for name in self._state_values:
-            extra[name] = to_json(getattr(self, name), name)
+            extra[keys.get(name, name)] = to_json(getattr(self, name), name)
         for name in self._state_children:
-            put_child(arrays, extra, name, getattr(self, name))
+            put_child(arrays, extra, keys.get(name, name), getattr(self, name))
         return self._persist_params(), arrays, extra
 
     def _set_state(self, arrays: dict, extra: dict) -> None:
+        keys = self._state_keys
         none = extra.get("none", [])
         if not isinstance(none, list):
             raise ModelFormatError("metadata value 'none' must be a list")
         for name in self._state_arrays:
-            if name in none:
+            key = keys.get(name, name)
+            if key in none:
                 setattr(self, name, None)
-            elif name not in arrays:
-                raise ModelFormatError(f"array {name!r} is missing")
+            elif key not in arrays:
+                raise ModelFormatError(f"array {key!r} is missing")
             else:
-                setattr(self, name, arrays[name])
+                setattr(self, name, arrays[key])
         for name in self._state_values:
-            if name not in extra:
-                raise ModelFormatError(f"metadata value {name!r} is missing")
-            setattr(self, name, from_json(extra[name]))
+            key = keys.get(name, name)
+            if key not in extra:
+                raise ModelFormatError(f"metadata value {key!r} is missing")
+            setattr(self, name, from_json(extra[key]))
         for name in self._state_children:
-            setattr(self, name, get_child(arrays, extra, name))
+            setattr(self, name, get_child(arrays, extra, keys.get(name, name),
+                                          allowed=self._state_child_classes.get(name)))
         self._check_state()
 
     def _check_state(self) -> None:

@@ -4,7 +4,7 @@ Verbs
 -----
 ``demo``            the whole Table-2 protocol on the built-in synthetic corpus
 ``experiment``      the Table-2 protocol on directories of train/dev/test CoNLL-U files
-``train-tagger``    fit a TrigramHMM on a CoNLL-U file and save it
+``train-tagger``    fit a tagger (the TrigramHMM by default) on a CoNLL-U file and save it
 ``tag``             tag CoNLL-U or tokenised text with a saved tagger (1-best or k-best)
 ``train-reranker``  fit a reranker on jackknifed n-best lists of a saved tagger and save it
 ``rerank``          decode k-best lists with a saved tagger and rerank them with a saved reranker
@@ -49,20 +49,14 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
+from . import __version__, registry
 from ._atomic import atomic_write_bytes
 
 __all__ = ["main", "UsageError"]
 
-_TAG_COLUMNS = {"upos": 3, "xpos": 4}
 DEFAULT_DEMO_SENTENCES = 4000
 #: sentences decoded per call, so that long inputs show progress
 _DECODE_CHUNK = 5000
-
-# the reranker names of the command line (Table 2 rows, see sparsecca.rerank)
-_MODEL_HELP = ("generative, softened, discriminative (the CCA rerankers); collins-sufx, "
-               "regularized-sufx, collins-ngram, regularized-ngram, perceptron-sufx (baselines)")
-_ALIASES = {"softened-disc": "softened"}
 
 
 class UsageError(Exception):
@@ -159,45 +153,26 @@ def _write_text(text: str, output) -> None:
     atomic_write_bytes(p, data)
 
 
-def _slug(row: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", row.lower()).strip("-")
-    return s.replace("n-gm", "ngram")
-
-
 _INPUT_VIEWS = ("suffix", "charngram")
 
 
-def _reranker_table(seed: int, input_view: str = "suffix") -> dict:
-    """Command-line name -> (Table 2 row name, unfitted reranker).
-
-    ``input_view`` 'charngram' gives the CCA models character 1-2-gram sentence features
-    (the paper's choice for Chinese) instead of suffixes 2-4.
-    """
+def _input_view(input_view: str):
+    """The CCA models' sentence view: 'charngram' gives character 1-2-grams (the paper's
+    choice for Chinese), 'suffix' their default, suffixes 2-4 (None)."""
     from .features import CharNgramView
-    from .rerank import default_rerankers
 
-    view = CharNgramView(n=(1, 2)) if input_view == "charngram" else None
-    rows = default_rerankers(random_state=seed, input_view=view)
-    table = {}
-    for row, est in rows.items():
-        slug = _slug(row)
-        table[_ALIASES.get(slug, slug)] = (row, est)
-    return table
+    return CharNgramView(n=(1, 2)) if input_view == "charngram" else None
 
 
 def _pick_rerankers(spec: str | None, seed: int, input_view: str = "suffix") -> dict:
-    table = _reranker_table(seed, input_view)
+    """Table 2 row -> unfitted reranker, for ``--models`` (None: every registered one)."""
+    view = _input_view(input_view)
     if spec is None:
-        return {row: est for row, est in table.values()}
-    out = {}
-    for name in (s.strip() for s in spec.split(",") if s.strip()):
-        if name not in table:
-            raise UsageError(f"unknown model {name!r}; choose from {', '.join(table)}")
-        row, est = table[name]
-        out[row] = est
-    if not out:
+        return registry.rerankers(seed, view)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    if not names:
         raise UsageError("--models names no model")
-    return out
+    return registry.rerankers(seed, view, names=names)  # an unknown name: ValueError
 
 
 def _tag_column(args, *models) -> str:
@@ -207,8 +182,10 @@ def _tag_column(args, *models) -> str:
     command.  Models trained on different columns, or on another column than --tags, are
     refused: their tags would land in the wrong column or be scored against the wrong gold.
     """
+    from .data import TAG_COLUMNS
+
     recorded = [(str(p), (info or {}).get("tags")) for p, info in models]
-    recorded = [(p, c) for p, c in recorded if c in _TAG_COLUMNS]
+    recorded = [(p, c) for p, c in recorded if c in TAG_COLUMNS]
     for (pa, a), (pb, b) in zip(recorded, recorded[1:]):
         if a != b:
             raise UsageError(f"{pa} was trained on {a}, {pb} on {b}; use models trained on "
@@ -239,136 +216,33 @@ def _check_gold_tagset(gold, hmm, column: str, src, tagger) -> None:
 
 
 def _load_tagger(path):
-    from ._persist import read_model_meta
-    from .tagging import TrigramHMM
+    """A saved tagger of any registered kind, and the info saved with it."""
+    from ._persist import ModelFormatError, read_model_meta
 
     p = _model_file(path, "tagger model")
-    hmm = TrigramHMM.load(p)
-    return hmm, read_model_meta(p).get("info", {})
+    meta = read_model_meta(p)
+    classes = {}
+    for spec in registry.specs("tagger"):
+        cls = type(spec.make())
+        classes[cls.__name__] = cls
+    if meta["class"] not in classes:
+        raise ModelFormatError(f"{p}: holds a {meta['class']!r}, not a "
+                               f"{' or '.join(map(repr, classes))}")
+    return classes[meta["class"]].load(p), meta.get("info", {})
 
 
 # -- reading input and writing tagged output ----------------------------------------------
 
-class _Document:
-    """An input to tag: the corpus (words) plus what is needed to write it back.
+def _read_document(path: Path, fmt: str):
+    """The input to tag (sparsecca.data.ConlluDocument); an empty one is refused."""
+    from .data import read_document
 
-    ``blocks[i]`` is the list of input lines of sentence i (CoNLL-U input) or None (text
-    input); ``token_lines[i]`` the positions in ``blocks[i]`` of its token lines.
-    """
-
-    def __init__(self, corpus, blocks, token_lines, fmt):
-        self.corpus = corpus
-        self.blocks = blocks
-        self.token_lines = token_lines
-        self.format = fmt
-
-    def sent_id(self, i: int) -> str:
-        if self.blocks is not None:
-            for line in self.blocks[i]:
-                if line.startswith("# sent_id"):
-                    m = re.match(r"#\s*sent_id\s*=\s*(.*)$", line)
-                    if m:
-                        return m.group(1).strip()
-        return str(i + 1)
-
-    def gold(self, column: str):
-        """Gold tag strings per token from the input's ``column``, or None when absent."""
-        if self.blocks is None:
-            return None
-        c = _TAG_COLUMNS[column]
-        out = []
-        for block, pos in zip(self.blocks, self.token_lines):
-            for j in pos:
-                tag = block[j].split("\t")[c]
-                if tag in ("_", ""):
-                    return None
-                out.append(tag)
-        return out
-
-    def render(self, i: int, tags: list[str], column: str, header=(), kbest=False) -> list[str]:
-        """The lines of sentence ``i`` carrying ``tags`` (one per token)."""
-        c = _TAG_COLUMNS[column]
-        out = list(header)
-        if self.blocks is None:
-            words, _ = self.corpus.sentence(i)
-            if not kbest:
-                out.append(f"# sent_id = {i + 1}")
-            out.append("# text = " + " ".join(words))
-            for n, (w, t) in enumerate(zip(words, tags), 1):
-                cols = [str(n), w] + ["_"] * 8
-                cols[c] = t
-                out.append("\t".join(cols))
-        else:
-            block = list(self.blocks[i])
-            for j, t in zip(self.token_lines[i], tags):
-                cols = block[j].split("\t")
-                cols[c] = t
-                block[j] = "\t".join(cols)
-            if kbest:  # our header replaces the input's sent_id
-                block = [x for x in block if not re.match(r"#\s*sent_id\s*=", x)]
-            out.extend(block)
-        out.append("")
-        return out
-
-
-_CONLLU_COMMENT = re.compile(r"#\s*(sent_id|text)\s*=")
-_CONLLU_ID = re.compile(r"[0-9]+([-.][0-9]+)?")
-
-
-def _refuse_conllu_as_text(path: Path, text: str) -> None:
-    """CoNLL-U given with --format text would be tagged line by line, every column a word
-    (and slowly: the tokens are all unknown); refuse it when its first lines say CoNLL-U."""
-    from .data import CorpusFormatError
-
-    for lineno, line in enumerate(text.split("\n", 100)[:100], 1):
-        line = line.rstrip("\r")
-        if not line.strip():
-            continue
-        cols = line.split("\t")
-        if _CONLLU_COMMENT.match(line) or (len(cols) == 10 and _CONLLU_ID.fullmatch(cols[0])):
-            raise CorpusFormatError(path, lineno, "looks like CoNLL-U; drop --format text")
-        if not line.startswith("#"):  # the first sentence: text after all
-            return
-
-
-def _read_document(path: Path, fmt: str) -> _Document:
-    from .data import CorpusFormatError, conllu_corpus, read_text, tokenized_corpus
-
-    if fmt == "text":
-        text = read_text(path)  # once: sniffed for CoNLL-U, then tokenised
-        _refuse_conllu_as_text(path, text)
-        corpus = tokenized_corpus(text)
-        if corpus.n_sentences == 0:
+    doc = read_document(path, fmt)  # CorpusFormatError, file:line
+    if doc.n_sentences == 0:
+        if fmt == "text":
             raise UsageError(f"{path}: no sentences (text input holds one sentence per line)")
-        return _Document(corpus, None, None, fmt)
-    text = read_text(path)  # once: parsed, then split into the blocks kept for the output
-    try:
-        corpus = conllu_corpus(text, str(path), tags=None)  # CorpusFormatError, file:line
-    except CorpusFormatError as exc:
-        if exc.reason.endswith("tab-separated columns, found 1"):
-            # a line without a tab: most likely plain text given without --format text
-            raise CorpusFormatError(exc.path, exc.line, f"{exc.reason} (tokenised text, one "
-                                    f"sentence per line, needs --format text)") from None
-        raise
-    if corpus.n_sentences == 0:
         raise UsageError(f"{path}: no sentences")
-    blocks, token_lines, cur = [], [], []
-    # conllu_corpus accepted the text, so its sentences are exactly the runs of non-blank lines
-    for line in text.split("\n"):
-        if line:
-            cur.append(line)
-        elif cur:
-            blocks.append(cur)
-            cur = []
-    if cur:
-        blocks.append(cur)
-    for block in blocks:
-        token_lines.append([j for j, x in enumerate(block)
-                            if x[0] != "#" and x.split("\t", 1)[0].isdigit()])
-    if len(blocks) != corpus.n_sentences:  # pragma: no cover - guarded by conllu_corpus
-        raise UsageError(f"{path}: could not align {len(blocks)} blocks with "
-                         f"{corpus.n_sentences} sentences")
-    return _Document(corpus, blocks, token_lines, fmt)
+    return doc
 
 
 def _decode(hmm, corpus, k: int, progress: bool):
@@ -390,7 +264,7 @@ def _format_score(x: float) -> str:
     return f"{x:.6f}"
 
 
-def _write_nbest(doc: _Document, nb, column: str, top: int, order=None, ranking=None):
+def _write_nbest(doc, nb, column: str, top: int, order=None, ranking=None):
     """Text of the 1-best (top == 1) or k-best output; ``order`` re-ranks candidates."""
     items = nb.tags.items
     lines: list[str] = []
@@ -416,7 +290,7 @@ def _write_nbest(doc: _Document, nb, column: str, top: int, order=None, ranking=
     return "\n".join(lines) + "\n"
 
 
-def _accuracy(doc: _Document, nb, column: str, choice) -> float | None:
+def _accuracy(doc, nb, column: str, choice) -> float | None:
     gold = doc.gold(column)
     if gold is None:
         return None
@@ -498,11 +372,13 @@ def _cmd_demo(args) -> int:
 def _bad_dataset_field(spec: str, rest: str, opt: str, seen: set) -> str:
     """Why the last field ``opt`` of ``rest:opt`` in ``spec`` cannot be parsed, naming the
     field it stands in (tag column or input view)."""
-    if opt in _TAG_COLUMNS or opt in _INPUT_VIEWS:
-        kind = "tag columns" if opt in _TAG_COLUMNS else "input views"
+    from .data import TAG_COLUMNS
+
+    if opt in TAG_COLUMNS or opt in _INPUT_VIEWS:
+        kind = "tag columns" if opt in TAG_COLUMNS else "input views"
         return f"{spec!r} gives two {kind}; use DIR[:upos|xpos][:suffix|charngram]"
     before = rest.rpartition(":")[2]
-    if not seen and before in _TAG_COLUMNS:  # DIR:xpos:OPT: OPT is the input view
+    if not seen and before in TAG_COLUMNS:  # DIR:xpos:OPT: OPT is the input view
         return (f"unknown input view {opt!r} in {spec!r}; use DIR:{before}:suffix or "
                 f"DIR:{before}:charngram")
     if not seen and before in _INPUT_VIEWS:
@@ -514,12 +390,14 @@ def _bad_dataset_field(spec: str, rest: str, opt: str, seen: set) -> str:
 
 def _parse_dataset(spec: str, default_tags, default_view):
     """``DIR[:upos|xpos][:suffix|charngram]`` -> (Path, tags, input view)."""
+    from .data import TAG_COLUMNS
+
     p, tags, view = Path(spec), default_tags, default_view
     head = spec
     seen = set()
     while ":" in head and not Path(head).is_dir():
         rest, _, opt = head.rpartition(":")
-        if opt in _TAG_COLUMNS and "tags" not in seen:
+        if opt in TAG_COLUMNS and "tags" not in seen:
             tags, kind = opt, "tags"
         elif opt in _INPUT_VIEWS and "view" not in seen:
             view, kind = opt, "view"
@@ -568,20 +446,20 @@ def _cmd_experiment(args) -> int:
 
 def _cmd_train_tagger(args) -> int:
     from .data import read_conllu
-    from .tagging import TrigramHMM
 
+    tagger = registry.get(args.model, "tagger").make()  # an unknown name: ValueError
     src = _input_file(args.train, "training file")
     out = _model_output(args.output, args.force)
     t0 = time.perf_counter()
     corpus = read_conllu(src, tags=args.tags)
     if corpus.n_tokens == 0:
         raise UsageError(f"{src}: no tokens to train on")
-    hmm = TrigramHMM().fit(corpus)
-    path = hmm.save(out, overwrite=args.force,
-                    info={"tags": args.tags, "train": str(src),
-                          "sentences": corpus.n_sentences, "tokens": corpus.n_tokens})
-    _info(args, f"TrigramHMM: {corpus.n_sentences} sentences, {corpus.n_tokens} tokens, "
-                f"{len(hmm.tags_)} {args.tags} tags, {len(hmm.words_)} words; "
+    tagger.fit(corpus)
+    path = tagger.save(out, overwrite=args.force,
+                       info={"tags": args.tags, "train": str(src),
+                             "sentences": corpus.n_sentences, "tokens": corpus.n_tokens})
+    _info(args, f"{type(tagger).__name__}: {corpus.n_sentences} sentences, {corpus.n_tokens} "
+                f"tokens, {len(tagger.tags_)} {args.tags} tags, {len(tagger.words_)} words; "
                 f"{time.perf_counter() - t0:.1f} s; saved to {path}")
     return 0
 
@@ -611,10 +489,8 @@ def _cmd_train_reranker(args) -> int:
     from .data import read_conllu
     from .tagging import jackknife_nbest
 
-    table = _reranker_table(args.seed, args.input_view)
-    if args.model not in table:
-        raise UsageError(f"unknown model {args.model!r}; choose from {', '.join(table)}")
-    row, est = table[args.model]
+    spec = registry.get(args.model, "reranker")  # an unknown name: ValueError
+    row, est = spec.row, spec.make(args.seed, input_view=_input_view(args.input_view))
     if not hasattr(est, "save"):
         raise UsageError(f"the {row} reranker ({type(est).__name__}) cannot be saved by this "
                          f"version; choose another --model")
@@ -708,7 +584,7 @@ def _add_run_options(p, out_default: str) -> None:
     p.add_argument("--folds", type=_int_option("--folds", 2), default=10,
                    help="jackknife folds for the training n-best lists (default 10)")
     p.add_argument("--models", metavar="M1,M2,...",
-                   help=f"rerankers to run (default all): {_MODEL_HELP}")
+                   help=f"rerankers to run (default all): {registry.help_text('reranker')}")
     p.add_argument("--seed", type=_int_option("--seed", 0), default=0,
                    help="random seed (default 0)")
     _add_common(p)
@@ -726,7 +602,9 @@ def _add_output(p, what: str) -> None:
     p.add_argument("--format", choices=("conllu", "text"), default="conllu",
                    help="INPUT is CoNLL-U (default; .gz allowed) or text: one sentence per "
                         "line, tokens separated by white space")
-    p.add_argument("--tags", choices=tuple(_TAG_COLUMNS),
+    from .data import TAG_COLUMNS
+
+    p.add_argument("--tags", choices=tuple(TAG_COLUMNS),
                    help="column receiving the tags (default: the column the model was "
                         "trained on, else upos; another column than the models' is refused)")
 
@@ -741,6 +619,8 @@ follow, then the token lines with that candidate's tags."""
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from .data import TAG_COLUMNS
+
     p = _Parser(prog="sparsecca",
                 description="Low-dimensional discriminative reranking (sparse CCA) for POS "
                             "tagging: a trigram HMM proposes k-best tag sequences, CCA "
@@ -777,7 +657,7 @@ def _build_parser() -> argparse.ArgumentParser:
     e.add_argument("data_dirs", nargs="+", metavar="DATA_DIR[:upos|xpos][:suffix|charngram]",
                    help="data set directory; a ':upos' or ':xpos' suffix overrides --tags "
                         "for it, ':charngram' / ':suffix' overrides --input-view")
-    e.add_argument("--tags", choices=tuple(_TAG_COLUMNS),
+    e.add_argument("--tags", choices=tuple(TAG_COLUMNS),
                    help="tag column of the directories without a suffix")
     e.add_argument("--input-view", choices=_INPUT_VIEWS, default="suffix",
                    help="sentence features of the CCA models: suffixes 2-4 (default) or "
@@ -786,10 +666,12 @@ def _build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_cmd_experiment)
 
     t = sub.add_parser("train-tagger", help="fit a trigram HMM tagger and save it",
-                       description="Fit a TrigramHMM on a tagged CoNLL-U file and save it as "
-                                   "a .npz model file.")
+                       description="Fit a TrigramHMM (or the tagger named by --model) on a "
+                                   "tagged CoNLL-U file and save it as a .npz model file.")
     t.add_argument("train", metavar="TRAIN", help="tagged CoNLL-U file (.gz allowed)")
-    t.add_argument("--tags", choices=tuple(_TAG_COLUMNS), default="upos",
+    t.add_argument("--model", default="hmm", metavar="NAME",
+                   help=f"tagger: {registry.help_text('tagger')} (default hmm)")
+    t.add_argument("--tags", choices=tuple(TAG_COLUMNS), default="upos",
                    help="tag column to learn (default upos)")
     t.add_argument("-o", "--output", required=True, metavar="MODEL",
                    help="model file to write (.npz appended when missing)")
@@ -817,14 +699,15 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tagger", required=True, metavar="MODEL", help="tagger model file")
     r.add_argument("train", metavar="TRAIN", help="tagged CoNLL-U training file")
     r.add_argument("dev", metavar="DEV", help="tagged CoNLL-U dev file (tuning)")
-    r.add_argument("--model", required=True, metavar="NAME", help=f"reranker: {_MODEL_HELP}")
+    r.add_argument("--model", required=True, metavar="NAME",
+                   help=f"reranker: {registry.help_text('reranker')}")
     r.add_argument("-o", "--output", required=True, metavar="MODEL",
                    help="model file to write (.npz appended when missing)")
     r.add_argument("-k", type=_int_option("-k", 2, _K_WHY), default=10, metavar="K",
                    help="candidates per sentence (default 10)")
     r.add_argument("--folds", type=_int_option("--folds", 2), default=10,
                    help="jackknife folds (default 10)")
-    r.add_argument("--tags", choices=tuple(_TAG_COLUMNS),
+    r.add_argument("--tags", choices=tuple(TAG_COLUMNS),
                    help="tag column (default: the tagger's, else upos)")
     r.add_argument("--input-view", choices=_INPUT_VIEWS, default="suffix",
                    help="sentence features of the CCA models: suffixes 2-4 (default) or "

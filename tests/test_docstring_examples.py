@@ -25,6 +25,7 @@ PUBLIC_MODULES = (
     "sparsecca.rerank",
     "sparsecca.evaluate",
     "sparsecca.exceptions",
+    "sparsecca.registry",
 )
 
 _SECTION = re.compile(r"^Examples\n-{8,}\n", re.MULTILINE)

@@ -3,14 +3,18 @@
 Round trips compare the loaded model's outputs with the original's (bit for bit).  Damaged
 files are made four ways: flipped bytes, truncation, a foreign class in the metadata and a
 pickle renamed to .npz; hand-edited *consistent* archives (valid zip, valid JSON) with
-inconsistent arrays check that validation catches what would otherwise reach a kernel.
+inconsistent arrays check that validation catches what would otherwise reach a kernel.  The
+file format itself (``save_model_file`` / ``load_model_file``) is checked on the arrays of a
+stand-in class "Thing".
 """
 
 import functools
+import gc
 import json
 import os
 import pickle
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -41,6 +45,7 @@ from sparsecca.features import (
 )
 from sparsecca.features import NotFittedError as ViewNotFittedError
 from sparsecca.linalg import SparseCCA
+from sparsecca.registry import baseline_rerankers
 from sparsecca.rerank import (
     BoostingReranker,
     DiscriminativeReranker,
@@ -49,7 +54,6 @@ from sparsecca.rerank import (
     PerceptronReranker,
     RegularizedBoostingReranker,
     SoftenedReranker,
-    baseline_rerankers,
 )
 from sparsecca.tagging import NBestList, NotFittedError, TrigramHMM, jackknife_nbest
 
@@ -852,6 +856,100 @@ def test_inconsistent_nbest_list_refused(tmp_path, case):
     edit, match = NBEST_EDITS[case]
     with pytest.raises(ModelFormatError, match=match):
         NBestList.load(_edit(tmp_path, nbest_lists()[2], edit))
+
+
+# -- the file format: save_model_file / load_model_file ----------------------------------------
+
+def _save(tmp_path, **kw):
+    arrays = {"w": np.arange(6.0).reshape(2, 3), "names": np.array(["a", "bb", "ccc"])}
+    return save_model_file(tmp_path / "m.npz", "Thing", {"k": 3, "tau": 0.5}, arrays, **kw)
+
+
+def test_model_file_round_trip(tmp_path):
+    p = _save(tmp_path, extra={"w_": 1.5})
+    meta, arrays = load_model_file(p, "Thing")
+    assert meta["params"] == {"k": 3, "tau": 0.5} and meta["extra"] == {"w_": 1.5}
+    np.testing.assert_array_equal(arrays["w"], np.arange(6.0).reshape(2, 3))
+    assert arrays["names"].tolist() == ["a", "bb", "ccc"]
+
+
+def test_model_file_refuses_overwrite(tmp_path):
+    p = _save(tmp_path)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        _save(tmp_path)
+    _save(tmp_path, overwrite=True)
+    assert p.exists()
+
+
+@pytest.mark.parametrize("overwrite", ["no", "False", "0", 0, 1, None, [0], np.int64(1)])
+def test_model_file_overwrite_must_be_a_bool(tmp_path, overwrite):
+    # any truthy value replaced the file: 'no' meant yes (every model's save: below)
+    p = _save(tmp_path)
+    before = p.read_bytes()
+    with pytest.raises(TypeError, match=r"^overwrite must be True or False, got "):
+        _save(tmp_path, overwrite=overwrite)
+    assert p.read_bytes() == before
+    _save(tmp_path, overwrite=np.True_)  # NumPy's bool is a bool
+
+
+def test_model_file_of_another_class(tmp_path):
+    p = _save(tmp_path)
+    with pytest.raises(ModelFormatError, match="holds a 'Thing', not a 'Other'"):
+        load_model_file(p, "Other")
+
+
+def test_model_file_of_a_newer_version(tmp_path):
+    meta = {"format": "sparsecca", "format_version": 99, "class": "Thing",
+            "library_version": "9.0", "params": {}, "extra": {}}
+    p = tmp_path / "new.npz"
+    np.savez(p, __sparsecca_meta__=np.frombuffer(json.dumps(meta).encode(), np.uint8))
+    with pytest.raises(ModelFormatError, match="format version 99 is newer"):
+        load_model_file(p, "Thing")
+
+
+@pytest.mark.parametrize("write", [
+    lambda p: p.write_bytes(pickle.dumps({"a": np.ones(3)})),  # a pickle renamed
+    lambda p: np.savez(p, __sparsecca_meta__=np.array([{"x": 1}], dtype=object)),
+], ids=["pickle", "object-array-npz"])
+def test_model_file_not_ours(tmp_path, write):
+    p = tmp_path / "evil.npz"
+    write(p)
+    with pytest.raises(ModelFormatError, match="not a sparsecca model file"):
+        load_model_file(p, "Thing")
+
+
+@pytest.mark.parametrize("cut, match", [(10, "m.npz: corrupted or truncated"),
+                                        (100, "m.npz: corrupted or truncated"),
+                                        (0.5, "m.npz"),
+                                        (-20, "m.npz: corrupted or truncated")])
+def test_truncated_model_file_refused_and_closed(tmp_path, cut, match):
+    # refused naming the file; np.load(path) left the file open when the archive turned out
+    # truncated
+    p = _save(tmp_path)
+    raw = p.read_bytes()
+    n = int(len(raw) * cut) if isinstance(cut, float) else cut
+    p.write_bytes(raw[:n])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ModelFormatError, match=match):
+            load_model_file(p, "Thing")
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+def test_corrupted_model_file_refused(tmp_path):
+    p = _save(tmp_path)
+    raw = bytearray(p.read_bytes())
+    for i in range(60, len(raw) - 60, 7):
+        raw[i] ^= 0xFF
+    p.write_bytes(bytes(raw))
+    with pytest.raises(ModelFormatError):
+        load_model_file(p, "Thing")
+
+
+def test_object_arrays_not_saved(tmp_path):
+    with pytest.raises(TypeError, match="dtype object"):
+        save_model_file(tmp_path / "x.npz", "T", {}, {"a": np.array([{}], dtype=object)})
 
 
 # -- helpers against references ---------------------------------------------------------------

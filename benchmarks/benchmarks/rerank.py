@@ -34,13 +34,8 @@ from __future__ import annotations
 
 import warnings
 
-from sparsecca.rerank import (
-    BASELINE_ROWS,
-    DiscriminativeReranker,
-    GenerativeReranker,
-    SoftenedReranker,
-    baseline_rerankers,
-)
+from sparsecca.registry import BASELINE_ROWS, baseline_rerankers
+from sparsecca.rerank import DiscriminativeReranker, GenerativeReranker, SoftenedReranker
 from sparsecca.tagging import TrigramHMM, jackknife_nbest
 
 from ._common import SIZES, dev_corpus, input_view, missing_brown, require_brown, train_corpus

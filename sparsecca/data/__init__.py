@@ -1,9 +1,12 @@
 """Corpus readers and writers, the columnar TaggedCorpus, and the synthetic corpus."""
 
 from ._conllu import (
+    TAG_COLUMNS,
+    ConlluDocument,
     CorpusFormatError,
     conllu_corpus,
     read_conllu,
+    read_document,
     read_text,
     read_tokenized,
     tokenized_corpus,
@@ -13,12 +16,15 @@ from ._corpus import TaggedCorpus, Vocabulary, kfold_indices, train_test_split
 from ._synthetic import synthetic_corpus
 
 __all__ = [
+    "TAG_COLUMNS",
+    "ConlluDocument",
     "CorpusFormatError",
     "TaggedCorpus",
     "Vocabulary",
     "conllu_corpus",
     "kfold_indices",
     "read_conllu",
+    "read_document",
     "read_text",
     "read_tokenized",
     "synthetic_corpus",

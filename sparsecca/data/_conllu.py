@@ -1,4 +1,4 @@
-"""CoNLL-U / CoNLL-X reading and writing."""
+"""CoNLL-U / CoNLL-X reading and writing: corpora, and documents written back with new tags."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import re
 import zlib
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -16,16 +17,44 @@ from .._atomic import atomic_write_bytes
 from .._params import check_bool
 from ._corpus import SURROGATE, TaggedCorpus, Vocabulary
 
-__all__ = ["CorpusFormatError", "read_conllu", "write_conllu", "read_tokenized", "read_text"]
+__all__ = ["TAG_COLUMNS", "ConlluDocument", "CorpusFormatError", "read_conllu", "write_conllu",
+           "read_tokenized", "read_text", "read_document"]
 
-# column holding each tag kind (0-based); CoNLL-X names them CPOSTAG / POSTAG
-_TAG_COLUMNS = {"upos": 3, "xpos": 4}
+#: the column (0-based) holding each tag kind; CoNLL-X names them CPOSTAG / POSTAG
+TAG_COLUMNS = MappingProxyType({"upos": 3, "xpos": 4})
 # the ids of lines read_conllu skips: multi-word token ranges (2-3) and empty nodes (2.1)
 _SKIPPED_ID = re.compile(r"[0-9]+-[0-9]+|[0-9]+\.[0-9]+")
 
 
 class CorpusFormatError(ValueError):
-    """A corpus file is malformed.  ``path`` and ``line`` (1-based, 0 = whole file) say where."""
+    r"""A corpus file is malformed.  ``path`` and ``line`` (1-based, 0 = whole file) say where.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    line : int
+        The 1-based line of the problem, or 0 when it concerns the whole file (e.g. bytes
+        that are not gzip data).
+    message : str
+        What is wrong, kept as :attr:`reason`; the exception's text is
+        ``"<path>:<line>: <message>"`` (``"<path>: <message>"`` for line 0).
+
+    Examples
+    --------
+    >>> err = CorpusFormatError("train.conllu", 12, "empty word form in column 2")
+    >>> str(err)
+    'train.conllu:12: empty word form in column 2'
+    >>> err.path, err.line, err.reason
+    ('train.conllu', 12, 'empty word form in column 2')
+    >>> from pathlib import Path
+    >>> _ = Path("bad.conllu").write_text("1\tdog\tNOUN\n", encoding="utf-8")
+    >>> try:
+    ...     read_conllu("bad.conllu")
+    ... except CorpusFormatError as exc:
+    ...     print(exc)
+    bad.conllu:1: expected 10 tab-separated columns, found 3
+    """
 
     def __init__(self, path, line: int, message: str):
         self.path = str(path)
@@ -69,11 +98,19 @@ def _decode(name: str, raw: bytes) -> str:
 
 
 def read_text(path) -> str:
-    """The text of a corpus file as the readers see it.
+    r"""The text of a corpus file as the readers see it.
 
     Gzip data is detected by its magic bytes; the bytes must be UTF-8 (a leading byte-order
-    mark is dropped) and Windows line ends become ``\\n``.  Raises CorpusFormatError (with the
+    mark is dropped) and Windows line ends become ``\n``.  Raises CorpusFormatError (with the
     line of the first bad byte) otherwise.
+
+    Examples
+    --------
+    >>> import codecs, gzip
+    >>> data = codecs.BOM_UTF8 + "The dog barks .\r\nIt sleeps .\r\n".encode("utf-8")
+    >>> _ = open("in.txt.gz", "wb").write(gzip.compress(data))
+    >>> read_text("in.txt.gz")
+    'The dog barks .\nIt sleeps .\n'
     """
     name, raw = _read_bytes(path)
     text = _decode(name, raw)
@@ -81,12 +118,12 @@ def read_text(path) -> str:
 
 
 def _check_tags_arg(tags):
-    if tags is not None and tags not in _TAG_COLUMNS:
+    if tags is not None and tags not in TAG_COLUMNS:
         raise ValueError(f"tags must be 'upos', 'xpos' or None, got {tags!r}")
 
 
 def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
-    """Read a CoNLL-U or CoNLL-X file (plain or gzip-compressed) into a TaggedCorpus.
+    r"""Read a CoNLL-U or CoNLL-X file (plain or gzip-compressed) into a TaggedCorpus.
 
     Parameters
     ----------
@@ -109,17 +146,49 @@ def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
         empty form, bytes that are not UTF-8, a sentence with no tokens, a bad or out-of-order
         token id, a ``_`` in the requested tag column, or a tag with leading or trailing
         whitespace (a stray CR included).
+
+    See Also
+    --------
+    read_document : the corpus plus its lines, to write it back with new tags.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("tiny.conllu").write_text(
+    ...     "# sent_id = 1\n"
+    ...     "1\tThe\tthe\tDET\tDT\t_\t_\t_\t_\t_\n"
+    ...     "2\tdog\tdog\tNOUN\tNN\t_\t_\t_\t_\t_\n\n", encoding="utf-8")
+    >>> corpus = read_conllu("tiny.conllu")
+    >>> corpus.n_sentences, corpus.n_tokens
+    (1, 2)
+    >>> corpus.sentence(0)
+    (['The', 'dog'], ['DET', 'NOUN'])
+    >>> read_conllu("tiny.conllu", tags="xpos").sentence(0)
+    (['The', 'dog'], ['DT', 'NN'])
+    >>> read_conllu("tiny.conllu", tags=None).has_tags
+    False
     """
     _check_tags_arg(tags)
     return conllu_corpus(read_text(path), os.fspath(path), tags)
 
 
 def conllu_corpus(text: str, name: str, tags: str | None = "upos") -> TaggedCorpus:
-    """:func:`read_conllu` of a file's text (:func:`read_text`), for a caller that has read
-    it already; ``name`` is the file named in a :class:`CorpusFormatError`."""
+    r""":func:`read_conllu` of a file's text (:func:`read_text`), for a caller that has read
+    it already; ``name`` is the file named in a :class:`CorpusFormatError`.
+
+    Examples
+    --------
+    >>> text = "1\tcats\t_\tNOUN\t_\t_\t_\t_\t_\t_\n2\tpurr\t_\tVERB\t_\t_\t_\t_\t_\t_\n\n"
+    >>> conllu_corpus(text, "memory").sentence(0)
+    (['cats', 'purr'], ['NOUN', 'VERB'])
+    >>> conllu_corpus("1\tcats\n", "memory")
+    Traceback (most recent call last):
+    ...
+    sparsecca.data._conllu.CorpusFormatError: memory:1: expected 10 tab-separated columns, found 2
+    """
     _check_tags_arg(tags)
     # read_text's strict UTF-8 decoding never gives a lone surrogate, other text may (a
-    # C-speed check: a regex search over the text cost 7% of the parse)
+    # C-speed check: a regex search over the text costs a noticeable part of the parse)
     if not text.isascii():
         try:
             text.encode("utf-8")
@@ -128,7 +197,7 @@ def conllu_corpus(text: str, name: str, tags: str | None = "upos") -> TaggedCorp
             raise CorpusFormatError(name, line, f"holds a lone surrogate "
                                                 f"(U+{ord(text[exc.start]):04X}), which UTF-8 "
                                                 f"cannot encode") from None
-    tcol = _TAG_COLUMNS[tags] if tags is not None else None
+    tcol = TAG_COLUMNS[tags] if tags is not None else None
     wdict: dict[str, int] = {}
     tdict: dict[str, int] = {}
     wids: list[int] = []
@@ -207,19 +276,38 @@ def conllu_corpus(text: str, name: str, tags: str | None = "upos") -> TaggedCorp
 
 
 def read_tokenized(path) -> TaggedCorpus:
-    """Read one-sentence-per-line, whitespace-tokenised text (plain or gzip) as an untagged corpus.
+    r"""Read one-sentence-per-line, whitespace-tokenised text (plain or gzip) as an untagged corpus.
 
     Blank lines are skipped.  Tokens are separated by any Unicode whitespace (``str.split``):
     besides spaces and tabs, also no-break spaces (U+00A0, U+202F) and the ideographic space
     (U+3000), so a token cannot contain one (a number written "10 000" with a no-break space
     becomes two tokens); use CoNLL-U, whose FORM column may hold spaces, for such tokens.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("in.txt").write_text("The dog barks .\n\nIt  sleeps\n", encoding="utf-8")
+    >>> corpus = read_tokenized("in.txt")
+    >>> corpus.n_sentences, corpus.has_tags
+    (2, False)
+    >>> corpus.sentence(1)
+    (['It', 'sleeps'], None)
     """
     return tokenized_corpus(read_text(path))
 
 
 def tokenized_corpus(text: str) -> TaggedCorpus:
-    """:func:`read_tokenized` of a file's text (:func:`read_text`), for a caller that has
-    read it already."""
+    r""":func:`read_tokenized` of a file's text (:func:`read_text`), for a caller that has
+    read it already.
+
+    Examples
+    --------
+    >>> corpus = tokenized_corpus("The dog barks .\nIt sleeps\n")
+    >>> corpus.n_sentences, corpus.n_tokens
+    (2, 6)
+    >>> corpus.sentence(0)[0]
+    ['The', 'dog', 'barks', '.']
+    """
     # lines end at \n (\r\n too) only, as in the CoNLL-U reader: str.splitlines would also
     # end one at a form feed, U+0085 or U+2028 inside it, and number the sentences wrong
     return TaggedCorpus.from_words(line.split() for line in text.split("\n") if line.strip())
@@ -245,7 +333,7 @@ def _check_writable(what: str, items) -> None:
 
 def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: bool = False,
                  comments=None) -> None:
-    """Write a TaggedCorpus as 10-column CoNLL-U.
+    r"""Write a TaggedCorpus as 10-column CoNLL-U.
 
     Parameters
     ----------
@@ -270,6 +358,22 @@ def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: b
         ``path`` exists and ``overwrite`` is False.
     FileNotFoundError, IsADirectoryError
         The directory of ``path`` does not exist, or ``path`` is a directory.
+
+    Examples
+    --------
+    >>> corpus = TaggedCorpus.from_sentences([[("The", "DET"), ("dog", "NOUN")]])
+    >>> write_conllu(corpus, "out.conllu", comments=["sent_id = a1"])
+    >>> print(open("out.conllu", encoding="utf-8").read().replace("\t", " "))
+    # sent_id = a1
+    1 The _ DET _ _ _ _ _ _
+    2 dog _ NOUN _ _ _ _ _ _
+    <BLANKLINE>
+    >>> read_conllu("out.conllu") == corpus
+    True
+    >>> write_conllu(corpus, "out.conllu")
+    Traceback (most recent call last):
+    ...
+    FileExistsError: out.conllu exists; pass overwrite=True to replace it
     """
     _check_tags_arg(tags)
     if tags is None:
@@ -307,3 +411,283 @@ def write_conllu(corpus: TaggedCorpus, path, tags: str = "upos", *, overwrite: b
     if p.name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     atomic_write_bytes(p, data)
+
+
+# -- documents: a corpus plus the lines it was read from ------------------------------------
+
+_FORMATS = ("conllu", "text")
+# a first line like these says CoNLL-U (read_document refuses such a file as text)
+_CONLLU_COMMENT = re.compile(r"#\s*(sent_id|text)\s*=")
+_CONLLU_ID = re.compile(r"[0-9]+([-.][0-9]+)?")
+_SENT_ID = re.compile(r"#\s*sent_id\s*=\s*(.*)$")
+
+
+def _tag_column(column) -> int:
+    if column not in TAG_COLUMNS:
+        raise ValueError(f"column must be 'upos' or 'xpos', got {column!r}")
+    return TAG_COLUMNS[column]
+
+
+class ConlluDocument:
+    r"""A corpus and the lines it was read from, to write it back with new tags.
+
+    Tagging a CoNLL-U file changes its tag column only: :meth:`render` gives the lines of a
+    sentence as read (comments, multi-word token ranges, empty nodes and every other column
+    unchanged) with the tag column of its token lines replaced.  A document of text input
+    (one sentence per line) has no lines to keep: :meth:`render` writes 10-column token
+    lines, ``_`` in the columns other than the word and the tag, after ``# sent_id = N``
+    (1-based) and ``# text = ...`` comments.
+
+    Parameters
+    ----------
+    corpus : TaggedCorpus
+        The sentences (their tags, if any, are not used).
+    blocks : list of list of str, optional
+        The lines of each sentence of ``corpus`` as read, without line ends; None (the
+        default) for text input.
+
+    Attributes
+    ----------
+    corpus : TaggedCorpus
+    blocks : list of list of str or None
+    token_lines : list of list of int or None
+        The positions in ``blocks[i]`` of the token lines of sentence ``i``, one per word.
+    format : {'conllu', 'text'}
+        'text' when the document has no blocks.
+
+    Raises
+    ------
+    ValueError
+        ``blocks`` does not hold one block per sentence, or a block does not hold one token
+        line (an integer id) per word of its sentence.
+
+    See Also
+    --------
+    read_document : read a CoNLL-U or text file as a document.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("in.conllu").write_text(
+    ...     "# sent_id = fr-1\n"
+    ...     "1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    ...     "1\tde\tde\tADP\t_\t_\t3\tcase\t_\t_\n"
+    ...     "2\tle\tle\tDET\t_\t_\t3\tdet\t_\t_\n"
+    ...     "3\tchat\tchat\tNOUN\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    >>> doc = read_document("in.conllu")
+    >>> doc.n_sentences, doc.sent_id(0), doc.gold("upos")
+    (1, 'fr-1', ['ADP', 'DET', 'NOUN'])
+    >>> for line in doc.render(0, ["X", "Y", "Z"], "upos"):
+    ...     print(line.replace("\t", " "))
+    # sent_id = fr-1
+    1-2 du _ _ _ _ _ _ _ _
+    1 de de X _ _ 3 case _ _
+    2 le le Y _ _ 3 det _ _
+    3 chat chat Z _ _ 0 root _ _
+    <BLANKLINE>
+
+    A k-best block: the caller's header replaces the sentence's ``sent_id`` comment.
+
+    >>> header = ["# sent_id = fr-1", "# candidate = 2"]
+    >>> doc.render(0, ["X", "Y", "Z"], "xpos", header=header, kbest=True)[:4]
+    ['# sent_id = fr-1', '# candidate = 2', '1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_',
+     '1\tde\tde\tADP\tX\t_\t3\tcase\t_\t_']
+
+    Text input:
+
+    >>> doc = ConlluDocument(tokenized_corpus("le chat dort\n"))
+    >>> doc.format, doc.sent_id(0), doc.gold("upos")
+    ('text', '1', None)
+    >>> for line in doc.render(0, ["DET", "NOUN", "VERB"], "upos"):
+    ...     print(line.replace("\t", " "))
+    # sent_id = 1
+    # text = le chat dort
+    1 le _ DET _ _ _ _ _ _
+    2 chat _ NOUN _ _ _ _ _ _
+    3 dort _ VERB _ _ _ _ _ _
+    <BLANKLINE>
+    """
+
+    def __init__(self, corpus: TaggedCorpus, blocks=None):
+        if not isinstance(corpus, TaggedCorpus):
+            raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
+        self.corpus = corpus
+        self.blocks = None if blocks is None else list(blocks)
+        self.token_lines = None
+        self.format = "text" if blocks is None else "conllu"
+        if self.blocks is None:
+            return
+        if len(self.blocks) != corpus.n_sentences:
+            raise ValueError(f"blocks has {len(self.blocks)} entries, corpus has "
+                             f"{corpus.n_sentences} sentences")
+        self.token_lines = [[j for j, x in enumerate(block)
+                             if x[:1] != "#" and x.split("\t", 1)[0].isdigit()]
+                            for block in self.blocks]
+        lengths = corpus.lengths.tolist()
+        for i, (pos, n) in enumerate(zip(self.token_lines, lengths)):
+            if len(pos) != n:
+                raise ValueError(f"block {i} has {len(pos)} token lines, sentence {i} has "
+                                 f"{n} words")
+
+    @property
+    def n_sentences(self) -> int:
+        """The number of sentences."""
+        return self.corpus.n_sentences
+
+    def sent_id(self, i: int) -> str:
+        """The ``# sent_id`` of sentence ``i``, else its 1-based number."""
+        if self.blocks is not None:
+            for line in self.blocks[i]:
+                # the comment render(kbest=True) leaves out, spaced as it may be
+                m = _SENT_ID.match(line) if line[:1] == "#" else None
+                if m:
+                    return m.group(1).strip()
+        return str(i + 1)
+
+    def gold(self, column: str):
+        """The tag strings of every token in ``column`` ('upos' or 'xpos'), or None when the
+        document has no such tags (text input, or a ``_`` or empty tag anywhere)."""
+        c = _tag_column(column)
+        if self.blocks is None:
+            return None
+        out = []
+        for block, pos in zip(self.blocks, self.token_lines):
+            for j in pos:
+                tag = block[j].split("\t")[c]
+                if tag in ("_", ""):
+                    return None
+                out.append(tag)
+        return out
+
+    def render(self, i: int, tags, column: str, header=(), kbest: bool = False) -> list[str]:
+        """The lines of sentence ``i`` with ``tags`` (one per word) in ``column``.
+
+        Parameters
+        ----------
+        i : int
+            The sentence.
+        tags : sequence of str
+            One tag per word.
+        column : {'upos', 'xpos'}
+            The column receiving the tags.
+        header : sequence of str
+            Comment lines written first.
+        kbest : bool
+            A block of a k-best list: the sentence's own ``sent_id`` comment (or, for text
+            input, the ``# sent_id = N`` comment) is left out; ``header`` gives it.
+
+        Returns
+        -------
+        list of str
+            The lines without line ends, the last one empty (the blank line ending the
+            sentence).
+        """
+        c = _tag_column(column)
+        out = list(header)
+        if self.blocks is None:
+            words, _ = self.corpus.sentence(i)
+            if not kbest:
+                out.append(f"# sent_id = {i + 1}")
+            out.append("# text = " + " ".join(words))
+            for n, (w, t) in enumerate(zip(words, tags), 1):
+                cols = [str(n), w] + ["_"] * 8
+                cols[c] = t
+                out.append("\t".join(cols))
+        else:
+            block = list(self.blocks[i])
+            for j, t in zip(self.token_lines[i], tags):
+                cols = block[j].split("\t")
+                cols[c] = t
+                block[j] = "\t".join(cols)
+            if kbest:  # the header replaces the input's sent_id
+                block = [x for x in block if not _SENT_ID.match(x)]
+            out.extend(block)
+        out.append("")
+        return out
+
+
+def _refuse_conllu_as_text(path, text: str) -> None:
+    """CoNLL-U read as text would be tagged line by line, every column a word (and slowly:
+    the tokens are all unknown); refuse it when its first lines say CoNLL-U."""
+    for lineno, line in enumerate(text.split("\n", 100)[:100], 1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if _CONLLU_COMMENT.match(line) or (len(cols) == 10 and _CONLLU_ID.fullmatch(cols[0])):
+            raise CorpusFormatError(path, lineno, "looks like CoNLL-U; drop --format text")
+        if not line.startswith("#"):  # the first sentence: text after all
+            return
+
+
+def read_document(path, fmt: str = "conllu") -> ConlluDocument:
+    r"""Read a CoNLL-U file, or one sentence per line of text, as a :class:`ConlluDocument`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file, plain or gzip-compressed (see :func:`read_text`).
+    fmt : {'conllu', 'text'}, default 'conllu'
+        CoNLL-U (read as by :func:`read_conllu` without tags, every line kept), or text:
+        one sentence per line, tokens separated by white space (:func:`read_tokenized`).
+
+    Returns
+    -------
+    ConlluDocument
+
+    Raises
+    ------
+    CorpusFormatError
+        What :func:`read_conllu` refuses.  The hints name the command line's ``--format``
+        option: a CoNLL-U line without a tab (plain text) says that text needs
+        ``--format text``, and text whose first lines look like CoNLL-U (a ``sent_id`` or
+        ``text`` comment, or a 10-column line starting with a token id) is refused.
+    ValueError
+        ``fmt`` is neither 'conllu' nor 'text'.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("in.conllu").write_text(
+    ...     "# sent_id = a\n1\tHi\t_\tINTJ\t_\t_\t_\t_\t_\t_\n\n"
+    ...     "# sent_id = b\n1\tBye\t_\tINTJ\t_\t_\t_\t_\t_\t_\n\n", encoding="utf-8")
+    >>> doc = read_document("in.conllu")
+    >>> doc.format, doc.n_sentences, [doc.sent_id(i) for i in range(2)]
+    ('conllu', 2, ['a', 'b'])
+    >>> doc.blocks[1]
+    ['# sent_id = b', '1\tBye\t_\tINTJ\t_\t_\t_\t_\t_\t_']
+    >>> _ = Path("in.txt").write_text("Hi there\nBye\n", encoding="utf-8")
+    >>> text = read_document("in.txt", "text")
+    >>> text.format, text.corpus.sentence(0)
+    ('text', (['Hi', 'there'], None))
+    >>> read_document("in.conllu", "text")
+    Traceback (most recent call last):
+    ...
+    sparsecca.data._conllu.CorpusFormatError: in.conllu:1: looks like CoNLL-U; drop --format text
+    """
+    if fmt not in _FORMATS:
+        raise ValueError(f"fmt must be 'conllu' or 'text', got {fmt!r}")
+    text = read_text(path)  # once: checked, then parsed and (CoNLL-U) split into blocks
+    name = os.fspath(path)
+    if fmt == "text":
+        _refuse_conllu_as_text(name, text)
+        return ConlluDocument(tokenized_corpus(text))
+    try:
+        corpus = conllu_corpus(text, name, tags=None)
+    except CorpusFormatError as exc:
+        if exc.reason.endswith("tab-separated columns, found 1"):
+            # a line without a tab: most likely plain text read as CoNLL-U
+            raise CorpusFormatError(exc.path, exc.line, f"{exc.reason} (tokenised text, one "
+                                    f"sentence per line, needs --format text)") from None
+        raise
+    # conllu_corpus accepted the text, so its sentences are exactly the runs of non-blank lines
+    blocks, cur = [], []
+    for line in text.split("\n"):
+        if line:
+            cur.append(line)
+        elif cur:
+            blocks.append(cur)
+            cur = []
+    if cur:
+        blocks.append(cur)
+    return ConlluDocument(corpus, blocks)

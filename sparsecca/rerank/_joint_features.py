@@ -17,16 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._params import ParamsMixin, check_bool, check_float, check_int
-from .._persist import (
-    ModelFormatError,
-    check_index,
-    from_json,
-    get_child,
-    put_child,
-    state_array,
-    to_json,
-)
 from .._persist import PersistMixin as BasePersistMixin
+from .._persist import check_index, state_array
 from ..data import TaggedCorpus
 from ..exceptions import NotFittedError
 from ..features import JointView
@@ -101,53 +93,6 @@ def candidate_word_ids(nbest: NBestList) -> np.ndarray:
     return c.word_ids[tok]
 
 
-class PersistMixin(BasePersistMixin):
-    """``save(path)`` / ``load(path)`` of a fitted baseline reranker (.npz + JSON, no pickle).
-
-    Subclasses list their fitted array attributes in ``_array_attrs`` (None allowed) and their
-    JSON-able fitted attributes in ``_extra_attrs``; the fitted :class:`JointFeatures` is
-    stored as a nested object.  Loading checks that ``coef_`` matches the features, so a
-    damaged file is refused before a candidate is scored.
-    """
-
-    _array_attrs: tuple[str, ...] = ()
-    _extra_attrs: tuple[str, ...] = ()
-
-    def _get_state(self):
-        self._check_fitted("coef_")
-        arrays: dict = {}
-        extra: dict = {"none": []}
-        put_child(arrays, extra, "features_", self.features_)
-        for name in self._array_attrs:
-            value = getattr(self, name)
-            if value is None:
-                extra["none"].append(name)
-            else:
-                arrays[name] = np.asarray(value)
-        for name in self._extra_attrs:
-            extra[name] = to_json(getattr(self, name), name)
-        return self._persist_params(), arrays, extra
-
-    def _set_state(self, arrays, extra):
-        none = extra.get("none")
-        if not isinstance(none, list):
-            raise ModelFormatError("metadata value 'none' must be a list")
-        feats = get_child(arrays, extra, "features_", allowed=(JointFeatures,))
-        for name in self._array_attrs:
-            if name in none:
-                setattr(self, name, None)
-            elif name not in arrays:
-                raise ModelFormatError(f"array {name!r} is missing")
-            else:
-                setattr(self, name, arrays[name])
-        for name in self._extra_attrs:
-            if name not in extra:
-                raise ModelFormatError(f"metadata value {name!r} is missing")
-            setattr(self, name, from_json(extra[name]))
-        self.coef_ = state_array(arrays, "coef_", "float", shape=(feats.n_features_,))
-        self.features_ = feats
-
-
 # -- the feature extractor -------------------------------------------------------------------
 
 class JointFeatures(BasePersistMixin, ParamsMixin):
@@ -180,6 +125,21 @@ class JointFeatures(BasePersistMixin, ParamsMixin):
         Columns of ``view_`` kept, in order (column j + 1 of the output is ``columns_[j]``).
     n_features_ : int
         Output columns, the decoder score included.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus
+    >>> from sparsecca.tagging import TrigramHMM
+    >>> corpus = synthetic_corpus(200, random_state=0)
+    >>> nbest = TrigramHMM().fit(corpus).nbest(corpus[:20], k=3)
+    >>> feats = JointFeatures(kind="ngram").fit(nbest)
+    >>> X = feats.transform(nbest)
+    >>> X.shape == (nbest.n_total, feats.n_features_)
+    True
+    >>> feats.feature_names_[0]
+    '<decoder score>'
+    >>> bool((X[:, 0].toarray().ravel() == nbest.scores).all())
+    True
     """
 
     def __init__(self, kind="suffix", lengths=(2, 3, 4), min_count=1, binary=False,
@@ -272,21 +232,22 @@ class JointFeatures(BasePersistMixin, ParamsMixin):
         s = sp.csr_matrix(nbest.scores.reshape(-1, 1))
         return sp.hstack([s, H], format="csr")
 
-    # -- persistence (arrays + JSON only) -----------------------------------------------------
-    def _get_state(self):
-        """Fitted state: the kept columns, and the joint view as a nested object."""
-        self._check_fitted()
-        arrays = {"columns": self.columns_}
-        extra: dict = {}
-        put_child(arrays, extra, "view_", self.view_)
-        return self._persist_params(), arrays, extra
+    # -- persistence (arrays + JSON only): the kept columns (stored as "columns"), and the
+    # joint view as a nested object; _check_state validates them and rebuilds the rest
+    _state_arrays = ("columns_",)
+    _state_children = ("view_",)
+    _state_keys = {"columns_": "columns"}
+    _state_child_classes = {"view_": (JointView,)}
 
-    def _set_state(self, arrays, extra):
+    def _persist_check_fitted(self):
+        self._check_fitted()
+
+    def _check_state(self):
         self._validate()
-        view = get_child(arrays, extra, "view_", allowed=(JointView,))
-        cols = check_index("columns", state_array(arrays, "columns", "int"), view.n_features_,
+        view = self.view_
+        stored = {} if self.columns_ is None else {"columns": self.columns_}
+        cols = check_index("columns", state_array(stored, "columns", "int"), view.n_features_,
                            increasing=True)
-        self.view_ = view
         self.columns_ = cols
         self._remap = np.full(view.n_features_, -1, dtype=np.int64)
         self._remap[cols] = np.arange(cols.size, dtype=np.int64)
@@ -301,6 +262,36 @@ class JointFeatures(BasePersistMixin, ParamsMixin):
             names = self.view_.vocabulary_.items
             self._names = [DECODER_FEATURE] + [names[j] for j in self.columns_]
         return self._names
+
+
+# -- save / load of the baseline rerankers --------------------------------------------------
+
+class PersistMixin(BasePersistMixin):
+    """``save(path)`` / ``load(path)`` of a fitted baseline reranker (.npz + JSON, no pickle).
+
+    Subclasses list their fitted array attributes in ``_array_attrs`` (None allowed) and their
+    JSON-able fitted attributes in ``_extra_attrs``: the declarative state of
+    :class:`sparsecca._persist.PersistMixin`, with the fitted :class:`JointFeatures` as the
+    nested object ``features_``.  Loading checks that ``coef_`` matches the features, so a
+    damaged file is refused before a candidate is scored.
+    """
+
+    _array_attrs: tuple[str, ...] = ()
+    _extra_attrs: tuple[str, ...] = ()
+    _state_children = ("features_",)
+    _state_child_classes = {"features_": (JointFeatures,)}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls._state_arrays = tuple(cls._array_attrs)
+        cls._state_values = tuple(cls._extra_attrs)
+
+    def _persist_check_fitted(self):
+        self._check_fitted("coef_")
+
+    def _check_state(self):
+        stored = {} if self.coef_ is None else {"coef_": self.coef_}
+        self.coef_ = state_array(stored, "coef_", "float", shape=(self.features_.n_features_,))
 
 
 def _discriminating_sentences(Z: sp.csr_matrix, nbest: NBestList) -> np.ndarray:

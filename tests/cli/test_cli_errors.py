@@ -118,6 +118,8 @@ CASES = {
                                "--model", "svm", "-o", "{bad}/r"], r"unknown model 'svm'"),
     "unknown --models name": (["demo", "--models", "svm", "--out", "{bad}/demo"],
                               r"unknown model 'svm'"),
+    "unknown tagger name": (["train-tagger", "{train}", "--model", "crf", "-o", "{bad}/m"],
+                            r"train-tagger: error: unknown model 'crf'; choose from hmm$"),
     "k too small": (["tag", "{tagger}", "{test}", "-k", "0"],
                     r"error: -k must be an int >= 1, got 0 \(see 'sparsecca tag --help'\)$"),
     "k not an int": (["tag", "{tagger}", "{test}", "-k", "two"],
@@ -216,8 +218,8 @@ TEXT_OR_CONLLU = [
 
 @pytest.mark.parametrize("text,line", TEXT_OR_CONLLU)
 def test_conllu_given_as_text(text, line):
-    from sparsecca.cli import _refuse_conllu_as_text
     from sparsecca.data import CorpusFormatError
+    from sparsecca.data._conllu import _refuse_conllu_as_text
 
     if line is None:
         _refuse_conllu_as_text("in.txt", text)

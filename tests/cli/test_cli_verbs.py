@@ -158,7 +158,7 @@ def reranker(dataset, tagger):
 
 
 def test_train_reranker_matches_library(dataset, tagger, reranker):
-    from sparsecca.rerank import baseline_rerankers
+    from sparsecca.registry import baseline_rerankers
     from sparsecca.tagging import jackknife_nbest
 
     hmm = TrigramHMM.load(tagger)
@@ -222,7 +222,7 @@ def test_models_named_as_given_to_output(dataset, reranker, tmp_path):
 
 def test_cca_reranker_through_the_cli(dataset, tagger, tmp_path):
     """train-reranker / rerank with one of the three CCA models (saved and loaded)."""
-    from sparsecca.rerank import default_rerankers
+    from sparsecca.registry import default_rerankers
     from sparsecca.tagging import jackknife_nbest
 
     model = tmp_path / "soft.npz"

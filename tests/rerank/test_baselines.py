@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 
 from sparsecca.data import TaggedCorpus, read_conllu, synthetic_corpus, train_test_split
-from sparsecca.rerank._baselines import BASELINE_ROWS, baseline_rerankers
+from sparsecca.registry import BASELINE_ROWS, baseline_rerankers
 from sparsecca.rerank._boosting import (
     BoostingReranker,
     RegularizedBoostingReranker,

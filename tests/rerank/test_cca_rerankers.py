@@ -10,11 +10,11 @@ import scipy.linalg as sla
 from sparsecca.data import TaggedCorpus, synthetic_corpus, train_test_split
 from sparsecca.features import HStackView, JointView, SuffixView, TagNgramView, WordView
 from sparsecca.kernels import aggregate_residuals
+from sparsecca.registry import default_rerankers
 from sparsecca.rerank import (
     DiscriminativeReranker,
     GenerativeReranker,
     SoftenedReranker,
-    default_rerankers,
     losses_of_choice,
     plateau_score,
     tune_weight,
