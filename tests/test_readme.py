@@ -1,8 +1,10 @@
-"""README's Python examples run as printed (in a subprocess, from an empty directory).
+"""The Python examples of README.md and docs/ run as printed (in a subprocess, from an empty
+directory).
 
 A user copies them first; a renamed argument or a moved function must fail here, not on their
-machine.  The blocks are read from README.md in order; the test fails when their number
-changes, so a new example gets a test too.
+machine.  The ```python blocks are read from each page in order; the count test fails when a
+page's blocks change in number (docs/ pages included: a page not listed in ``EXPECTED`` must
+have none), so a new example gets a test too.
 """
 
 import re
@@ -14,28 +16,38 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+DESIGN = "docs/design.md"
+
+#: page -> a string each of its python blocks holds, in order (one test below per block)
+EXPECTED = {
+    "README.md": ["SoftenedReranker", "sparsecca.experiment(", "SparseCCA("],
+    DESIGN: ["GramStats.from_dask(X)"],
+}
 
 
-def python_blocks():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def python_blocks(page="README.md"):
+    text = (ROOT / page).read_text(encoding="utf-8")
     return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
 
 
 def run_block(code, cwd, timeout=600):
     proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout)
-    assert proc.returncode == 0, (f"README example failed:\n{code}\n--- stdout\n"
+    assert proc.returncode == 0, (f"example failed:\n{code}\n--- stdout\n"
                                   f"{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
     return proc.stdout
 
 
 def test_readme_has_the_examples_tested_here():
-    blocks = python_blocks()
-    assert len(blocks) == 4, [b.splitlines()[0] for b in blocks]
-    assert "SoftenedReranker" in blocks[0]
-    assert "sparsecca.experiment(" in blocks[1]
-    assert "SparseCCA(" in blocks[2]
-    assert "GramStats.from_dask(X)" in blocks[3]
+    pages = ["README.md", *sorted(p.relative_to(ROOT).as_posix()
+                                  for p in (ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        blocks, expected = python_blocks(page), EXPECTED.get(page, [])
+        assert len(blocks) == len(expected), (
+            f"{page}: {len(blocks)} python blocks, {len(expected)} tested here: "
+            f"{[b.splitlines()[0] for b in blocks]}")
+        for block, marker in zip(blocks, expected):
+            assert marker in block, (page, marker, block.splitlines()[0])
 
 
 @pytest.mark.slow
@@ -73,7 +85,7 @@ def test_readme_engine_example(tmp_path):
     assert solver in ("dense", "randomized", "iterative") and 0 < float(top) <= 2.0
 
 
-def test_readme_dask_example(tmp_path):
+def test_design_dask_example(tmp_path):
     # X and Y as Dask arrays chunked by rows; the result against the dense solver in memory
     pytest.importorskip("dask.array")
     setup = ("import numpy as np, dask.array as da\n"
@@ -88,5 +100,5 @@ def test_readme_dask_example(tmp_path):
              "A, B = res[:2]\n"
              "assert A.shape == (160, 50) and B.shape == (60, 50)\n"
              "print(err)\n")
-    out = run_block(setup + python_blocks()[3] + check, tmp_path)
+    out = run_block(setup + python_blocks(DESIGN)[0] + check, tmp_path)
     assert float(out.split()[-1]) < 1e-6  # the iterative solver's tolerance is 1e-7
