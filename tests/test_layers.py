@@ -1,4 +1,4 @@
-"""The package's layers (DESIGN.md section 5): no module reaches around one.
+"""The package's layers (docs/design.md): no module reaches around one.
 
 Read from the source with ``ast`` (every import, those inside functions included), so a
 lazy import cannot hide a dependency.  Two rules:
