@@ -210,3 +210,215 @@ def test_adaptive_range_finder_bad_arguments(kw, exc, match):
         adaptive_range_finder(_CountingOperator(A, bad=None), **kw)
     with pytest.raises(exc, match=match):
         adaptive_range_finder(A, **kw)
+
+
+# --- methods 'subspace' and 'krylov' with a residual target ----------------------------------
+
+from sparsecca.linalg._rsvd import SVDConvergenceWarning, SVDInfo  # noqa: E402
+
+K = 6
+
+
+def _gapped(m, n, spectrum, seed=0):
+    """A = U diag(s) V^T: 'flat' (the top K within 10%, then a drop to a flat tail) or
+    'decaying' (geometric); returns A and its singular values."""
+    rng = np.random.default_rng(seed)
+    r = min(m, n)
+    U = la.qr(rng.standard_normal((m, r)), mode="economic")[0]
+    V = la.qr(rng.standard_normal((n, r)), mode="economic")[0]
+    if spectrum == "flat":
+        s = np.concatenate([np.linspace(2.0, 1.8, K), np.linspace(1.2, 0.8, r - K)])
+    else:
+        s = 10 * 0.8 ** np.arange(r)
+    return (U * s) @ V.T, s
+
+
+def _as_kind(A, kind, dtype):
+    A = A.astype(dtype)
+    if kind == "csr":
+        return sp.csr_matrix(A)
+    if kind == "operator":
+        return aslinearoperator(A)
+    return A
+
+
+def _recomputed(A, U, s, Vt):
+    """max(||A v - s u||, ||A^T u - s v||) / s, independently of randomized_svd."""
+    r1 = np.linalg.norm(A @ Vt.T - U * s, axis=0)
+    r2 = np.linalg.norm(A.T @ U - Vt.T * s, axis=0)
+    return np.maximum(r1, r2) / s
+
+
+def _sin_angle(X, Y):
+    """sine of the largest principal angle between the column spaces of X and Y."""
+    return float(np.sqrt(max(0.0, 1.0 - la.svdvals(X.T @ Y).min() ** 2)))
+
+
+@pytest.mark.parametrize("method", ["subspace", "krylov"])
+@pytest.mark.parametrize("spectrum", ["flat", "decaying"])
+@pytest.mark.parametrize("kind", ["ndarray", "csr", "operator"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("tol", [1e-3, 1e-7])
+def test_tol_is_met_against_the_exact_svd(method, spectrum, kind, dtype, tol):
+    shape = (160, 110) if kind != "csr" else (110, 160)
+    A, _ = _gapped(*shape, spectrum, seed=3)
+    A = A.astype(dtype).astype(np.float64)  # the matrix the SVD sees
+    U, s, Vt, info = randomized_svd(_as_kind(A, kind, dtype), K, oversamples=4,
+                                    method=method, tol=tol, block_size=3 if method ==
+                                    "krylov" else None, random_state=0, return_info=True)
+    assert isinstance(info, SVDInfo) and info.converged and info.residual <= tol
+    assert info.method == method and info.tol == tol and info.residuals.shape == (K,)
+    assert U.dtype == s.dtype == Vt.dtype == np.float64
+    Ue, se, Vte = la.svd(A, full_matrices=False)
+    # the residual it reports is the one recomputed from the returned triplets: float64
+    # products are exact to rounding; the float32 products of a loose tol (krylov) to
+    # about 1e-7 of ||A|| per product
+    rec = _recomputed(A, U, s, Vt)
+    eps = np.finfo(np.float32 if method == "krylov" and tol >= 1e-4 else np.float64).eps
+    np.testing.assert_allclose(info.residuals, rec, rtol=1e-6,
+                               atol=100 * eps * (se[0] / s[-1]) ** 2)
+    # singular values: within the residual (a triplet with relative residual r has a
+    # singular value within sqrt(2) r s of s)
+    np.testing.assert_allclose(s, se[:K], rtol=2 * tol)
+    # subspaces: sin of the largest angle <= ||residual|| / gap (Wedin), gap = s_K - s_K+1
+    gap = se[K - 1] - se[K]
+    bound = np.sqrt(2 * K) * tol * se[0] / gap
+    assert _sin_angle(U, Ue[:, :K]) <= bound
+    assert _sin_angle(Vt.T, Vte[:K].T) <= bound
+    np.testing.assert_allclose(U.T @ U, np.eye(K), atol=1e3 * np.finfo(float).eps)
+    np.testing.assert_allclose(Vt @ Vt.T, np.eye(K), atol=1e3 * np.finfo(float).eps)
+    # sign-deterministic: the largest |entry| of each column of U is positive
+    assert np.all(U[np.argmax(np.abs(U), axis=0), np.arange(K)] > 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["ndarray", "csr", "operator"])
+def test_krylov_is_exact_on_a_low_rank_matrix(kind, dtype):
+    # rank 5 < the first block: the Krylov space is exact at once; the singular values
+    # to rounding of the squared formulation, eps (s_1 / s_k)^2
+    A, s_true = _decaying(90, 70, seed=3, rank=5)
+    A = A.astype(dtype).astype(np.float64)
+    se = la.svdvals(A)[:5]
+    U, s, Vt, info = randomized_svd(_as_kind(A, kind, dtype), 5, method="krylov",
+                                    tol=1e-10, random_state=0, return_info=True)
+    eps = np.finfo(np.float64).eps
+    np.testing.assert_allclose(s, se, rtol=100 * eps * (se[0] / se[-1]) ** 2)
+    # rounding to float32 leaves a tail of singular values of order eps32 ||A||
+    np.testing.assert_allclose((U * s) @ Vt, A, atol=100 * np.finfo(dtype).eps * se[0])
+    assert info.converged and info.residual <= 1e-10
+
+
+def test_krylov_needs_fewer_passes_than_subspace_on_a_flat_spectrum():
+    rng = np.random.default_rng(1)
+    A = sp.random(400, 300, density=0.05, format="csr", random_state=rng)
+    kw = dict(oversamples=10, tol=1e-3, random_state=0, return_info=True)
+    *_, ik = randomized_svd(A, 10, method="krylov", **kw)
+    with pytest.warns(SVDConvergenceWarning, match="subspace"):
+        *_, i_s = randomized_svd(A, 10, method="subspace", **kw)
+    # krylov meets 1e-3 in a third of the passes after which subspace iteration has not
+    assert ik.converged and not i_s.converged
+    assert 3 * ik.n_passes < i_s.n_passes
+
+
+def test_krylov_resolves_repeated_singular_values_up_to_its_block_size():
+    rng = np.random.default_rng(2)
+    U0 = la.qr(rng.standard_normal((80, 60)), mode="economic")[0]
+    V0 = la.qr(rng.standard_normal((50, 60)), mode="economic")[0][:50]
+    V0 = la.qr(rng.standard_normal((50, 50)), mode="economic")[0]
+    s0 = np.concatenate([[5.0], np.full(4, 3.0), np.linspace(2.0, 0.1, 45)])
+    A = (U0[:, :50] * s0) @ V0.T
+    U, s, Vt, info = randomized_svd(A, 5, method="krylov", block_size=4, tol=1e-8,
+                                    random_state=0, return_info=True)
+    np.testing.assert_allclose(s, s0[:5], rtol=1e-8)
+    assert info.converged
+
+
+def test_krylov_rank_deficient_matrix_returns_orthonormal_factors():
+    A, _ = _decaying(40, 30, seed=4, rank=3)
+    U, s, Vt, info = randomized_svd(A, 6, method="krylov", random_state=0, return_info=True)
+    # the singular values come from A^T U directly, not as square roots of eigenvalues of
+    # A A^T: zero to rounding of s_1, not of s_1^2
+    np.testing.assert_allclose(s[3:], 0.0, atol=100 * np.finfo(float).eps * s[0])
+    np.testing.assert_allclose(U.T @ U, np.eye(6), atol=1e-10)
+    np.testing.assert_allclose(Vt @ Vt.T, np.eye(6), atol=1e-10)
+    np.testing.assert_allclose((U * s) @ Vt, A, atol=1e-10 * s[0])
+    assert info.converged is None and np.all(np.isfinite(info.residuals))
+
+
+def test_krylov_sign_determinism_across_seeds():
+    A, _ = _decaying(200, 60, seed=2, decay=0.8)
+    U1, s1, V1 = randomized_svd(A, 5, method="krylov", tol=1e-10, random_state=1)
+    U2, s2, V2 = randomized_svd(A, 5, method="krylov", tol=1e-10, random_state=12345)
+    np.testing.assert_allclose(U1, U2, atol=1e-8)
+    np.testing.assert_allclose(V1, V2, atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["subspace", "krylov"])
+def test_missed_tol_warns_and_says_so(method):
+    A = np.random.default_rng(0).standard_normal((120, 90))  # flat: no fast convergence
+    with pytest.warns(SVDConvergenceWarning, match=rf"randomized_svd\(method='{method}'\) "
+                                                   r"did not reach tol = 1e-12 .* relative "
+                                                   r"residual"):
+        U, s, Vt, info = randomized_svd(A, 5, method=method, tol=1e-12, n_iter=1,
+                                        random_state=0, return_info=True)
+    assert info.converged is False and info.residual > 1e-12
+    np.testing.assert_allclose(info.residuals, _recomputed(A, U, s, Vt), rtol=1e-6,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["subspace", "krylov"])
+def test_info_without_tol_reports_the_residual(method):
+    A, _ = _decaying(100, 70, seed=6, decay=0.75)
+    U, s, Vt, info = randomized_svd(A, 4, method=method, n_iter=2, random_state=0,
+                                    return_info=True)
+    assert info.converged is None and info.tol is None
+    np.testing.assert_allclose(info.residuals, _recomputed(A, U, s, Vt), rtol=1e-6,
+                               atol=1e-13)
+    # and the same triplets as without info
+    U2, s2, Vt2 = randomized_svd(A, 4, method=method, n_iter=2, random_state=0)
+    np.testing.assert_allclose(s, s2, rtol=1e-12)
+
+
+def test_default_method_is_unchanged_subspace_iteration():
+    A, _ = _decaying(120, 80, seed=1)
+    U, s, Vt = randomized_svd(A, 8, random_state=0)
+    U2, s2, Vt2 = randomized_svd(A, 8, method="subspace", random_state=0)
+    np.testing.assert_array_equal(s, s2)
+    np.testing.assert_array_equal(U, U2)
+
+
+@pytest.mark.parametrize("bad", ["A", "AT"])
+def test_krylov_refuses_non_finite_products(bad):
+    A = np.random.default_rng(0).standard_normal((30, 20))
+    with pytest.raises(FactorizationError, match=NON_FINITE):
+        randomized_svd(_CountingOperator(A, bad), 3, method="krylov", random_state=0)
+
+
+BAD_METHOD_TOL = [
+    (dict(method="lanczos"), ValueError,
+     r"^method must be one of \('subspace', 'krylov'\), got 'lanczos'$"),
+    (dict(method=None), ValueError, r"^method must be one of \('subspace', 'krylov'\), got None$"),
+    (dict(tol=0.0), ValueError, r"^tol must be None or a number in \(0, 1\], got 0.0$"),
+    (dict(tol=-1e-3), ValueError, r"^tol must be None or a number in \(0, 1\], got -0.001$"),
+    (dict(tol=1.5), ValueError, r"^tol must be None or a number in \(0, 1\], got 1.5$"),
+    (dict(tol=float("nan")), ValueError, r"^tol must be None or a number in \(0, 1\], got nan$"),
+    (dict(tol="1e-3"), TypeError, r"^tol must be None or a number in \(0, 1\], got '1e-3'$"),
+    (dict(tol=True), TypeError, r"^tol must be None or a number in \(0, 1\], got True$"),
+    (dict(k=0, method="krylov"), ValueError,
+     r"^k must be an int in \[1, min\(A.shape\)\] = \[1, 10\], got 0$"),
+    (dict(k=11, method="krylov", tol=1e-3), ValueError,
+     r"^k must be an int in \[1, min\(A.shape\)\] = \[1, 10\], got 11$"),
+    (dict(method="krylov", block_size=0), ValueError,
+     r"^block_size must be an int in \[1, min\(A.shape\)\] = \[1, 10\], got 0$"),
+    (dict(method="krylov", block_size=2.0), TypeError,
+     r"^block_size must be an int in \[1, min\(A.shape\)\] = \[1, 10\], got 2.0$"),
+    (dict(return_info=1), TypeError, r"^return_info must be True or False, got 1$"),
+]
+
+
+@pytest.mark.parametrize("kw,exc,match", BAD_METHOD_TOL)
+def test_randomized_svd_bad_method_tol_k(kw, exc, match):
+    A = np.ones((12, 10))
+    kw = dict(dict(k=2), **kw)
+    with pytest.raises(exc, match=match):
+        randomized_svd(A, **kw)
