@@ -4,7 +4,8 @@ Input views (one row per sentence): :class:`SuffixView` (the paper's bag of suff
 :class:`CharNgramView` (character n-grams, for Chinese), :class:`WordView`.  Output view (one
 row per tag sequence): :class:`TagNgramView` (bag of tag unigrams and bigrams).  Joint
 (word-side x tag-side) features of the baseline rerankers: :class:`JointView`.  Several
-views side by side (e.g. suffixes and words): :class:`HStackView`.
+views side by side (e.g. suffixes and words): :class:`HStackView`.  Token-level context
+features of taggers (one row per token): :class:`ContextFeatures`.
 
 All views follow scikit-learn conventions: ``fit(corpus)`` builds the vocabulary,
 ``transform`` returns a ``scipy.sparse.csr_matrix`` of counts, learned attributes end in
@@ -17,6 +18,7 @@ for :class:`JointView`).  Views over tags also take raw candidate arrays
 """
 
 from ._base import NotFittedError
+from ._context import ContextFeatures
 from ._joint import JointView
 from ._lexical import SHORT_WORD_MARK, SUFFIX_ESCAPE, CharNgramView, SuffixView, WordView
 from ._tags import BOS, EOS, TagNgramView
@@ -28,6 +30,7 @@ __all__ = [
     "SHORT_WORD_MARK",
     "SUFFIX_ESCAPE",
     "CharNgramView",
+    "ContextFeatures",
     "HStackView",
     "JointView",
     "NotFittedError",

@@ -10,8 +10,9 @@ from ._boosting import (
 )
 from ._lookup import grouped_lookup
 from ._residuals import aggregate_residuals, slack_update
+from ._structured import structured_perceptron
 from ._viterbi import kbest_viterbi, sequence_logprob
 
 __all__ = ["aggregate_residuals", "boosting_path", "check_n_rounds", "grouped_lookup",
            "kbest_viterbi", "max_rounds", "path_losses", "perceptron_train", "sequence_logprob",
-           "slack_update", "weight_path_losses"]
+           "slack_update", "structured_perceptron", "weight_path_losses"]

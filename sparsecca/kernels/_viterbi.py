@@ -7,7 +7,7 @@ its up to ``k`` best partial paths; a state's list is the k-way merge of its pre
 lists (each shifted by one transition + emission score), which is exact (Huang & Chiang 2005,
 "algorithm 1" style list Viterbi).
 
-Everything is in natural-log space, so 1,000-token sentences do not underflow.
+Everything is in natural-log space, so even very long sentences do not underflow.
 
 Transition model (``S`` = number of transition states = tags + BOS + EOS):
 
@@ -37,7 +37,8 @@ __all__ = ["kbest_viterbi", "sequence_logprob"]
 
 
 @numba.njit(**JIT_SERIAL)
-def _log_trans(t2, t1, t, n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp):
+def _log_trans(t2, t1, t, n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp,
+               tri_add):
     c = t2 * n_states + t1
     lo = tri_indptr[c]
     end = tri_indptr[c + 1]
@@ -49,20 +50,23 @@ def _log_trans(t2, t1, t, n_states, bigram_logp, context_adj, tri_indptr, tri_ta
         else:
             hi = mid
     if lo < end and tri_tags[lo] == t:
+        if tri_add:
+            return tri_logp[lo] + bigram_logp[t1 * n_states + t] + context_adj[c]
         return tri_logp[lo]
     return bigram_logp[t1 * n_states + t] + context_adj[c]
 
 
 @numba.njit(**JIT_SERIAL)
 def _decode_sentence(a, b, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
-                     context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, k,
-                     out_tags, out_base, out_scores):
+                     context_adj, tri_indptr, tri_tags, tri_logp, tri_add, norm_offsets, norm,
+                     bos, eos, k, out_tags, out_base, out_scores):
     """k-best decode of the sentence made of tokens ``a:b``.
 
     Writes candidate ``r`` (r < count) to ``out_tags[out_base + r * n : out_base + (r+1) * n]``
     and its score to ``out_scores[r]``; returns ``count`` (<= k).
     """
     n = b - a
+    has_norm = norm_offsets.size > 0
     # lattice layers m = 0..n: layer m holds the states (t_{m-1}, t_m); layer n is the EOS
     # step.  Positions -1 and -2 have the single candidate BOS, position n the single EOS.
     n_c = np.ones(n + 3, dtype=np.int64)  # n_c[m + 2] = number of candidates at position m
@@ -99,7 +103,9 @@ def _decode_sentence(a, b, cand_offsets, cand_tags, cand_logp, n_states, bigram_
                 if m == 0:
                     # the only predecessor is the start state (BOS, BOS) with score 0
                     score[s * k] = (_log_trans(bos, bos, t, n_states, bigram_logp, context_adj,
-                                               tri_indptr, tri_tags, tri_logp) + e)
+                                               tri_indptr, tri_tags, tri_logp, tri_add) + e)
+                    if has_norm and n > 0:
+                        score[s * k] -= norm[norm_offsets[a]]
                     back_o[s * k] = 0
                     back_r[s * k] = 0
                     count[s] = 1
@@ -107,7 +113,9 @@ def _decode_sentence(a, b, cand_offsets, cand_tags, cand_logp, n_states, bigram_
                 for o in range(n_o):
                     t2 = bos if m == 1 else cand_tags[cand_offsets[a + m - 2] + o]
                     add[o] = _log_trans(t2, t1, t, n_states, bigram_logp, context_adj,
-                                        tri_indptr, tri_tags, tri_logp) + e
+                                        tri_indptr, tri_tags, tri_logp, tri_add) + e
+                    if has_norm and m < n:
+                        add[o] -= norm[norm_offsets[a + m] + o * n_p + p]
                     ptr[o] = 0
                 prev0 = layer_off[m - 1] + p  # predecessor (o, p) is prev0 + o * n_p
                 c = 0
@@ -167,34 +175,39 @@ def _decode_sentence(a, b, cand_offsets, cand_tags, cand_logp, n_states, bigram_
 
 @numba.njit(**JIT_SERIAL)
 def _kbest_serial(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
-                  context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, k,
+                  context_adj, tri_indptr, tri_tags, tri_logp, tri_add, norm_offsets, norm,
+                  bos, eos, k,
                   out_tags, out_scores, out_counts):
     for i in range(sent_offsets.size - 1):
         a = sent_offsets[i]
         b = sent_offsets[i + 1]
         out_counts[i] = _decode_sentence(a, b, cand_offsets, cand_tags, cand_logp, n_states,
                                          bigram_logp, context_adj, tri_indptr, tri_tags,
-                                         tri_logp, bos, eos, k, out_tags, a * k,
+                                         tri_logp, tri_add, norm_offsets, norm, bos, eos,
+                                         k, out_tags, a * k,
                                          out_scores[i])
 
 
 @numba.njit(**JIT_PARALLEL)
 def _kbest_parallel(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
-                    context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, k,
+                    context_adj, tri_indptr, tri_tags, tri_logp, tri_add, norm_offsets, norm,
+                    bos, eos, k,
                     out_tags, out_scores, out_counts):
     for i in numba.prange(sent_offsets.size - 1):
         a = sent_offsets[i]
         b = sent_offsets[i + 1]
         out_counts[i] = _decode_sentence(a, b, cand_offsets, cand_tags, cand_logp, n_states,
                                          bigram_logp, context_adj, tri_indptr, tri_tags,
-                                         tri_logp, bos, eos, k, out_tags, a * k,
+                                         tri_logp, tri_add, norm_offsets, norm, bos, eos,
+                                         k, out_tags, a * k,
                                          out_scores[i])
 
 
 @numba.njit(**JIT_SERIAL)
 def _sequence_logprob(sent_offsets, seq_offsets, seq_sent, seq_tags, cand_offsets, cand_tags,
                       cand_logp, n_states, bigram_logp, context_adj, tri_indptr, tri_tags,
-                      tri_logp, bos, eos, out):
+                      tri_logp, tri_add, norm_offsets, norm, bos, eos, out):
+    has_norm = norm_offsets.size > 0
     for r in range(seq_sent.size):
         i = seq_sent[r]
         a = sent_offsets[i]
@@ -203,20 +216,29 @@ def _sequence_logprob(sent_offsets, seq_offsets, seq_sent, seq_tags, cand_offset
         total = 0.0
         t2 = bos
         t1 = bos
+        q2 = 0  # candidate index of t2 / t1 within their token (0 for BOS)
+        q1 = 0
         for m in range(n + 1):
+            q = -1
             if m < n:
                 t = seq_tags[s0 + m]
                 e = -np.inf
                 for j in range(cand_offsets[a + m], cand_offsets[a + m + 1]):
                     if cand_tags[j] == t:
                         e = cand_logp[j]
+                        q = j - cand_offsets[a + m]
             else:
                 t = eos
                 e = 0.0
             total += _log_trans(t2, t1, t, n_states, bigram_logp, context_adj, tri_indptr,
-                                tri_tags, tri_logp) + e
+                                tri_tags, tri_logp, tri_add) + e
+            if has_norm and m < n and q1 >= 0 and q2 >= 0:
+                n_p = 1 if m == 0 else cand_offsets[a + m] - cand_offsets[a + m - 1]
+                total -= norm[norm_offsets[a + m] + q2 * n_p + q1]
             t2 = t1
             t1 = t
+            q2 = q1
+            q1 = q
         out[r] = total
 
 
@@ -318,8 +340,45 @@ def _check_candidates(sent_offsets, cand_offsets, cand_tags, cand_logp, S, bos, 
     return sent_offsets, cand_offsets, cand_tags, cand_logp
 
 
+_TRIGRAM_MODES = ("backoff", "additive")
+
+
+def _check_scoring(trigrams, norm_offsets, norm, sent_offsets, cand_offsets):
+    """The trigram mode as the kernel's flag, and the context normalisers (empty: none)."""
+    if not isinstance(trigrams, str) or trigrams not in _TRIGRAM_MODES:
+        raise ValueError(f"trigrams must be one of {_TRIGRAM_MODES}, got {trigrams!r}")
+    if norm_offsets is None and norm is None:
+        return trigrams == "additive", np.zeros(0, dtype=np.int64), np.zeros(0, np.float64)
+    if norm_offsets is None or norm is None:
+        raise ValueError("norm_offsets and norm must be given together")
+    norm_offsets = int_array("norm_offsets", norm_offsets, np.int64)
+    norm = real_array("norm", norm)
+    n_tokens = cand_offsets.size - 1
+    if norm_offsets.size != n_tokens + 1:
+        raise ValueError(f"norm_offsets must have n_tokens + 1={n_tokens + 1} entries, got "
+                         f"{norm_offsets.size}")
+    check_offsets("norm_offsets", norm_offsets, norm.size, "len(norm)")
+    # token j at position m needs one normaliser per pair of candidates of positions m - 2
+    # and m - 1 (a single BOS candidate before the sentence)
+    n_c = np.diff(cand_offsets)
+    pos = np.arange(n_tokens) - np.repeat(sent_offsets[:-1], np.diff(sent_offsets))
+    prev1 = np.where(pos >= 1, np.roll(n_c, 1), 1)
+    prev2 = np.where(pos >= 2, np.roll(n_c, 2), 1)
+    bad = np.flatnonzero(np.diff(norm_offsets) != prev1 * prev2)
+    if bad.size:
+        j = int(bad[0])
+        raise ValueError(f"norm_offsets must give token j (n_cand[j-2] * n_cand[j-1] within its "
+                         f"sentence) normalisers; token {j} needs {int(prev1[j] * prev2[j])}, "
+                         f"got {int(np.diff(norm_offsets)[j])}")
+    if not np.all(np.isfinite(norm)):
+        i = int(np.flatnonzero(~np.isfinite(norm))[0])
+        raise ValueError(f"norm must be finite, got {norm[i]} at index {i}")
+    return trigrams == "additive", norm_offsets, norm
+
+
 def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
-                  context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, k=1, parallel=False):
+                  context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, k=1, parallel=False,
+                  *, trigrams="backoff", norm_offsets=None, norm=None):
     """The k best tag sequences of many sentences under a second-order HMM.
 
     Parameters
@@ -350,6 +409,17 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
         Number of sequences per sentence; fewer are returned when a sentence has fewer.
     parallel : bool
         Decode sentences on all numba threads (``prange``).
+    trigrams : {'backoff', 'additive'}, default 'backoff'
+        How a stored trigram scores: 'backoff' (probabilistic models) uses ``tri_logp`` in
+        place of ``bigram_logp + context_adj``; 'additive' (linear models such as the
+        structured perceptron) adds it to them.
+    norm_offsets : int array, shape (n_tokens + 1,), optional
+    norm : float array, optional
+        Per-context normalisers subtracted from every transition into a token (for locally
+        normalised models, ``log Z`` of a maximum-entropy Markov model): token ``j`` at
+        position ``m`` of its sentence has ``n_cand[j - 2] * n_cand[j - 1]`` entries (1 for
+        a BOS position), entry ``o * n_cand[j - 1] + p`` for the context (candidate ``o`` of
+        token ``j - 2``, candidate ``p`` of token ``j - 1``).  Given together or not at all.
 
     Raises
     ------
@@ -372,6 +442,41 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
     scores : float64 array, shape (n_sequences,)
         Log-probability of each sequence (transitions, including BOS and EOS, plus
         emissions).
+
+    Notes
+    -----
+    The lattice states are tag pairs ``(t_{i-1}, t_i)``, so the second-order chain is
+    first-order over them and distinct paths are distinct tag sequences.  Each state keeps
+    its up to ``k`` best partial paths, the k-way merge of its predecessors' lists; the cost
+    is O(n k C^3) for a sentence of n tokens with at most C candidate tags each (times a
+    log factor for the trigram look-up).
+
+    References
+    ----------
+    L. Huang and D. Chiang (2005).  Better k-best parsing.  Proceedings of IWPT 2005,
+    pp. 53-64.
+
+    T. Brants (2000).  TnT - a statistical part-of-speech tagger.  Proceedings of ANLP 2000,
+    pp. 224-231.
+
+    Examples
+    --------
+    Two tags (0, 1) plus BOS = 2 and EOS = 3, uniform transitions and no stored trigram, so
+    the emissions decide; one sentence of two tokens, each of which may take either tag:
+
+    >>> import numpy as np
+    >>> from sparsecca.kernels import kbest_viterbi
+    >>> S = 4
+    >>> transitions = dict(n_states=S, bigram_logp=np.full((S, S), np.log(0.25)),
+    ...                    context_adj=np.zeros((S, S)), tri_indptr=np.zeros(S * S + 1, int),
+    ...                    tri_tags=[], tri_logp=[], bos=2, eos=3)
+    >>> emissions = np.log([0.9, 0.1, 0.2, 0.8])  # token 0: tags 0, 1; token 1: tags 0, 1
+    >>> seq_tags, seq_offsets, sent_seq_offsets, scores = kbest_viterbi(
+    ...     [0, 2], [0, 2, 4], [0, 1, 0, 1], emissions, k=3, **transitions)
+    >>> seq_tags.reshape(-1, 2).tolist(), sent_seq_offsets.tolist()
+    ([[0, 1], [0, 0], [1, 1]], [0, 3])
+    >>> np.exp(scores - 3 * np.log(0.25)).round(3).tolist()  # the emission products
+    [0.72, 0.18, 0.08]
     """
     k = check_int("k", k, 1)
     parallel = check_bool("parallel", parallel)
@@ -379,6 +484,8 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
         n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos)
     sent_offsets, cand_offsets, cand_tags, cand_logp = _check_candidates(
         sent_offsets, cand_offsets, cand_tags, cand_logp, S, bos, eos)
+    tri_add, norm_offsets, norm = _check_scoring(trigrams, norm_offsets, norm, sent_offsets,
+                                                 cand_offsets)
     n_sent = sent_offsets.size - 1
     n_tokens = cand_offsets.size - 1
     out_tags = np.zeros(n_tokens * k, dtype=np.int32)
@@ -387,7 +494,8 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
     fn = _kbest_parallel if parallel else _kbest_serial
     if n_sent:
         fn(sent_offsets, cand_offsets, cand_tags, cand_logp, S, bigram_logp, context_adj,
-           tri_indptr, tri_tags, tri_logp, bos, eos, k, out_tags, out_scores, out_counts)
+           tri_indptr, tri_tags, tri_logp, tri_add, norm_offsets, norm, bos, eos, k, out_tags,
+           out_scores, out_counts)
     # compact: sentence i wrote its candidates at token offset sent_offsets[i] * k
     lengths = np.diff(sent_offsets)
     sent_seq_offsets = np.zeros(n_sent + 1, dtype=np.int64)
@@ -407,22 +515,48 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
 
 def sequence_logprob(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bigram_logp,
                      context_adj, tri_indptr, tri_tags, tri_logp, bos, eos, seq_sent, seq_tags,
-                     seq_offsets):
+                     seq_offsets, *, trigrams="backoff", norm_offsets=None, norm=None):
     """Model log-probability of given tag sequences (the score :func:`kbest_viterbi` reports).
 
     ``seq_sent[r]`` is the sentence of sequence ``r`` whose tags are
     ``seq_tags[seq_offsets[r]:seq_offsets[r + 1]]``; a tag that is not a candidate of its
-    token gets emission log-probability ``-inf``.  Other arguments as in
-    :func:`kbest_viterbi`.
+    token gets emission log-probability ``-inf``.  Other arguments (``trigrams``,
+    ``norm_offsets``, ``norm`` too) as in :func:`kbest_viterbi`.
 
     Returns
     -------
     float64 array, shape (n_sequences,)
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`kbest_viterbi`, and for sequences whose length differs from their
+        sentence's or ``seq_sent`` / ``seq_tags`` out of range.
+
+    Examples
+    --------
+    The model of the :func:`kbest_viterbi` example: the best sequence (0, 1) and the worst
+    (1, 0) of its two-token sentence.
+
+    >>> import numpy as np
+    >>> from sparsecca.kernels import sequence_logprob
+    >>> S = 4
+    >>> transitions = dict(n_states=S, bigram_logp=np.full((S, S), np.log(0.25)),
+    ...                    context_adj=np.zeros((S, S)), tri_indptr=np.zeros(S * S + 1, int),
+    ...                    tri_tags=[], tri_logp=[], bos=2, eos=3)
+    >>> emissions = np.log([0.9, 0.1, 0.2, 0.8])
+    >>> logp = sequence_logprob([0, 2], [0, 2, 4], [0, 1, 0, 1], emissions,
+    ...                         seq_sent=[0, 0], seq_tags=[0, 1, 1, 0], seq_offsets=[0, 2, 4],
+    ...                         **transitions)
+    >>> np.exp(logp - 3 * np.log(0.25)).round(3).tolist()
+    [0.72, 0.02]
     """
     S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos = _check_transitions(
         n_states, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp, bos, eos)
     sent_offsets, cand_offsets, cand_tags, cand_logp = _check_candidates(
         sent_offsets, cand_offsets, cand_tags, cand_logp, S, bos, eos)
+    tri_add, norm_offsets, norm = _check_scoring(trigrams, norm_offsets, norm, sent_offsets,
+                                                 cand_offsets)
     seq_sent = int_array("seq_sent", seq_sent, np.int64)
     seq_tags = int_array("seq_tags", seq_tags, np.int32)
     seq_offsets = int_array("seq_offsets", seq_offsets, np.int64)
@@ -441,5 +575,5 @@ def sequence_logprob(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states,
     out = np.empty(seq_sent.size, dtype=np.float64)
     _sequence_logprob(sent_offsets, seq_offsets, seq_sent, seq_tags, cand_offsets, cand_tags,
                       cand_logp, S, bigram_logp, context_adj, tri_indptr, tri_tags, tri_logp,
-                      bos, eos, out)
+                      tri_add, norm_offsets, norm, bos, eos, out)
     return out
