@@ -1,0 +1,990 @@
+"""The max-margin-structure (MMS) tagger: one small distance-aware perceptron per word type.
+
+Model (Ni et al. 2010)
+----------------------
+Tagging is treated as translating every word into a tag.  Each word type seen in training
+is a *cluster* whose candidates are the tags it was seen with; a word seen with one tag
+only is tagged by that tag.  A cluster ``c`` has its own weights ``W_c`` (features x
+candidates) and scores candidate ``k`` of a token with features ``x`` as ``x @ W_c[:, k]``.
+
+Training is perceptron-based structured learning (PSL, the paper's Table 1): a sample of a
+cluster is drawn, the most violating candidate
+``k* = argmax_{k != gold} distance[k, gold] + x @ W_c[:, k]`` is found, and when the gold
+score is below that value the weights move by ``eta * x`` towards the gold column and away
+from ``k*``'s.  A candidate far from the gold tag (large distance) must thus trail it by a
+larger margin.  Every epoch visits all samples of all clusters in a fresh random order; the
+model keeps each cluster's weights averaged over its own steps (``average=True``; the
+paper's final weights with ``average=False``).  With a ``dev`` corpus the learning rate (from
+a grid) and the number of epochs are chosen by dev accuracy, as the paper's early stopping
+does by cross-validation.
+
+Features (the paper's Table 2): position-specific word n-grams in a window of ``window``
+words on each side: the lowercased words at offsets ``-window..-1`` and ``1..window``, the
+adjacent pairs among them, the pair ``(w_{j-1}, w_{j+1})``, and a bias; with
+``two_stage=True`` the same n-grams over the tags a first-pass model predicted ("+POS").
+The clusters of unknown words also see the word's own form: lowercased suffixes of 1 to 4
+characters (digits folded to 0) and flags for capitalisation, all capitals, a digit, a
+hyphen and a capitalised sentence-initial word.  Every token's feature vector has unit
+length.
+
+Unknown words
+-------------
+A word not seen in training goes, in this order, to
+
+1. the cluster of its lower-case form when it is capitalised, sentence-initial and that form
+   was seen in training;
+2. the *environment cluster* of its neighbours ``(w_{j-1}, *, w_{j+1})`` (lowercased; the
+   sentence boundaries count as words) when that environment was seen around at least
+   ``min_environment`` training tokens of rare words (words seen at most
+   ``rare_threshold`` times); its candidates are the tags of those tokens;
+3. otherwise the *rare-word cluster*: every token of a rare training word, with the tags
+   they carry as candidates (this is the back-off the paper leaves open: it calls such
+   words unpredictable).
+
+Tag distances
+-------------
+``distance='auto'`` takes the Penn Treebank table below when the training tags are Penn
+Treebank tags (at least 90% of them, NN and VB among them) and a uniform distance of 1
+otherwise (PSL is then Collins' multi-class perceptron with a margin).  ``'ptb'`` and
+``'uniform'`` force either; a square array gives the distances itself, rows (the candidate)
+and columns (the gold tag) following the training corpus' tag vocabulary ``corpus.tags``;
+entries lie in [0, 1], off-diagonal ones above 0 (the diagonal is never used).
+
+The Penn Treebank table (symmetric; the confusable pairs the tagging guidelines single out
+are the "near" ones, so a model need not separate them by a full margin):
+
+* 0.3 -- NN/NNP, NNS/NNPS, NN/JJ, JJ/NNP, NN/NNS, NNP/NNPS, NNS/VBZ, NN/VB, NN/VBP, NN/VBG,
+  JJ/VBG, JJ/VBN, VBD/VBN, VB/VBP, VBP/VBZ, RB/RP, RP/IN, RB/IN, JJ/RB, JJR/RBR, JJS/RBS,
+  JJR/JJ, IN/WDT, DT/WDT, DT/IN, DT/PDT, CD/JJ, CD/NN, CD/NNP;
+* 0.6 -- other pairs inside one word class: nouns (NN, NNS, NNP, NNPS), verbs (MD, VB, VBD,
+  VBG, VBN, VBP, VBZ), adjectives (JJ, JJR, JJS), adverbs (RB, RBR, RBS, WRB), pronouns
+  (PRP, PRP$, WP, WP$, EX), determiners (DT, PDT, WDT), punctuation and symbols;
+* 1 -- every other pair.
+
+k-best output
+-------------
+:meth:`MMSTagger.nbest` (and :meth:`~MMSTagger.tag` with ``decoder='viterbi'``) combine the
+per-token scores with the transitions of a second-order HMM estimated on the same training
+tags (:class:`~sparsecca.tagging.TrigramHMM`'s deleted interpolation), the emission of
+candidate ``t`` of token ``j`` being ``log softmax(beta * s_j)[t] - log P(t)`` (the local
+class posterior divided by the tag prior, as TnT does for unknown words); ``beta`` is
+``temperature``'s inverse, chosen on dev when a dev corpus is given.  The second-order
+k-best kernel :func:`~sparsecca.kernels.kbest_viterbi` decodes the lattice of the clusters'
+candidates exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._params import ParamsMixin, check_bool, check_float, check_int, check_random_state
+from .._persist import (
+    ModelFormatError,
+    PersistMixin,
+    check_index,
+    check_offsets,
+    get_child,
+    pack_strings,
+    put_child,
+    state_array,
+    state_value,
+    to_json,
+    unpack_strings,
+)
+from .._tagset import check_tagset
+from ..data import TaggedCorpus, Vocabulary
+from ..exceptions import NotFittedError
+from ..kernels import cluster_scores, kbest_viterbi, psl_average, psl_epoch
+from ._hmm import TrigramHMM, _check_corpus, _csr_rows
+from ._nbest import NBestList
+
+__all__ = ["MMSTagger", "ptb_distance"]
+
+_DIGITS = re.compile(r"[0-9]")
+#: the suffix lengths of the unknown-word clusters' features
+_SUFFIXES = (1, 2, 3, 4)
+#: folds of the first pass whose predictions train the second ("+POS")
+_POS_FOLDS = 4
+#: inverse temperatures tried on dev for the k-best emissions
+_BETA_GRID = (0.5, 1.0, 2.0, 4.0, 8.0)
+
+_PTB = ("CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$ RB RBR RBS RP "
+        "SYM TO UH VB VBD VBG VBN VBP VBZ WDT WP WP$ WRB # $ '' `` , . : ( ) -LRB- -RRB- "
+        "-NONE-").split()
+_NEAR = ("NN/NNP NNS/NNPS NN/JJ JJ/NNP NN/NNS NNP/NNPS NNS/VBZ NN/VB NN/VBP NN/VBG JJ/VBG "
+         "JJ/VBN VBD/VBN VB/VBP VBP/VBZ RB/RP RP/IN RB/IN JJ/RB JJR/RBR JJS/RBS JJR/JJ IN/WDT "
+         "DT/WDT DT/IN DT/PDT CD/JJ CD/NN CD/NNP").split()
+_CLASSES = ("NN NNS NNP NNPS", "MD VB VBD VBG VBN VBP VBZ", "JJ JJR JJS", "RB RBR RBS WRB",
+            "PRP PRP$ WP WP$ EX", "DT PDT WDT", "# $ '' `` , . : ( ) -LRB- -RRB- SYM")
+_NEAR_D, _CLASS_D = 0.3, 0.6
+
+
+def ptb_distance(tags) -> np.ndarray:
+    """The default Penn Treebank tag distance matrix (see the module documentation).
+
+    Parameters
+    ----------
+    tags : sequence of str
+        Tag names; tags outside the Penn Treebank set are at distance 1 from every other.
+
+    Returns
+    -------
+    float64 array, shape (len(tags), len(tags))
+        Symmetric, 0 on the diagonal, 0.3 for the confusable pairs, 0.6 within a word
+        class, 1 elsewhere.
+
+    References
+    ----------
+    B. Santorini (1990).  Part-of-speech tagging guidelines for the Penn Treebank project.
+
+    Y. Ni, C. Saunders, S. Szedmak and M. Niranjan (2010).  The application of structured
+    learning in natural language processing.  Machine Translation 24(2), pp. 71-85.
+
+    Examples
+    --------
+    >>> from sparsecca.tagging._mms import ptb_distance
+    >>> ptb_distance(["NN", "NNP", "NNS", "IN"]).tolist()
+    [[0.0, 0.3, 0.3, 1.0], [0.3, 0.0, 0.3, 1.0], [0.3, 0.3, 0.0, 1.0], [1.0, 1.0, 1.0, 0.0]]
+    """
+    tags = list(tags)
+    index = {t: i for i, t in enumerate(tags)}
+    D = np.ones((len(tags), len(tags)))
+    for group in _CLASSES:
+        ids = [index[t] for t in group.split() if t in index]
+        D[np.ix_(ids, ids)] = _CLASS_D
+    for pair in _NEAR:
+        a, b = pair.split("/")
+        if a in index and b in index:
+            D[index[a], index[b]] = D[index[b], index[a]] = _NEAR_D
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def _is_ptb(tags) -> bool:
+    tags = list(tags)
+    inside = sum(t in _PTB for t in tags)
+    return bool(tags) and inside >= 0.9 * len(tags) and "NN" in tags and "VB" in tags
+
+
+def _check_distance_param(d):
+    if isinstance(d, str):
+        if d not in ("auto", "ptb", "uniform"):
+            raise ValueError(f"distance must be 'auto', 'ptb', 'uniform' or a square array, "
+                             f"got {d!r}")
+        return d
+    try:
+        D = np.asarray(d, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"distance must be 'auto', 'ptb', 'uniform' or a square array of "
+                        f"numbers, got {type(d).__name__}") from None
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise ValueError(f"distance must be a square (n_tags, n_tags) array, got shape "
+                         f"{D.shape}")
+    bad = ~np.isfinite(D) | (D < 0) | (D > 1)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(f"distance entries must lie in [0, 1] (off the diagonal in (0, 1]), "
+                         f"got {float(D[i, j])!r} at [{i}, {j}]")
+    off = ~np.eye(D.shape[0], dtype=bool)
+    if np.any(D[off] == 0):
+        i, j = np.argwhere((D == 0) & off)[0]
+        raise ValueError(f"distance entries off the diagonal must lie in (0, 1], got 0.0 at "
+                         f"[{i}, {j}]")
+    return D
+
+
+def _check_eta(eta):
+    if isinstance(eta, (list, tuple, np.ndarray)):
+        if len(eta) == 0:
+            raise ValueError("eta must be a float > 0 or a non-empty sequence of them, got []")
+        return tuple(check_float("eta", e, 0.0, strict=True) for e in eta)
+    return (check_float("eta", eta, 0.0, strict=True),)
+
+
+def _fold(word: str) -> str:
+    return _DIGITS.sub("0", word.lower())
+
+
+class _Features:
+    """Token feature extraction: keys (template, value) coded as int64, then fitted ids."""
+
+    def __init__(self, lower: Vocabulary, suffixes: Vocabulary, n_tags: int, window: int):
+        self.lower, self.suffixes, self.window = lower, suffixes, window
+        self.V = len(lower) + 3  # + BOS, EOS, unseen
+        self.n_tags = n_tags
+        base = max(self.V, n_tags + 2, len(suffixes) + 1)
+        self.M = base * base + 1
+
+    def word_ids(self, corpus: TaggedCorpus) -> np.ndarray:
+        items = corpus.words.items
+        used, inv = np.unique(corpus.word_ids, return_inverse=True)
+        ids = self.lower.ids([items[i].lower() for i in used], default=self.V - 1)
+        return ids[inv].astype(np.int64)
+
+    def _neighbours(self, ids, offsets, bos, eos):
+        """``out[o]`` = the id at offset ``o`` of every token (padded at the boundaries)."""
+        n = ids.size
+        lengths = np.diff(offsets)
+        sent = np.repeat(np.arange(lengths.size), lengths)
+        start, end = offsets[:-1][sent], offsets[1:][sent]
+        j = np.arange(n)
+        out = {}
+        for o in range(-self.window, self.window + 1):
+            if o == 0:
+                continue
+            pos = j + o
+            ok = (pos >= start) & (pos < end)
+            out[o] = np.where(ok, ids[np.clip(pos, 0, max(n - 1, 0))], bos if o < 0 else eos)
+        return out
+
+    def context_keys(self, ids, offsets, pred_tags=None):
+        """(rows, keys) of the bias, the word n-grams and (two-stage) the tag n-grams."""
+        n = ids.size
+        rows, keys = [np.arange(n)], [np.zeros(n, dtype=np.int64)]
+        tpl = 1
+        streams = [(ids, self.V - 3, self.V - 2, self.V)]
+        if pred_tags is not None:
+            streams.append((pred_tags.astype(np.int64), self.n_tags, self.n_tags + 1,
+                            self.n_tags + 2))
+        d = self.window
+        for s_ids, bos, eos, base in streams:
+            nb = self._neighbours(s_ids, offsets, bos, eos)
+            offs = [o for o in range(-d, d + 1) if o]
+            for o in offs:
+                rows.append(np.arange(n))
+                keys.append(tpl * self.M + nb[o])
+                tpl += 1
+            pairs = [(o, o + 1) for o in offs if o + 1 in nb and o + 1 != 0] + [(-1, 1)]
+            for a, b in pairs:
+                rows.append(np.arange(n))
+                keys.append(tpl * self.M + nb[a] * base + nb[b])
+                tpl += 1
+        return np.concatenate(rows), np.concatenate(keys)
+
+    def lexical_keys(self, corpus, ids):
+        """(rows, keys) of the suffixes and shape flags of every token's word."""
+        items = corpus.words.items
+        used, inv = np.unique(corpus.word_ids, return_inverse=True)
+        forms = [items[i] for i in used]
+        tpl0 = 1000
+        n = inv.size
+        rows, keys = [], []
+        for m in _SUFFIXES:
+            sid = self.suffixes.ids([_fold(w)[-m:] for w in forms], default=len(self.suffixes))
+            rows.append(np.arange(n))
+            keys.append((tpl0 + m) * self.M + sid[inv])
+        flags = np.array([[w[:1].isupper(), w.isupper(), any(ch.isdigit() for ch in w),
+                           "-" in w] for w in forms], dtype=bool).reshape(-1, 4)[inv]
+        first = np.zeros(n, dtype=bool)
+        starts = corpus.offsets[:-1][np.diff(corpus.offsets) > 0]
+        first[starts] = True
+        flags = np.column_stack([flags, flags[:, 0] & first])
+        r, f = np.nonzero(flags)
+        rows.append(r)
+        keys.append((tpl0 + 10 + f) * self.M)
+        return np.concatenate(rows), np.concatenate(keys)
+
+
+def _csr(rows, cols, n_rows, n_cols, per_row_norm):
+    """Unit-length rows: every extracted feature weighs ``1 / sqrt(features extracted)``;
+    columns < 0 (features unseen in training) are then dropped."""
+    val = per_row_norm[rows]
+    keep = cols >= 0
+    X = sp.csr_matrix((val[keep], (rows[keep], cols[keep])), shape=(n_rows, n_cols))
+    X.sum_duplicates()
+    X.sort_indices()
+    return X
+
+
+class MMSTagger(PersistMixin, ParamsMixin):
+    """Max-margin-structure tagger: per-word-type clusters trained by distance-aware PSL.
+
+    Parameters
+    ----------
+    distance : {'auto', 'ptb', 'uniform'} or array, shape (n, n), default 'auto'
+        Tag distances ``distance[candidate, gold]`` in [0, 1] (off-diagonal > 0): the margin
+        by which a candidate must trail the gold tag.  'auto' is the Penn Treebank table for
+        Penn Treebank tags and 1 for every pair otherwise; an array follows the training
+        corpus' tag vocabulary ``corpus.tags`` (see the module documentation).
+    eta : float > 0 or sequence of floats > 0, default 0.5
+        PSL learning rate; a sequence is a grid searched on the ``dev`` corpus of
+        :meth:`fit` (without one, its first value is used).
+    n_iter : int >= 1, default 10
+        Epochs (passes over all samples); with ``dev`` the best epoch is kept.
+    window : int >= 1, default 2
+        Words (and, with ``two_stage``, predicted tags) on each side in the features.
+    two_stage : bool, default False
+        The "+POS" variant: a first model's predicted tags (jackknifed on the training
+        data) add tag n-gram features to a second model.
+    average : bool, default True
+        Keep each cluster's weights averaged over its steps (False: the final weights, the
+        paper's Table 1 output).
+    rare_threshold : int >= 1, default 5
+        Words seen at most this often in training train the unknown-word clusters.
+    min_environment : int >= 1, default 30
+        Rare-word tokens an environment ``(w_{j-1}, *, w_{j+1})`` needs to be a cluster.
+    decoder : {'viterbi', 'token'}, default 'viterbi'
+        :meth:`tag` decodes with the HMM transitions ('viterbi', as :meth:`nbest`) or takes
+        every token's best candidate on its own ('token', the paper's classifier).
+    random_state : int, numpy Generator, RandomState or None, default 0
+        Seeds the sample order of every epoch.
+
+    Attributes
+    ----------
+    tags_ : Vocabulary
+        Tags seen in training (ids ``0..n_tags-1``; BOS ``n_tags``, EOS ``n_tags + 1``).
+    words_ : Vocabulary
+        Word types seen in training; cluster ``i < n_words`` is word ``i``'s.
+    distance_ : float64 array, shape (n_tags, n_tags)
+    n_clusters_ : int
+        Word clusters, then environment clusters, then the rare-word cluster.
+    cl_indptr_, cl_tags_ : int arrays, shapes (n_clusters + 1,), (n_cand,)
+        Candidate tags of every cluster, CSR.
+    feat_indptr_, feat_ids_ : int arrays, shapes (n_clusters + 1,), (n_rows,)
+        Global feature ids of every cluster's weight rows, CSR, increasing in a cluster.
+    woff_ : int64 array, shape (n_clusters + 1,)
+        Start of every cluster's ``n_rows_c x C_c`` weight block in ``weights_``.
+    weights_ : float64 array, shape (n_weights,)
+    env_keys_ : int64 array, shape (n_environments,)
+        Sorted environment keys; environment ``e`` is cluster ``n_words + e``.
+    eta_ : float
+        The learning rate in use (chosen on dev from a grid).
+    best_epoch_ : int
+        Epochs behind the weights.
+    beta_ : float
+        Inverse temperature of the k-best emissions.
+    dev_scores_ : list of float
+        Dev token accuracy after every epoch of the kept learning rate (empty without dev).
+    first_ : MMSTagger or None
+        The first pass of the two-stage model.
+
+    Notes
+    -----
+    PSL with ``distance='uniform'`` is Collins' multi-class perceptron with a margin of 1:
+    its steps are those of the mistake-driven perceptron (weights scaled by ``eta``) as soon
+    as ``eta`` exceeds 1 over the smallest positive margin the data can produce.
+
+    Gold tags outside ``tags_`` at test time count as errors in :meth:`score` and
+    :meth:`nbest` (no candidate can produce them); when more than half of the gold tokens
+    are outside, a TagsetMismatchError (a ValueError) says the corpus was read from another
+    tag column.
+
+    References
+    ----------
+    Y. Ni, C. Saunders, S. Szedmak and M. Niranjan (2010).  The application of structured
+    learning in natural language processing.  Machine Translation 24(2), pp. 71-85.
+
+    M. Collins (2002).  Discriminative training methods for hidden Markov models: theory and
+    experiments with perceptron algorithms.  EMNLP.
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus
+    >>> from sparsecca.tagging import MMSTagger
+    >>> corpus = synthetic_corpus(300, random_state=0)
+    >>> train, test = corpus[:250], corpus[250:]
+    >>> model = MMSTagger(n_iter=5).fit(train)
+    >>> model.score(test) > 0.8
+    True
+    >>> nb = model.nbest(test, k=5)
+    >>> nb.oracle_accuracy() >= nb.top1_accuracy()
+    True
+    """
+
+    def __init__(self, distance="auto", eta=0.5, n_iter: int = 10, window: int = 2,
+                 two_stage: bool = False, average: bool = True, rare_threshold: int = 5,
+                 min_environment: int = 30, decoder: str = "viterbi", random_state=0):
+        self.distance = distance
+        self.eta = eta
+        self.n_iter = n_iter
+        self.window = window
+        self.two_stage = two_stage
+        self.average = average
+        self.rare_threshold = rare_threshold
+        self.min_environment = min_environment
+        self.decoder = decoder
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self):
+        _check_distance_param(self.distance)
+        _check_eta(self.eta)
+        check_int("n_iter", self.n_iter, 1)
+        check_int("window", self.window, 1)
+        check_bool("two_stage", self.two_stage)
+        check_bool("average", self.average)
+        check_int("rare_threshold", self.rare_threshold, 1)
+        check_int("min_environment", self.min_environment, 1)
+        if self.decoder not in ("viterbi", "token"):
+            raise ValueError(f"decoder must be 'viterbi' or 'token', got {self.decoder!r}")
+
+    def _persist_params(self):
+        params = self.get_params()
+        if isinstance(params["distance"], np.ndarray):  # JSON holds a list of rows
+            params["distance"] = params["distance"].tolist()
+        return to_json(params, "params")["__dict__"]
+
+    def _check_fitted(self):
+        if not hasattr(self, "tags_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call "
+                                 "fit(corpus) before tag or nbest")
+
+    # ------------------------------------------------------------------ training
+    def fit(self, corpus: TaggedCorpus, y=None, dev: TaggedCorpus | None = None):
+        """Train on a tagged corpus.
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+            Training sentences with tags; at least one token.
+        y : None
+            Ignored (scikit-learn convention).
+        dev : TaggedCorpus, optional
+            Tagged sentences that choose the learning rate (from the ``eta`` grid), the
+            epoch and the k-best temperature by token accuracy.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        corpus = _check_corpus("corpus", corpus, need_tags=True)
+        if corpus.n_tokens == 0:
+            raise ValueError("corpus must contain at least one token, got an empty corpus")
+        if dev is not None:
+            dev = _check_corpus("dev", dev, need_tags=True)
+        rng = check_random_state(self.random_state)
+        new = copy.copy(self)  # a failed refit leaves the previous fit intact
+        new._fit(corpus, dev, rng)
+        vars(self).update(vars(new))
+        return self
+
+    def _stage_one(self):
+        params = self.get_params()
+        params["two_stage"] = False
+        return type(self)(**params)
+
+    def _fit(self, corpus, dev, rng):
+        pred_train = pred_dev = None
+        self.first_ = None
+        if self.two_stage:
+            pred_train = self._jackknife_tags(corpus, rng)
+            self.first_ = self._stage_one().fit(corpus, dev=dev)
+            if dev is not None:
+                pred_dev = self.first_._predict(dev)
+        self._fit_tables(corpus, pred_train)
+        D = self._distance_for(corpus)
+        self.distance_ = D
+        # samples: the rows of the training tokens in their clusters
+        tag_ids = corpus.tags.mapping_to(self.tags_)[corpus.tag_ids].astype(np.int64)
+        X_word, X_unk = self._features(corpus, pred_train)
+        s_tok, s_cl = self._samples(corpus)
+        X = sp.vstack([X_word, X_unk]).tocsr()
+        rowsel = np.where(s_cl < len(self.words_), s_tok, s_tok + corpus.n_tokens)
+        XS = X[rowsel]
+        self._build_blocks(XS, s_cl)
+        gold_pos = self._gold_positions(s_cl, tag_ids[s_tok])
+        C = np.diff(self.cl_indptr_)
+        multi = C[s_cl] >= 2
+        XS, s_cl, gold_pos = XS[multi], s_cl[multi], gold_pos[multi]
+        x_local = self._local_rows(XS, s_cl)
+        dev_data = None
+        if dev is not None:
+            dev_data = self._prepare(dev, pred_dev)
+            dev_gold = dev.tags.mapping_to(self.tags_)[dev.tag_ids]
+        etas = _check_eta(self.eta)
+        if dev is None:
+            etas = etas[:1]
+        best = None
+        n_cl = C.size
+        for eta in etas:
+            w = np.zeros(int(self.woff_[-1]))
+            u = np.zeros_like(w)
+            counts = np.zeros(n_cl, dtype=np.int64)
+            scores = []
+            for e in range(1, int(self.n_iter) + 1):
+                order = rng.permutation(s_cl.size)
+                psl_epoch(order, s_cl, gold_pos, XS.indptr, x_local, XS.data,
+                          self.cl_indptr_, self.cl_tags_, self.woff_, D, eta, w, u, counts)
+                weights = psl_average(w, u, self.woff_, counts) if self.average else w.copy()
+                if dev is None:
+                    best = (0.0, eta, e, weights, [])
+                    continue
+                self.weights_ = weights
+                acc = float(np.mean(self._token_best(dev_data) == dev_gold)) \
+                    if dev.n_tokens else 0.0
+                scores.append(acc)
+                if best is None or acc > best[0]:
+                    best = (acc, eta, e, weights, scores)
+        _, self.eta_, self.best_epoch_, self.weights_, self.dev_scores_ = best
+        self.dev_scores_ = list(self.dev_scores_)
+        self.beta_ = 2.0
+        if dev is not None and dev.n_tokens:
+            self.beta_ = self._choose_beta(dev, dev_data, dev_gold)
+
+    def _jackknife_tags(self, corpus, rng):
+        """First-pass tags of the training tokens, each fold tagged by a model without it."""
+        n = corpus.n_sentences
+        fold = np.arange(n) % min(_POS_FOLDS, max(n, 1))
+        out = np.zeros(corpus.n_tokens, dtype=np.int64)
+        tags = Vocabulary(sorted(set(corpus.tags[i] for i in np.unique(corpus.tag_ids))))
+        for f in np.unique(fold):
+            held = np.flatnonzero(fold == f)
+            rest = np.flatnonzero(fold != f)
+            part = corpus[held]
+            if rest.size == 0:
+                continue
+            m = self._stage_one().fit(corpus[rest])
+            pred = m.tags_.mapping_to(tags)[m._predict(part)]
+            toks = np.concatenate([np.arange(corpus.offsets[i], corpus.offsets[i + 1])
+                                   for i in held])
+            out[toks] = pred
+        # ids in the tag order the fitted model will use (sorted by corpus tag id)
+        used = np.unique(corpus.tag_ids)
+        final = Vocabulary([corpus.tags[i] for i in used])
+        return tags.mapping_to(final)[out]
+
+    def _fit_tables(self, corpus, pred_tags):
+        tag_used, tag_ids = np.unique(corpus.tag_ids, return_inverse=True)
+        word_used, word_ids = np.unique(corpus.word_ids, return_inverse=True)
+        tag_items, word_items = corpus.tags.items, corpus.words.items  # (copies: once)
+        self.tags_ = Vocabulary([tag_items[i] for i in tag_used])
+        self.words_ = Vocabulary([word_items[i] for i in word_used])
+        T, V = len(self.tags_), len(self.words_)
+        self.word_counts_ = np.bincount(word_ids, minlength=V).astype(np.int64)
+        forms = self.words_.items
+        self.lower_ = Vocabulary(sorted({w.lower() for w in forms}))
+        self.suffixes_ = Vocabulary(sorted({_fold(w)[-m:] for w in forms for m in _SUFFIXES}))
+        self.tag_prior_ = np.bincount(tag_ids, minlength=T) / tag_ids.size
+        hmm = TrigramHMM()
+        hmm._fit_transitions(tag_ids.astype(np.int64), corpus.offsets, T)
+        self.bigram_logp_, self.context_adj_ = hmm.bigram_logp_, hmm.context_adj_
+        self.tri_indptr_, self.tri_tags_, self.tri_logp_ = (hmm.tri_indptr_, hmm.tri_tags_,
+                                                            hmm.tri_logp_)
+        fx = self._extractor()
+        lower_ids = fx.word_ids(corpus)
+        tag_ids = tag_ids.astype(np.int64)
+        # cluster candidates: words, then environments, then the rare-word cluster
+        rare = self.word_counts_[word_ids] <= int(self.rare_threshold)
+        env = self._env_keys(lower_ids, corpus.offsets)
+        keys, counts = np.unique(env[rare], return_counts=True)
+        self.env_keys_ = keys[counts >= int(self.min_environment)].astype(np.int64)
+        n_env = self.env_keys_.size
+        s_tok, s_cl = self._samples(corpus)
+        pairs = np.unique(s_cl * T + tag_ids[s_tok])
+        n_clusters = V + n_env + 1
+        self.n_clusters_ = n_clusters
+        self.cl_indptr_ = np.zeros(n_clusters + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs // T, minlength=n_clusters), out=self.cl_indptr_[1:])
+        self.cl_tags_ = (pairs % T).astype(np.int64)
+        # feature vocabulary: every key extracted on the training data
+        ck = fx.context_keys(lower_ids, corpus.offsets, pred_tags)[1]
+        lk = fx.lexical_keys(corpus, lower_ids)[1]
+        self.feature_keys_ = np.unique(np.concatenate([ck, lk]))
+
+    def _extractor(self):
+        return _Features(self.lower_, self.suffixes_, len(self.tags_), int(self.window))
+
+    def _env_keys(self, lower_ids, offsets):
+        fx = self._extractor()
+        nb = fx._neighbours(lower_ids, offsets, fx.V - 3, fx.V - 2)
+        return nb[-1] * fx.V + nb[1]
+
+    def _distance_for(self, corpus):
+        names = self.tags_.items
+        d = self.distance
+        if isinstance(d, str):
+            if d == "ptb" or (d == "auto" and _is_ptb(names)):
+                return ptb_distance(names)
+            D = np.ones((len(names), len(names)))
+            np.fill_diagonal(D, 0.0)
+            return D
+        D = _check_distance_param(d)
+        n = len(corpus.tags)
+        if D.shape != (n, n):
+            raise ValueError(f"distance must have shape ({n}, {n}), following the training "
+                             f"corpus' tag vocabulary corpus.tags ({n} tags), got {D.shape}")
+        idx = self.tags_.mapping_to(corpus.tags)
+        return np.ascontiguousarray(D[np.ix_(idx, idx)])
+
+    def _features(self, corpus, pred_tags=None):
+        """Unit-length feature rows of the word clusters (context) and of the unknown-word
+        clusters (context and the word's own form), CSR over the fitted feature ids."""
+        fx = self._extractor()
+        lower_ids = fx.word_ids(corpus)
+        n, F = corpus.n_tokens, self.feature_keys_.size
+        r1, k1 = fx.context_keys(lower_ids, corpus.offsets, pred_tags)
+        r2, k2 = fx.lexical_keys(corpus, lower_ids)
+
+        def ids(keys):
+            p = np.searchsorted(self.feature_keys_, keys)
+            p = np.minimum(p, max(F - 1, 0))
+            return np.where(self.feature_keys_[p] == keys, p, -1)
+
+        c1, c2 = ids(k1), ids(k2)
+        n1 = np.bincount(r1, minlength=n)
+        n2 = n1 + np.bincount(r2, minlength=n)
+        X_word = _csr(r1, c1, n, F, 1.0 / np.sqrt(np.maximum(n1, 1)))
+        X_unk = _csr(np.concatenate([r1, r2]), np.concatenate([c1, c2]), n, F,
+                     1.0 / np.sqrt(np.maximum(n2, 1)))
+        return X_word, X_unk
+
+    def _samples(self, corpus):
+        """The training samples of a corpus of training words: every token in its word's
+        cluster, and every token of a rare word in its environment's cluster (when that is
+        a cluster) and in the rare-word cluster.
+
+        Returns
+        -------
+        s_tok, s_cl : int64 arrays, shape (n_samples,)
+            Token and cluster of each sample; a cluster ``>= n_words`` reads the token's
+            unknown-word features.
+        """
+        items = corpus.words.items
+        used, inv = np.unique(corpus.word_ids, return_inverse=True)
+        wid = self.words_.ids([items[i] for i in used])[inv].astype(np.int64)
+        if np.any(wid < 0):
+            raise ValueError("training samples need words seen in training")
+        V, n_env = len(self.words_), self.env_keys_.size
+        rare = self.word_counts_[wid] <= int(self.rare_threshold)
+        env = self._env_keys(self._extractor().word_ids(corpus), corpus.offsets)
+        pos = np.minimum(np.searchsorted(self.env_keys_, env), max(n_env - 1, 0))
+        in_env = rare & (self.env_keys_[pos] == env) if n_env else np.zeros_like(rare)
+        tok = np.arange(corpus.n_tokens)
+        s_tok = np.concatenate([tok, tok[in_env], tok[rare]])
+        s_cl = np.concatenate([wid, V + pos[in_env],
+                               np.full(int(rare.sum()), V + n_env)]).astype(np.int64)
+        return s_tok, s_cl
+
+    def _gold_positions(self, s_cl, s_tag):
+        lo, hi = self.cl_indptr_[s_cl], self.cl_indptr_[s_cl + 1]
+        out = np.empty(s_cl.size, dtype=np.int64)
+        # the cluster's candidates are sorted: binary search per sample, vectorised
+        keys = s_cl * len(self.tags_) + s_tag
+        flat = np.repeat(np.arange(self.n_clusters_), np.diff(self.cl_indptr_)) \
+            * len(self.tags_) + self.cl_tags_
+        p = np.searchsorted(flat, keys)
+        out[:] = p - lo
+        assert np.all((out >= 0) & (p < hi))
+        return out
+
+    def _build_blocks(self, XS, s_cl):
+        """Every cluster's feature rows: the features its samples use (single-candidate
+        clusters get none)."""
+        C = np.diff(self.cl_indptr_)
+        F = self.feature_keys_.size
+        rows = np.repeat(np.arange(XS.shape[0]), np.diff(XS.indptr))
+        cl = s_cl[rows]
+        keep = C[cl] >= 2
+        pair = np.unique(cl[keep] * F + XS.indices[keep].astype(np.int64))
+        n_cl = C.size
+        self.feat_indptr_ = np.zeros(n_cl + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pair // F, minlength=n_cl), out=self.feat_indptr_[1:])
+        self.feat_ids_ = (pair % F).astype(np.int64)
+        self.woff_ = np.zeros(n_cl + 1, dtype=np.int64)
+        np.cumsum(np.diff(self.feat_indptr_) * C, out=self.woff_[1:])
+        self._pairs = pair
+
+    def _local_rows(self, XS, s_cl):
+        F = self.feature_keys_.size
+        rows = np.repeat(np.arange(XS.shape[0]), np.diff(XS.indptr))
+        key = s_cl[rows] * F + XS.indices.astype(np.int64)
+        p = np.searchsorted(self._pairs, key)
+        del self._pairs
+        return p - self.feat_indptr_[s_cl[rows]]
+
+    # ------------------------------------------------------------------ prediction
+    def _route(self, corpus):
+        """Cluster of every token and the unknown-word mask."""
+        fx = self._extractor()
+        items = corpus.words.items
+        used, inv = np.unique(corpus.word_ids, return_inverse=True)
+        strings = [items[i] for i in used]
+        wid = self.words_.ids(strings)[inv]
+        unknown = wid < 0
+        V, n_env = len(self.words_), self.env_keys_.size
+        cluster = wid.astype(np.int64)
+        # 1. sentence-initial capitalised unknown words with a known lower-case form
+        if unknown.any() and corpus.n_sentences:
+            lower = self.words_.ids([s.lower() for s in strings])[inv]
+            first = np.zeros(corpus.n_tokens, dtype=bool)
+            first[corpus.offsets[:-1][corpus.lengths > 0]] = True
+            ok = unknown & first & (lower >= 0)
+            cluster[ok] = lower[ok]
+        rest = cluster < 0
+        if rest.any():
+            env = self._env_keys(fx.word_ids(corpus), corpus.offsets)
+            pos = np.minimum(np.searchsorted(self.env_keys_, env), max(n_env - 1, 0))
+            hit = rest & (self.env_keys_[pos] == env) if n_env else np.zeros_like(rest)
+            cluster[hit] = V + pos[hit]
+            cluster[rest & ~hit] = V + n_env
+        return cluster, unknown
+
+    def _prepare(self, corpus, pred_tags=None):
+        if self.two_stage and pred_tags is None:
+            pred_tags = self.first_._predict(corpus)
+        cluster, unknown = self._route(corpus)
+        X_word, X_unk = self._features(corpus, pred_tags)
+        use_unk = cluster >= len(self.words_)
+        X = sp.csr_matrix(X_word)
+        if use_unk.any():
+            X = sp.vstack([X_word, X_unk]).tocsr()[
+                np.where(use_unk, np.arange(corpus.n_tokens) + corpus.n_tokens,
+                         np.arange(corpus.n_tokens))]
+        return cluster, unknown, X
+
+    def candidate_scores(self, corpus: TaggedCorpus):
+        """Every candidate tag of every token with its cluster's score.
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+            Sentences to score (gold tags are ignored).
+
+        Returns
+        -------
+        cand_offsets : int64 array, shape (n_tokens + 1,)
+            Token ``j``'s candidates are ``cand_offsets[j]:cand_offsets[j + 1]``.
+        cand_tags : int64 array, shape (n_cand,)
+            Tag ids in ``tags_``.
+        scores : float64 array, shape (n_cand,)
+            ``x_j @ W_c[:, k]`` (0 for the only candidate of a single-tag word).
+        unknown : bool array, shape (n_tokens,)
+            Tokens whose word was not seen in training.
+
+        Examples
+        --------
+        >>> from sparsecca.data import synthetic_corpus
+        >>> from sparsecca.tagging import MMSTagger
+        >>> corpus = synthetic_corpus(300, random_state=0)
+        >>> model = MMSTagger(n_iter=2).fit(corpus[:250])
+        >>> offsets, tags, scores, unknown = model.candidate_scores(corpus[250:])
+        >>> offsets[-1] == tags.size == scores.size
+        True
+        """
+        self._check_fitted()
+        corpus = _check_corpus("corpus", corpus, need_tags=False)
+        cluster, unknown, X = self._prepare(corpus)
+        offsets, tags, scores = self._scores((cluster, unknown, X))
+        return offsets, tags, scores, unknown
+
+    def _scores(self, prepared):
+        cluster, _, X = prepared
+        pos, offsets = _csr_rows(self.cl_indptr_, cluster)
+        s = cluster_scores(cluster, X.indptr, X.indices, X.data, self.cl_indptr_,
+                           self.feat_indptr_, self.feat_ids_, self.woff_, self.weights_)
+        return offsets, self.cl_tags_[pos], s
+
+    def _token_best(self, prepared):
+        offsets, tags, s = self._scores(prepared)
+        n = offsets.size - 1
+        tok = np.repeat(np.arange(n), np.diff(offsets))
+        # first best candidate of each token: sort by (token, -score, position)
+        order = np.lexsort((np.arange(s.size), -s, tok))
+        first = order[offsets[:-1]]
+        return tags[first] if n else np.zeros(0, dtype=np.int64)
+
+    def _emissions(self, offsets, tags, s):
+        n = offsets.size - 1
+        tok = np.repeat(np.arange(n), np.diff(offsets))
+        z = self.beta_ * s
+        mx = np.full(n, -np.inf)
+        np.maximum.at(mx, tok, z)
+        lse = mx + np.log(np.bincount(tok, weights=np.exp(z - mx[tok]), minlength=n))
+        return z - lse[tok] - np.log(self.tag_prior_[tags])
+
+    def _viterbi(self, corpus, prepared, k):
+        offsets, tags, s = self._scores(prepared)
+        T = len(self.tags_)
+        return kbest_viterbi(corpus.offsets, offsets, tags, self._emissions(offsets, tags, s),
+                             T + 2, self.bigram_logp_, self.context_adj_, self.tri_indptr_,
+                             self.tri_tags_, self.tri_logp_, T, T + 1, k=k)
+
+    def _choose_beta(self, dev, dev_data, gold):
+        best = None
+        for beta in _BETA_GRID:
+            self.beta_ = beta
+            pred = self._viterbi(dev, dev_data, 1)[0]
+            acc = float(np.mean(pred == gold))
+            if best is None or acc > best[0]:
+                best = (acc, beta)
+        return best[1]
+
+    def _predict(self, corpus):
+        prepared = self._prepare(corpus)
+        if self.decoder == "token":
+            return self._token_best(prepared)
+        return self._viterbi(corpus, prepared, 1)[0].astype(np.int64)
+
+    def tag(self, corpus: TaggedCorpus) -> TaggedCorpus:
+        """Tag every sentence (see ``decoder``).
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+            Sentences to tag (gold tags, if any, are ignored).
+
+        Returns
+        -------
+        TaggedCorpus
+            The same words, tagged with ids in ``tags_``.
+        """
+        self._check_fitted()
+        corpus = _check_corpus("corpus", corpus, need_tags=False)
+        return corpus.with_tags(self._predict(corpus), self.tags_)
+
+    def nbest(self, corpus: TaggedCorpus, k: int = 10) -> NBestList:
+        """The ``k`` best tag sequences of every sentence under the clusters' scores and the
+        HMM transitions (see the module documentation).
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+            Sentences to decode.  When tagged, the list carries Hamming losses against these
+            gold tags; gold tags never seen in training are appended to the list's tag
+            vocabulary and always count as errors (more than half of the gold tokens outside
+            ``tags_`` is a TagsetMismatchError).
+        k : int >= 1
+
+        Returns
+        -------
+        NBestList
+            Candidates by descending score; ``unknown`` marks words unseen in training.
+        """
+        self._check_fitted()
+        corpus = _check_corpus("corpus", corpus, need_tags=False)
+        check_int("k", k, 1)
+        if corpus.has_tags:
+            check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
+                         fitted_what=f"the tagset of this {type(self).__name__}")
+        prepared = self._prepare(corpus)
+        seq_tags, seq_offsets, sent_seq, scores = self._viterbi(corpus, prepared, int(k))
+        return NBestList(seq_tags, seq_offsets, sent_seq, scores, corpus,
+                         self._list_tags(corpus), prepared[1])
+
+    def _list_tags(self, corpus):
+        tags = self.tags_
+        if corpus.has_tags:
+            extra = [corpus.tags[i] for i in np.unique(corpus.tag_ids)
+                     if corpus.tags[i] not in tags]
+            if extra:
+                tags = Vocabulary(tags.items + extra)
+        return tags
+
+    def score(self, corpus: TaggedCorpus, tokens: str = "all") -> float:
+        """Token accuracy of :meth:`tag` on a tagged corpus.
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+            Tagged sentences (gold tags outside ``tags_`` count as errors).
+        tokens : {'all', 'known', 'unknown'}, default 'all'
+            Score every token, or only those whose word was (not) seen in training.
+
+        Returns
+        -------
+        float
+            NaN for an empty subset.
+        """
+        self._check_fitted()
+        corpus = _check_corpus("corpus", corpus, need_tags=True)
+        if tokens not in ("all", "known", "unknown"):
+            raise ValueError(f"tokens must be 'all', 'known' or 'unknown', got {tokens!r}")
+        gold = check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
+                            fitted_what=f"the tagset of this {type(self).__name__}"
+                            )[corpus.tag_ids]
+        pred = self._predict(corpus)
+        ok = pred == gold
+        if tokens != "all":
+            unknown = self._route(corpus)[1]
+            ok = ok[unknown if tokens == "unknown" else ~unknown]
+        return float(np.mean(ok)) if ok.size else float("nan")
+
+    # ------------------------------------------------------------------ persistence
+    _ARRAYS = ("word_counts", "tag_prior", "distance", "cl_indptr", "cl_tags", "feat_indptr",
+               "feat_ids", "woff", "weights", "env_keys", "feature_keys", "bigram_logp",
+               "context_adj", "tri_indptr", "tri_tags", "tri_logp")
+
+    def _get_state(self):
+        self._check_fitted()
+        arrays = {}
+        for name in ("tags", "words", "lower", "suffixes"):
+            arrays.update(pack_strings(name, getattr(self, name + "_").items))
+        for name in self._ARRAYS:
+            arrays[name] = np.asarray(getattr(self, name + "_"))
+        extra = {"eta": self.eta_, "best_epoch": self.best_epoch_, "beta": self.beta_,
+                 "dev_scores": list(self.dev_scores_), "has_first": self.first_ is not None}
+        if self.first_ is not None:
+            put_child(arrays, extra, "first", self.first_)
+        return self._persist_params(), arrays, extra
+
+    def _set_state(self, arrays, extra):
+        """Restore a saved model, checking every array the kernels index with."""
+        self._validate_params()
+        tags = Vocabulary(unpack_strings(arrays, "tags"))
+        words = Vocabulary(unpack_strings(arrays, "words"))
+        T, V = len(tags), len(words)
+        if T < 1:
+            raise ModelFormatError("the model has no tags")
+        S = T + 2
+
+        def arr(name, kind, **kw):
+            return state_array(arrays, name, kind, **kw)
+
+        cl_indptr = arr("cl_indptr", "int")
+        n_cl = cl_indptr.size - 1
+        if n_cl < V + 1:
+            raise ModelFormatError(f"array 'cl_indptr' must have at least {V + 2} entries")
+        cl_tags = check_index("cl_tags", arr("cl_tags", "int"), T)
+        check_offsets("cl_indptr", cl_indptr, cl_tags.size, n_cl)
+        feature_keys = arr("feature_keys", "int")
+        if feature_keys.size > 1 and np.any(np.diff(feature_keys) <= 0):
+            raise ModelFormatError("array 'feature_keys' must be strictly increasing")
+        feat_ids = check_index("feat_ids", arr("feat_ids", "int"), max(feature_keys.size, 1))
+        feat_indptr = check_offsets("feat_indptr", arr("feat_indptr", "int"), feat_ids.size,
+                                    n_cl)
+        weights = arr("weights", "float")
+        woff = check_offsets("woff", arr("woff", "int"), weights.size, n_cl)
+        if np.any(np.diff(woff) != np.diff(feat_indptr) * np.diff(cl_indptr)):
+            raise ModelFormatError("array 'woff' must give every cluster a block of "
+                                   "n_rows * n_candidates weights")
+        env_keys = arr("env_keys", "int")
+        if env_keys.size != n_cl - V - 1:
+            raise ModelFormatError(f"array 'env_keys' must have {n_cl - V - 1} entries")
+        D = arr("distance", "float", ndim=2, shape=(T, T))
+        if np.any(D < 0) or np.any(D > 1):
+            raise ModelFormatError("array 'distance' must lie in [0, 1]")
+        prior = arr("tag_prior", "float", shape=(T,))
+        if np.any(prior <= 0):
+            raise ModelFormatError("array 'tag_prior' must be > 0")
+        tri_tags = check_index("tri_tags", arr("tri_tags", "int"), S)
+        tri_indptr = check_offsets("tri_indptr", arr("tri_indptr", "int"), tri_tags.size,
+                                   S * S)
+        self.tags_, self.words_ = tags, words
+        self.lower_ = Vocabulary(unpack_strings(arrays, "lower"))
+        self.suffixes_ = Vocabulary(unpack_strings(arrays, "suffixes"))
+        self.word_counts_ = arr("word_counts", "int", shape=(V,))
+        self.tag_prior_, self.distance_ = prior, D
+        self.cl_indptr_, self.cl_tags_, self.n_clusters_ = cl_indptr, cl_tags, n_cl
+        self.feat_indptr_, self.feat_ids_, self.woff_, self.weights_ = (feat_indptr, feat_ids,
+                                                                        woff, weights)
+        self.env_keys_, self.feature_keys_ = env_keys, feature_keys
+        self.bigram_logp_ = arr("bigram_logp", "float", ndim=2, shape=(S, S), allow_inf="-")
+        self.context_adj_ = arr("context_adj", "float", ndim=2, shape=(S, S))
+        self.tri_indptr_, self.tri_tags_ = tri_indptr, tri_tags
+        self.tri_logp_ = arr("tri_logp", "float", shape=tri_tags.shape, allow_inf="-")
+        self.eta_ = state_value(extra, "eta", float, low=0.0)
+        self.best_epoch_ = state_value(extra, "best_epoch", int, low=1)
+        self.beta_ = state_value(extra, "beta", float, low=0.0)
+        self.dev_scores_ = state_value(extra, "dev_scores", list)
+        has_first = state_value(extra, "has_first", bool)
+        if has_first != bool(self.two_stage):
+            raise ModelFormatError("a two-stage model needs its first pass (and only it)")
+        self.first_ = get_child(arrays, extra, "first", allowed=(MMSTagger,)) \
+            if has_first else None
+        if self.first_ is not None and self.first_.tags_ != tags:
+            raise ModelFormatError("the first pass has another tagset")
