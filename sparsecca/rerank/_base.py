@@ -12,7 +12,8 @@ from ..tagging import NBestList
 
 __all__ = ["BaseReranker", "check_nbest", "check_dev_tagset", "check_tuning_dev",
            "check_finite_scores", "decoder_term", "tune_weight", "plateau_score",
-           "losses_of_choice"]
+           "losses_of_choice", "search_grid", "grid_edge", "note_edge", "path_edge",
+           "check_fit_lists"]
 
 
 def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBestList:
@@ -99,6 +100,27 @@ def check_finite_scores(nbest: NBestList, name: str, model: str) -> None:
             f"and needs finite scores: drop them with "
             f"{name}.reorder(np.flatnonzero(np.isfinite({name}.scores))) or give them a "
             f"finite floor")
+
+
+def check_fit_lists(train, dev, model: str, grid_name: str, n_values: int, fixed: str):
+    """Validate ``fit(train, dev)`` of a reranker that learns a weight for the decoder score.
+
+    Both lists need gold tags and finite decoder scores (:func:`check_finite_scores`); dev
+    must share train's tagset and offer k >= 2 candidates (``fixed`` says how to do without
+    tuning, :func:`check_tuning_dev`); without dev, the grid ``grid_name`` must hold a single
+    value (``n_values``).  Returns ``(train, dev)``.
+    """
+    train = check_nbest(train, "train", need_gold=True)
+    check_finite_scores(train, "train", model)
+    if dev is not None:
+        dev = check_nbest(dev, "dev", need_gold=True)
+        check_dev_tagset(train, dev)
+        check_finite_scores(dev, "dev", model)
+        check_tuning_dev(dev, fixed)
+    elif n_values > 1:
+        raise ValueError(f"{grid_name} has {n_values} values to choose from but no dev n-best "
+                         f"list was given; pass dev or a single {grid_name}")
+    return train, dev
 
 
 def decoder_term(weight: float, scores: np.ndarray) -> np.ndarray:
@@ -278,6 +300,174 @@ def tune_weight(nbest: NBestList, model_scores, grid=None, refine: bool = True,
         k = first_best(_smoothed(facc, int(round(2.5 * window))))
         w_best, a_best = float(fine[k]), float(facc[k])
     return w_best, a_best, (grid, accs)
+
+
+#: how many points a dev grid may grow by past the edge its best value lies on
+MAX_WIDEN = 2
+#: a path (boosting rounds, epochs) is at its edge when the best prefix lies in its last 10%
+PATH_EDGE = 0.1
+_SCALES = ("log", "linear", "log1m")
+
+
+def _next_point(values, side: str, scale: str):
+    """The grid point one step past the ``side`` end of ``values`` (None: no spacing)."""
+    v = np.unique(np.asarray(values, dtype=np.float64))
+    if v.size < 2:
+        return None
+    a, b = (v[0], v[1]) if side == "lower" else (v[-1], v[-2])
+    if scale == "log":
+        return None if a <= 0 or b <= 0 else float(a * (a / b))
+    if scale == "log1m":  # values below 1, spaced in log(1 - v): 0.9, 0.99 -> 0.999
+        return None if a >= 1 or b >= 1 else float(1 - (1 - a) * ((1 - a) / (1 - b)))
+    return float(a + (a - b))
+
+
+def grid_edge(values, best_value, *, low=None, high=None):
+    """``'lower'`` / ``'upper'`` when ``best_value`` is the smallest / largest of ``values``
+    (a grid of at least two values) and not a bound of the parameter's domain; else None.
+
+    Examples
+    --------
+    >>> from sparsecca.rerank._base import grid_edge
+    >>> grid_edge([0.1, 0.3, 1.0], 1.0), grid_edge([0.1, 0.3, 1.0], 0.3)
+    ('upper', None)
+    >>> grid_edge([0.5, 1.0], 1.0, high=1.0) is None  # the domain's bound, not the grid's
+    True
+    """
+    v = np.unique(np.asarray(values, dtype=np.float64))
+    if v.size < 2:
+        return None
+    if best_value <= v[0] and (low is None or best_value > low):
+        return "lower"
+    if best_value >= v[-1] and (high is None or best_value < high):
+        return "upper"
+    return None
+
+
+def note_edge(edges: list, name: str, values, value, *, low=None, high=None) -> None:
+    """Append to ``edges`` the record of :func:`search_grid` when ``value``, chosen among
+    ``values`` (nothing added past them), lies on an edge (:func:`grid_edge`)."""
+    side = grid_edge(values, value, low=low, high=high)
+    if side is not None:
+        edges.append({"param": name, "value": float(value), "side": side,
+                      "tried": sorted(float(v) for v in values), "widened": 0})
+
+
+def search_grid(evaluate, values, *, name: str, scale: str = "log", low=None, high=None,
+                widen: int = MAX_WIDEN, edges: list | None = None, better=None):
+    """Maximise ``evaluate(value)`` over a dev grid, widening it past an edge best value.
+
+    Every value of ``values`` is evaluated (in order; ties go to the earlier value).  While
+    the best lies on an edge of the values tried (:func:`grid_edge`), one more value one
+    grid step beyond that edge is tried (geometric steps for ``scale='log'``, steps in
+    ``log(1 - v)`` for ``'log1m'``, arithmetic ones for ``'linear'``; clipped to the domain
+    ``[low, high]``), at most ``widen`` times.  A best value still on an edge is recorded in
+    ``edges``.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(value) -> (score, payload)``; higher scores are better.
+    values : sequence of float
+        The grid.
+    name : str
+        The parameter, for ``edges``.
+    scale : {'log', 'linear', 'log1m'}
+    low, high : float or None
+        The parameter's domain (inclusive); a best value on it is not an edge.
+    widen : int >= 0
+        Most values added.
+    edges : list or None
+        Where to append ``{"param", "value", "side", "tried", "widened"}`` when the best
+        value is still on an edge.
+    better : callable or None
+        ``better(a, b)`` True when score a beats score b (default: by more than
+        :data:`PLATEAU_TIE`).
+
+    Returns
+    -------
+    values : list of float
+        Every value tried, in the order tried.
+    results : list
+        ``evaluate``'s answers, in the same order.
+    best : int
+        Index of the best.
+
+    Examples
+    --------
+    A dev accuracy peaking at 8, outside the grid 1, 2, 4:
+
+    >>> from sparsecca.rerank._base import search_grid
+    >>> edges = []
+    >>> values, results, best = search_grid(lambda v: (-abs(v - 8.0), None), [1.0, 2.0, 4.0],
+    ...                                     name="b", edges=edges, widen=3)
+    >>> values, values[best], edges
+    ([1.0, 2.0, 4.0, 8.0, 16.0], 8.0, [])
+    >>> values, results, best = search_grid(lambda v: (v, None), [1.0, 2.0], name="b",
+    ...                                     edges=edges, widen=1)
+    >>> values[best], edges[0]["side"], edges[0]["widened"]
+    (4.0, 'upper', 1)
+    """
+    if scale not in _SCALES:
+        raise ValueError(f"scale must be one of {_SCALES}, got {scale!r}")
+    widen = check_int("widen", widen, 0)
+    if better is None:
+        def better(a, b):
+            return a > b + PLATEAU_TIE
+    values = [float(v) for v in values]
+    results = [evaluate(v) for v in values]
+
+    def best_index():
+        b = 0
+        for i in range(1, len(results)):
+            if better(results[i][0], results[b][0]):
+                b = i
+        return b
+
+    best, added = best_index(), 0
+    while True:
+        side = grid_edge(values, values[best], low=low, high=high)
+        if side is None:
+            break
+        nxt = _next_point(values, side, scale)
+        if nxt is not None and low is not None:
+            nxt = max(nxt, low)
+        if nxt is not None and high is not None:
+            nxt = min(nxt, high)
+        if added >= widen or nxt is None or nxt in values:
+            if edges is not None:
+                edges.append({"param": name, "value": values[best], "side": side,
+                              "tried": sorted(values), "widened": added})
+            break
+        values.append(nxt)
+        results.append(evaluate(nxt))
+        added += 1
+        best = best_index()
+    return values, results, best
+
+
+def path_edge(best: int, n_run: int, cap: int, *, name: str, edges: list | None = None,
+              widened: int = 0) -> bool:
+    """Whether the best prefix of a path (rounds, epochs) lies at the path's cap.
+
+    True when the path ran to its cap (``n_run >= cap``) and the best prefix ``best`` lies
+    in its last :data:`PATH_EDGE` fraction (the last point of a short path); then a dict
+    ``{"param", "value", "side": "upper", "tried": [cap], "widened"}`` is appended to
+    ``edges``.
+
+    Examples
+    --------
+    >>> from sparsecca.rerank._base import path_edge
+    >>> path_edge(19_700, 20_000, 20_000, name="n_rounds"), path_edge(9, 10, 10, name="e")
+    (True, False)
+    >>> path_edge(10, 10, 10, name="n_epochs"), path_edge(150, 150, 20_000, name="n_rounds")
+    (True, False)
+    """
+    at = n_run >= cap and best > (1.0 - PATH_EDGE) * n_run
+    if at and edges is not None:
+        edges.append({"param": name, "value": int(best), "side": "upper", "tried": [int(cap)],
+                      "widened": int(widened)})
+    return bool(at)
 
 
 def _check_weight_grid(grid) -> np.ndarray:

@@ -14,15 +14,15 @@ import scipy.sparse as sp
 from scipy.optimize import brentq
 
 from .._params import ParamsMixin, check_bool, check_float, check_int, check_weight_scale
-from ..kernels import boosting_path, check_n_rounds, path_losses
+from ..kernels import boosting_path, check_n_rounds, max_rounds, path_losses
 from ..tagging import NBestList
 from ._base import (
     BaseReranker,
-    check_dev_tagset,
-    check_finite_scores,
+    check_fit_lists,
     check_nbest,
-    check_tuning_dev,
     decoder_term,
+    path_edge,
+    search_grid,
     tokens_without_candidates,
 )
 from ._joint_features import (
@@ -125,7 +125,8 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
                     n_rounds=check_n_rounds(self.n_rounds, 1),
                     min_count=check_int("min_count", self.min_count, 1),
                     lengths=check_lengths(self.lengths),
-                    lowercase=check_bool("lowercase", self.lowercase))
+                    lowercase=check_bool("lowercase", self.lowercase),
+                    widen=check_int("widen", self.widen, 0))
 
     def fit(self, train: NBestList, dev: NBestList | None = None):
         """Fit on a (jackknifed) training n-best list; tune on ``dev`` when given.
@@ -144,17 +145,9 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         """
         p = self._common_params()
         grid, eps = self._reg_grid()
-        train = check_nbest(train, "train", need_gold=True)
-        check_finite_scores(train, "train", type(self).__name__)
-        if dev is not None:
-            dev = check_nbest(dev, "dev", need_gold=True)
-            check_dev_tagset(train, dev)
-            check_finite_scores(dev, "dev", type(self).__name__)
-            check_tuning_dev(dev, "fit without dev and with a single C (every round is "
-                                  "kept)")
-        elif len(grid) > 1:
-            raise ValueError(f"C has {len(grid)} values to choose from but no dev n-best list "
-                             f"was given; pass dev or a single C")
+        train, dev = check_fit_lists(train, dev, type(self).__name__, "C", len(grid),
+                                     "fit without dev and with a single C (every round is "
+                                     "kept)")
         feats = JointFeatures(kind=p["kind"], lengths=p["lengths"], min_count=p["min_count"],
                               binary=True, lowercase=p["lowercase"])
         H = feats.fit_joint(train)
@@ -179,21 +172,41 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         margins = alpha0 * diff
         Hd = feats.joint(dev) if dev is not None else None
         missing = 0 if dev is None else tokens_without_candidates(dev)
-        best = None
+        widen = p["widen"]
         tuning = []
-        for reg in grid:
-            f, d, obj = boosting_path(D, margins, p["n_rounds"], eps=eps, l1=reg)
-            if dev is not None:
+        edges: list = []
+
+        def run(reg):
+            # the boosting path of one C; a best prefix at the end of a path that ran to its
+            # cap reruns it with twice the rounds (at most widen times)
+            cap, extra = p["n_rounds"], 0
+            while True:
+                f, d, obj = boosting_path(D, margins, cap, eps=eps, l1=reg)
+                if dev is None:
+                    acc, t = None, f.size
+                    break
                 loss = path_losses(Hd, alpha0 * dev.scores, dev.sent_offsets, dev.losses, f, d)
                 acc = 1.0 - (loss + missing) / dev.corpus.n_tokens
                 t = int(np.argmax(acc))
-            else:
-                acc, t = None, f.size
+                bigger = min(2 * cap, max_rounds())
+                if extra >= widen or bigger == cap \
+                        or not path_edge(t, f.size, cap, name="n_rounds"):
+                    break
+                cap, extra = bigger, extra + 1
             tuning.append(dict(C=reg, n_rounds=t, rounds_run=int(f.size),
                                dev_accuracy=None if acc is None else float(acc[t])))
-            if best is None or (acc is not None and acc[t] > best[0]):
-                best = (None if acc is None else acc[t], reg, t, f, d, obj, acc)
-        _, reg, t, f, d, obj, acc = best
+            return (None if acc is None else float(acc[t])), (reg, t, f, d, obj, acc, cap,
+                                                               extra)
+
+        if dev is None:
+            results, k = [run(grid[0])], 0
+        else:
+            # ties: the earlier C; a best C on an edge of the grid: more values past it
+            _, results, k = search_grid(run, grid, name="C", scale="log", low=0.0,
+                                        widen=widen, edges=edges, better=lambda a, b: a > b)
+        reg, t, f, d, obj, acc, cap, extra = results[k][1]
+        if dev is not None:
+            path_edge(t, f.size, cap, name="n_rounds", edges=edges, widened=extra)
         coef = np.zeros(feats.n_features_, dtype=np.float64)
         coef[0] = alpha0
         np.add.at(coef, f[:t] + 1, d[:t])
@@ -207,6 +220,7 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         self.path_objective_ = obj
         self.dev_accuracy_path_ = acc
         self.tuning_ = tuning
+        self.grid_edges_ = edges
         self._set_reg(reg)
         return self
 
@@ -277,6 +291,10 @@ class BoostingReranker(_ExpLossBoosting):
     lengths : int or sequence of int, default (2, 3, 4)
         Suffix lengths (``features="suffix"``).
     lowercase : bool, default False
+    widen : int >= 0, default 0
+        When the best dev prefix lies in the last tenth of a path that ran all ``n_rounds``
+        (the cap, not the optimum, stopped it), rerun with twice the rounds, at most this
+        many times.  0 keeps the cap and records the edge in ``grid_edges_``.
 
     Attributes
     ----------
@@ -296,6 +314,9 @@ class BoostingReranker(_ExpLossBoosting):
         Dev accuracy after each prefix.
     tuning_ : list of dict
         One entry per regularisation value tried.
+    grid_edges_ : list of dict
+        The tuned values that lie on an edge of what dev tuning tried (``"param"``,
+        ``"value"``, ``"side"``, ``"tried"``, ``"widened"``); empty when none does.
 
     References
     ----------
@@ -326,13 +347,14 @@ class BoostingReranker(_ExpLossBoosting):
     """
 
     def __init__(self, features="suffix", n_rounds=20000, eps=0.0025, min_count=2,
-                 lengths=(2, 3, 4), lowercase=False):
+                 lengths=(2, 3, 4), lowercase=False, widen=0):
         self.features = features
         self.n_rounds = n_rounds
         self.eps = eps
         self.min_count = min_count
         self.lengths = lengths
         self.lowercase = lowercase
+        self.widen = widen
 
     def _reg_grid(self):
         return (0.0,), check_float("eps", self.eps, 0.0, strict=True)
@@ -369,12 +391,16 @@ class RegularizedBoostingReranker(_ExpLossBoosting):
     min_count : int >= 1, default 2
     lengths : int or sequence of int, default (2, 3, 4)
     lowercase : bool, default False
+    widen : int >= 0, default 0
+        A best C on an edge of the grid adds up to this many values past it (one grid step
+        each, geometric), and a best prefix at the cap of ``n_rounds`` reruns the path with
+        twice the rounds up to this many times.  0 records the edges in ``grid_edges_``.
 
     Attributes
     ----------
     C_ : float
         The chosen L1 strength.
-    features_, coef_, decoder_weight_, n_rounds_, n_pairs_, tuning_
+    features_, coef_, decoder_weight_, n_rounds_, n_pairs_, tuning_, grid_edges_
         As in :class:`BoostingReranker`; so are ``path_features_``, ``path_deltas_``,
         ``path_objective_`` and ``dev_accuracy_path_``, for the chosen C.
 
@@ -406,13 +432,14 @@ class RegularizedBoostingReranker(_ExpLossBoosting):
     """
 
     def __init__(self, features="suffix", C=(1e-3, 3e-4, 1e-4, 3e-5), n_rounds=20000,
-                 min_count=2, lengths=(2, 3, 4), lowercase=False):
+                 min_count=2, lengths=(2, 3, 4), lowercase=False, widen=0):
         self.features = features
         self.C = C
         self.n_rounds = n_rounds
         self.min_count = min_count
         self.lengths = lengths
         self.lowercase = lowercase
+        self.widen = widen
 
     def _reg_grid(self):
         return check_grid("C", self.C, 0.0, strict=True), 0.0

@@ -35,12 +35,17 @@ from ._base import (
     check_nbest,
     check_tuning_dev,
     losses_of_choice,
+    note_edge,
     plateau_score,
     tune_weight,
 )
 from ._joint_features import check_grid, check_ints
 
 __all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
+
+
+#: the largest w of tune_weight's default grid (0, 1, ..., 100)
+_W_GRID_TOP = 100.0
 
 
 def _as_grid(name, value, *, low_open=False):
@@ -329,6 +334,18 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.dev_accuracy_ = None if dev is None else float(acc)
         self.grid_scores_ = None if dev is None else {
             "tau": taus.tolist(), "lam": lams.tolist(), "accuracy": grid_acc.tolist()}
+        # what dev chose on an edge of its grid (the grids are not widened here: each point
+        # is an eigenproblem, and k cannot pass n_components without a refit)
+        edges: list = []
+        if dev is not None:
+            note_edge(edges, "tau", taus, tau, low=0.0, high=1.0)
+            if self._has_lam:
+                note_edge(edges, "lam", lams, lam, low=0.0, high=1.0)
+            note_edge(edges, "k", ks, k, low=1)
+            if self.w is None and w > _W_GRID_TOP - 1.0:
+                edges.append({"param": "w", "value": float(w), "side": "upper",
+                              "tried": [0.0, _W_GRID_TOP], "widened": 0})
+        self.grid_edges_ = edges
         return self
 
     def _set_info(self, info):
@@ -452,6 +469,10 @@ class GenerativeReranker(_LowDimReranker):
     x_weights_ : (d1, k) A;  y_weights_ : (d2, k) B;  eigenvalues_ : (k,) omega of Eq. 14
     n_components_, tau_, w_ : the tuned values;  solver_ : the engine solver used
     grid_scores_ : dict of the dev accuracies over the tau grid (for Figure 1)
+    grid_edges_ : list of dict
+        The tuned values (tau, lam, k, w) that lie on an edge of their dev grid, which is not
+        widened (``"param"``, ``"value"``, ``"side"``, ``"tried"``, ``"widened"``: 0); empty
+        when none does.  A domain's end (tau or lam = 0 or 1, k = 1, w = 0) is no edge.
 
     Notes
     -----

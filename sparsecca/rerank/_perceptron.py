@@ -15,12 +15,12 @@ from ..kernels import perceptron_train
 from ..tagging import NBestList
 from ._base import (
     BaseReranker,
-    check_dev_tagset,
-    check_finite_scores,
+    check_fit_lists,
     check_nbest,
-    check_tuning_dev,
     decoder_term,
     losses_of_choice,
+    path_edge,
+    search_grid,
 )
 from ._joint_features import (
     JointFeatures,
@@ -67,6 +67,10 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
     lowercase : bool, default False
     random_state : int, numpy Generator, RandomState or None, default None
         Seeds the visiting orders (the same orders for every b).
+    widen : int >= 0, default 0
+        A best b on an edge of the grid adds up to this many values past it (one grid step
+        each, geometric), and a best epoch at the last one reruns with twice the epochs up
+        to this many times.  0 records the edges in ``grid_edges_``.
 
     Attributes
     ----------
@@ -79,7 +83,13 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
     n_updates_ : int64 array, shape (n_epochs,)
         Updates per epoch for the chosen b.
     dev_accuracy_ : float64 array, shape (n_decoder_weights, n_epochs) or None
-        Dev accuracy after each epoch of each b.
+        Dev accuracy after each epoch of each b tried (rows in ``decoder_weights_tried_``
+        order; NaN past the epochs a b ran, when widening ran more for another b).
+    decoder_weights_tried_ : list of float or None
+        The b values tried on dev, in order (the grid, then any added past its edge).
+    grid_edges_ : list of dict
+        The tuned values that lie on an edge of what dev tuning tried (``"param"``,
+        ``"value"``, ``"side"``, ``"tried"``, ``"widened"``); empty when none does.
 
     References
     ----------
@@ -114,7 +124,7 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
 
     def __init__(self, features="suffix", n_epochs=10, averaged=True,
                  decoder_weight=(1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0), shuffle=True,
-                 min_count=1, lengths=(2, 3, 4), lowercase=False, random_state=None):
+                 min_count=1, lengths=(2, 3, 4), lowercase=False, random_state=None, widen=0):
         self.features = features
         self.n_epochs = n_epochs
         self.averaged = averaged
@@ -124,6 +134,7 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.lengths = lengths
         self.lowercase = lowercase
         self.random_state = random_state
+        self.widen = widen
 
     def fit(self, train: NBestList, dev: NBestList | None = None) -> "PerceptronReranker":
         """Train on a (jackknifed) training n-best list; tune b and the epochs on ``dev``.
@@ -147,17 +158,10 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         lengths = check_lengths(self.lengths)
         lowercase = check_bool("lowercase", self.lowercase)
         rng = check_random_state(self.random_state)
-        train = check_nbest(train, "train", need_gold=True)
-        check_finite_scores(train, "train", type(self).__name__)
-        if dev is not None:
-            dev = check_nbest(dev, "dev", need_gold=True)
-            check_dev_tagset(train, dev)
-            check_finite_scores(dev, "dev", type(self).__name__)
-            check_tuning_dev(dev, "fit without dev and with one decoder_weight (all "
-                                  "n_epochs are kept)")
-        elif len(grid) > 1:
-            raise ValueError(f"decoder_weight has {len(grid)} values to choose from but no dev "
-                             f"n-best list was given; pass dev or a single decoder_weight")
+        widen = check_int("widen", self.widen, 0)
+        train, dev = check_fit_lists(train, dev, type(self).__name__, "decoder_weight",
+                                     len(grid), "fit without dev and with one decoder_weight "
+                                                "(all n_epochs are kept)")
         # b * score must stay finite, in training (the kernel's numba product gives inf
         # silently) and on dev, before any work is done
         for nb, name in ((train, "train"), (dev, "dev")):
@@ -168,33 +172,56 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
                               lowercase=lowercase)
         H = feats.fit_joint(train)
         n = train.n_sentences
-        orders = (np.stack([rng.permutation(n) for _ in range(n_epochs)]) if shuffle
-                  else np.tile(np.arange(n), (n_epochs, 1)))
+        # the visiting orders of every epoch a widened run may reach; the first n_epochs
+        # are those of an unwidened fit
+        max_epochs = n_epochs * 2 ** widen
+        orders = (np.stack([rng.permutation(n) for _ in range(max_epochs)]) if shuffle
+                  else np.tile(np.arange(n), (max_epochs, 1)))
         oracle = oracle_global(train)
         Hd = feats.joint(dev) if dev is not None else None
-        dev_acc = np.zeros((len(grid), n_epochs)) if dev is not None else None
-        best = None
-        for g, b in enumerate(grid):
-            W, n_upd = perceptron_train(H, train.scores, train.sent_offsets, oracle,
-                                        train.losses, orders, b, averaged=averaged)
-            if dev is None:
-                best = (None, b, n_epochs, W[-1], n_upd)
-                continue
-            # dev scores of every epoch at once: (n_dev_candidates, n_epochs)
-            S = b * dev.scores[:, None] + Hd @ W.T
-            for e in range(n_epochs):
-                choice = dev.argmax(S[:, e])
-                dev_acc[g, e] = 1.0 - losses_of_choice(dev, choice) / dev.corpus.n_tokens
-            e = int(np.argmax(dev_acc[g]))
-            if best is None or dev_acc[g, e] > best[0]:
-                best = (dev_acc[g, e], b, e + 1, W[e], n_upd)
-        _, b, epochs, w, n_upd = best
+        edges: list = []
+
+        def run(b):
+            # the epochs of one b; a best epoch at the last one reruns with twice the epochs
+            # (at most widen times)
+            cap, extra = n_epochs, 0
+            while True:
+                W, n_upd = perceptron_train(H, train.scores, train.sent_offsets, oracle,
+                                            train.losses, orders[:cap], b, averaged=averaged)
+                if dev is None:
+                    return None, (b, cap, W[-1], n_upd, None, cap, extra)
+                # dev scores of every epoch at once: (n_dev_candidates, n_epochs)
+                S = b * dev.scores[:, None] + Hd @ W.T
+                acc = np.array([1.0 - losses_of_choice(dev, dev.argmax(S[:, e]))
+                                / dev.corpus.n_tokens for e in range(cap)])
+                e = int(np.argmax(acc))
+                if extra >= widen or not path_edge(e + 1, cap, cap, name="n_epochs"):
+                    return float(acc[e]), (b, e + 1, W[e], n_upd, acc, cap, extra)
+                cap, extra = 2 * cap, extra + 1
+
+        if dev is None:
+            values, results, k = [grid[0]], [run(grid[0])], 0
+        else:
+            # ties: the earlier b; a best b on an edge of the grid: more values past it
+            values, results, k = search_grid(run, grid, name="decoder_weight", scale="log",
+                                             low=0.0, widen=widen, edges=edges,
+                                             better=lambda a, c: a > c)
+        b, epochs, w, n_upd, _, cap, extra = results[k][1]
+        dev_acc = None
+        if dev is not None:
+            path_edge(epochs, cap, cap, name="n_epochs", edges=edges, widened=extra)
+            width = max(r[1][5] for r in results)
+            dev_acc = np.full((len(results), width), np.nan)
+            for g, r in enumerate(results):
+                dev_acc[g, :r[1][5]] = r[1][4]
         self.features_ = feats
         self.coef_ = np.concatenate([[b], w])
         self.decoder_weight_ = float(b)
         self.n_epochs_ = int(epochs)
         self.n_updates_ = n_upd
         self.dev_accuracy_ = dev_acc
+        self.decoder_weights_tried_ = None if dev is None else [float(v) for v in values]
+        self.grid_edges_ = edges
         return self
 
     def tuned_params(self) -> dict:
