@@ -30,7 +30,8 @@ __all__ = ["KINDS", "ModelSpec", "register", "get", "specs", "rerankers", "defau
 #: the kinds of model
 KINDS = ("tagger", "reranker")
 #: the label of each group in :func:`help_text`; a group without one shows its name
-_GROUP_LABELS = {"cca": "the CCA rerankers", "baseline": "baselines"}
+_GROUP_LABELS = {"cca": "the CCA rerankers", "baseline": "baselines",
+                 "hidden": "hidden-variable model"}
 #: suffix lengths of the baselines' suffix-tag features, unless a caller gives others
 _LENGTHS = (2, 3, 4)
 
@@ -174,7 +175,7 @@ def specs(kind: str | None = None, group: str | None = None) -> tuple[ModelSpec,
     Examples
     --------
     >>> [spec.name for spec in specs("tagger")]
-    ['hmm']
+    ['hmm', 'perceptron', 'memm', 'mms']
     >>> [spec.row for spec in specs("reranker", group="baseline")]  # doctest: +NORMALIZE_WHITESPACE
     ['Collins (Sufx)', 'Regularized (Sufx)', 'Collins (n-gm)', 'Regularized (n-gm)',
      'Perceptron (Sufx)']
@@ -211,8 +212,8 @@ def get(name: str, kind: str | None = None) -> ModelSpec:
     >>> get("hmm", "reranker")
     Traceback (most recent call last):
     ...
-    ValueError: unknown model 'hmm'; choose from generative, softened, discriminative, collins-sufx, regularized-sufx, collins-ngram, regularized-ngram, perceptron-sufx
-    """  # noqa: E501 - a doctest's expected line
+    ValueError: unknown model 'hmm'; choose from generative, softened, discriminative, ...
+    """
     found = specs(kind)
     for spec in found:
         if name in spec.names:
@@ -235,7 +236,8 @@ def rerankers(random_state=0, input_view=None, names=None, baselines: bool = Tru
         Command-line names (or aliases) of the rerankers, in the order wanted (default: all
         registered, in registration order).
     baselines : bool, default True
-        With ``names`` None: include the baseline group.
+        With ``names`` None: include the models outside the CCA group (the baselines and
+        the hidden-variable model); False gives the three CCA rerankers.
     lengths : int or sequence of int, default (2, 3, 4)
         Suffix lengths of the baselines' suffix-tag features.
 
@@ -256,7 +258,7 @@ def rerankers(random_state=0, input_view=None, names=None, baselines: bool = Tru
     ['Generative', 'Softened-Disc', 'Discriminative']
     """
     if names is None:
-        chosen = [s for s in specs("reranker") if baselines or s.group != "baseline"]
+        chosen = [s for s in specs("reranker") if baselines or s.group == "cca"]
     else:
         if isinstance(names, str):
             raise TypeError(f"names must be an iterable of model names, got {names!r}")
@@ -281,7 +283,8 @@ def default_rerankers(random_state=0, *, input_view=None, lengths=_LENGTHS,
     lengths : int or sequence of int, default (2, 3, 4)
         Suffix lengths of the baselines' suffix-tag features.
     baselines : bool, default True
-        Include the Collins & Koo / regularised boosting / perceptron rows.
+        Include the rows outside the CCA group: the Collins & Koo / regularised boosting /
+        perceptron baselines and the hidden-variable model.
 
     Returns
     -------
@@ -339,10 +342,11 @@ def help_text(kind: str) -> str:
     Examples
     --------
     >>> help_text("tagger")
-    'hmm'
+    'hmm, perceptron, memm, mms'
     >>> help_text("reranker")  # doctest: +NORMALIZE_WHITESPACE
     'generative, softened, discriminative (the CCA rerankers); collins-sufx,
-     regularized-sufx, collins-ngram, regularized-ngram, perceptron-sufx (baselines)'
+     regularized-sufx, collins-ngram, regularized-ngram, perceptron-sufx (baselines);
+     hidden-variable (hidden-variable model)'
     """
     groups: dict[str, list[str]] = {}
     for spec in specs(kind):
@@ -375,6 +379,14 @@ def _trigram_hmm(random_state, input_view=None, lengths=_LENGTHS):
     return TrigramHMM()
 
 
+def _tagger(cls_name: str):
+    def factory(random_state, input_view=None, lengths=_LENGTHS):
+        from . import tagging
+
+        return getattr(tagging, cls_name)(random_state=random_state)
+    return factory
+
+
 def _cca(cls_name: str):
     def factory(random_state, input_view=None, lengths=_LENGTHS):
         from . import rerank
@@ -399,9 +411,24 @@ def _perceptron(random_state, input_view=None, lengths=_LENGTHS):
     return PerceptronReranker(features="suffix", lengths=lengths, random_state=random_state)
 
 
+def _hidden_variable(random_state, input_view=None, lengths=_LENGTHS):
+    from .rerank import HiddenVariableReranker
+
+    return HiddenVariableReranker(lengths=lengths, random_state=random_state)
+
+
 for _spec in (
     ModelSpec("hmm", "tagger", "HMM", "second-order HMM with TnT smoothing and k-best decoding",
               _trigram_hmm),
+    ModelSpec("perceptron", "tagger", "Perceptron",
+              "second-order structured averaged perceptron on context features (Collins 2002)",
+              _tagger("PerceptronTagger")),
+    ModelSpec("memm", "tagger", "MEMM",
+              "maximum-entropy Markov model, L2 log-linear local model, trigram Viterbi",
+              _tagger("MEMMTagger")),
+    ModelSpec("mms", "tagger", "MMS",
+              "max-margin-structure tagger: per-word distance-aware perceptrons (Ni et al. 2010)",
+              _tagger("MMSTagger")),
     ModelSpec("generative", "reranker", "Generative",
               "regularised CCA between the sentence view and the gold tag-sequence view",
               _cca("GenerativeReranker"), group="cca"),
@@ -425,6 +452,9 @@ for _spec in (
               _boosting("RegularizedBoostingReranker", "ngram"), group="baseline"),
     ModelSpec("perceptron-sufx", "reranker", "Perceptron (Sufx)",
               "averaged perceptron on suffix-tag features", _perceptron, group="baseline"),
+    ModelSpec("hidden-variable", "reranker", "Hidden-variable",
+              "Koo & Collins hidden-variable log-linear model, tag refinements summed out",
+              _hidden_variable, group="hidden"),
 ):
     register(_spec)
 del _spec

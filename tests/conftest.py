@@ -26,3 +26,23 @@ def shared_data() -> Path:
             pytest.fail(msg + "; CI=true requires them")
         pytest.skip(msg)
     return SHARED_DATA
+
+
+#: test modules that run whole scripts, installs or example programs in child processes:
+#: every test in them counts as ``slow`` (the fast subset, ``-m "not slow and not
+#: shared_data"``, leaves them out)
+SLOW_MODULES = {
+    "test_benchmark_scripts.py", "test_examples.py", "test_readme.py", "test_install.py",
+    "test_mms_table4.py", "test_tagger_peers.py", "test_fuzz.py", "test_faults.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark what the fast subset leaves out: a test that takes the ``shared_data`` fixture
+    (directly or through another fixture) gets the ``shared_data`` mark, and every test of
+    :data:`SLOW_MODULES` the ``slow`` mark."""
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.shared_data)
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

@@ -37,6 +37,7 @@ from sparsecca._persist import (
 from sparsecca.data import synthetic_corpus, train_test_split
 from sparsecca.features import (
     CharNgramView,
+    ContextFeatures,
     HStackView,
     JointView,
     SuffixView,
@@ -50,12 +51,21 @@ from sparsecca.rerank import (
     BoostingReranker,
     DiscriminativeReranker,
     GenerativeReranker,
+    HiddenVariableReranker,
     JointFeatures,
     PerceptronReranker,
     RegularizedBoostingReranker,
     SoftenedReranker,
 )
-from sparsecca.tagging import NBestList, NotFittedError, TrigramHMM, jackknife_nbest
+from sparsecca.tagging import (
+    MEMMTagger,
+    MMSTagger,
+    NBestList,
+    NotFittedError,
+    PerceptronTagger,
+    TrigramHMM,
+    jackknife_nbest,
+)
 
 # -- fixtures ---------------------------------------------------------------------------------
 
@@ -393,6 +403,13 @@ def _rerank_test(model):
 #: can be saved (test_every_saveable_class_is_covered)
 MODELS = {
     "TrigramHMM": (fitted_hmm, lambda m: [m.nbest(corpora()[1], k=5), m.tag(corpora()[1])]),
+    "PerceptronTagger": (lambda: PerceptronTagger(n_iter=2).fit(corpora()[0]),
+                         lambda m: [m.nbest(corpora()[1], k=5), m.tag(corpora()[1])]),
+    "MEMMTagger": (lambda: MEMMTagger(maxiter=10).fit(corpora()[0]),
+                   lambda m: [m.nbest(corpora()[1], k=5), m.tag(corpora()[1])]),
+    "MMSTagger": (lambda: MMSTagger(n_iter=2).fit(corpora()[0]),
+                  lambda m: [m.nbest(corpora()[1], k=5), m.tag(corpora()[1])]),
+    "ContextFeatures": (lambda: ContextFeatures().fit(corpora()[0]), _transform_test),
     "SuffixView": (lambda: SuffixView().fit(corpora()[0]), _transform_test),
     "CharNgramView": (lambda: CharNgramView(n=(1, 2)).fit(corpora()[0]), _transform_test),
     "WordView": (lambda: WordView().fit(corpora()[0]), _transform_test),
@@ -408,6 +425,9 @@ MODELS = {
     "GenerativeReranker": (lambda: fitted_cca(GenerativeReranker), _rerank_test),
     "SoftenedReranker": (lambda: fitted_cca(SoftenedReranker), _rerank_test),
     "DiscriminativeReranker": (lambda: fitted_cca(DiscriminativeReranker), _rerank_test),
+    "HiddenVariableReranker": (lambda: HiddenVariableReranker(
+        hidden_domain="word-cluster", lr=0.1, n_epochs=2, random_state=0).fit(
+        *nbest_lists()[:2]), _rerank_test),
     "SparseCCA": (lambda: SparseCCA(3, tau=0.3, center=True, random_state=0).fit(*two_views()),
                   lambda m: list(m.transform(*two_views(20, seed=7)))),
     "NBestList": (lambda: nbest_lists()[2],

@@ -12,15 +12,21 @@ from sparsecca.rerank import (
     BoostingReranker,
     DiscriminativeReranker,
     GenerativeReranker,
+    HiddenVariableReranker,
     PerceptronReranker,
     RegularizedBoostingReranker,
     SoftenedReranker,
 )
-from sparsecca.tagging import TrigramHMM
+from sparsecca.tagging import MEMMTagger, MMSTagger, PerceptronTagger, TrigramHMM
+
+TAGGERS = (TrigramHMM, PerceptronTagger, MEMMTagger, MMSTagger)
 
 #: (command-line name, Table 2 row, class, group) of every model registered today
 TODAY = [
     ("hmm", "HMM", TrigramHMM, ""),
+    ("perceptron", "Perceptron", PerceptronTagger, ""),
+    ("memm", "MEMM", MEMMTagger, ""),
+    ("mms", "MMS", MMSTagger, ""),
     ("generative", "Generative", GenerativeReranker, "cca"),
     ("softened", "Softened-Disc", SoftenedReranker, "cca"),
     ("discriminative", "Discriminative", DiscriminativeReranker, "cca"),
@@ -29,25 +35,28 @@ TODAY = [
     ("collins-ngram", "Collins (n-gm)", BoostingReranker, "baseline"),
     ("regularized-ngram", "Regularized (n-gm)", RegularizedBoostingReranker, "baseline"),
     ("perceptron-sufx", "Perceptron (Sufx)", PerceptronReranker, "baseline"),
+    ("hidden-variable", "Hidden-variable", HiddenVariableReranker, "hidden"),
 ]
+N_TAGGERS = len(TAGGERS)
 
 
 @pytest.mark.parametrize("name, row, cls, group", TODAY, ids=[t[0] for t in TODAY])
 def test_todays_models(name, row, cls, group):
     spec = registry.get(name)
     assert (spec.row, spec.group, spec.kind) == (row, group,
-                                                 "tagger" if cls is TrigramHMM else "reranker")
+                                                 "tagger" if cls in TAGGERS else "reranker")
     assert type(spec.make(random_state=0)) is cls
     assert spec.summary and "\n" not in spec.summary
 
 
 def test_order_names_and_rows():
-    assert [s.name for s in registry.specs("tagger")] == ["hmm"]
-    assert [s.name for s in registry.specs("reranker")] == [t[0] for t in TODAY[1:]]
+    assert [s.name for s in registry.specs("tagger")] == ["hmm", "perceptron", "memm", "mms"]
+    rerankers = TODAY[N_TAGGERS:]
+    assert [s.name for s in registry.specs("reranker")] == [t[0] for t in rerankers]
     assert registry.CCA_ROWS == ("Generative", "Softened-Disc", "Discriminative")
-    assert registry.BASELINE_ROWS == tuple(t[1] for t in TODAY[4:])
+    assert registry.BASELINE_ROWS == tuple(t[1] for t in rerankers if t[3] == "baseline")
     assert registry.get("softened-disc") is registry.get("softened")
-    assert list(registry.default_rerankers()) == [t[1] for t in TODAY[1:]]
+    assert list(registry.default_rerankers()) == [t[1] for t in rerankers]
     assert list(registry.default_rerankers(baselines=False)) == list(registry.CCA_ROWS)
     assert list(registry.baseline_rerankers()) == list(registry.BASELINE_ROWS)
 
@@ -67,10 +76,11 @@ def test_factories_pass_their_options_on():
 
 @pytest.mark.parametrize("name, kind, choices", [
     ("svm", "reranker", "generative, softened, discriminative, collins-sufx, regularized-sufx, "
-                        "collins-ngram, regularized-ngram, perceptron-sufx"),
-    ("generative", "tagger", "hmm"),
-    ("crf", None, "hmm, generative, softened, discriminative, collins-sufx, "
-                  "regularized-sufx, collins-ngram, regularized-ngram, perceptron-sufx"),
+                        "collins-ngram, regularized-ngram, perceptron-sufx, hidden-variable"),
+    ("generative", "tagger", "hmm, perceptron, memm, mms"),
+    ("crf", None, "hmm, perceptron, memm, mms, generative, softened, discriminative, "
+                  "collins-sufx, regularized-sufx, collins-ngram, regularized-ngram, "
+                  "perceptron-sufx, hidden-variable"),
 ])
 def test_unknown_name(name, kind, choices):
     with pytest.raises(ValueError, match=rf"^unknown model '{name}'; choose from {choices}$"):
@@ -155,10 +165,11 @@ def test_names_and_rows_are_unique(new_reranker):
 
 
 def test_help_text():
-    assert registry.help_text("tagger") == "hmm"
+    assert registry.help_text("tagger") == "hmm, perceptron, memm, mms"
     assert registry.help_text("reranker") == (
         "generative, softened, discriminative (the CCA rerankers); collins-sufx, "
-        "regularized-sufx, collins-ngram, regularized-ngram, perceptron-sufx (baselines)")
+        "regularized-sufx, collins-ngram, regularized-ngram, perceptron-sufx (baselines); "
+        "hidden-variable (hidden-variable model)")
 
 
 def test_reading_the_registry_loads_no_model_code():
