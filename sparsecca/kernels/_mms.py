@@ -29,11 +29,30 @@ __all__ = ["cluster_scores", "psl_average", "psl_epoch"]
 
 
 @numba.njit(**JIT_SERIAL)
+def _group_by_cluster(order, s_cluster, n_clusters):
+    """``order`` regrouped cluster by cluster, each cluster's samples in their order."""
+    start = np.zeros(n_clusters + 1, dtype=np.int64)
+    for i in range(order.size):
+        start[s_cluster[order[i]] + 1] += 1
+    for c in range(n_clusters):
+        start[c + 1] += start[c]
+    out = np.empty(order.size, dtype=np.int64)
+    for i in range(order.size):
+        c = s_cluster[order[i]]
+        out[start[c]] = order[i]
+        start[c] += 1
+    return out
+
+
+@numba.njit(**JIT_SERIAL)
 def _psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl_tags, woff,
                distance, eta, w, u, counts, scratch):
+    # clusters share no weights: visiting the samples cluster by cluster, each cluster's in
+    # the order given, makes the very same steps with one weight block in cache at a time
+    grouped = _group_by_cluster(order, s_cluster, cl_indptr.size - 1)
     n_updates = 0
-    for i in range(order.size):
-        s = order[i]
+    for i in range(grouped.size):
+        s = grouped[i]
         c = s_cluster[s]
         c0 = cl_indptr[c]
         C = cl_indptr[c + 1] - c0
@@ -101,6 +120,37 @@ def _cluster_scores(tok_cluster, x_indptr, x_ids, x_data, cl_indptr, feat_indptr
         o += C
 
 
+@numba.njit(**JIT_SERIAL)
+def _psl_average(w, u, woff, counts, out):
+    for c in range(counts.size):
+        n = float(max(counts[c], 1))
+        for i in range(woff[c], woff[c + 1]):
+            out[i] = w[i] - u[i] / n
+
+
+@numba.njit(**JIT_SERIAL)
+def _segment_first_max(offsets, s, out):
+    for j in range(offsets.size - 1):
+        best = -np.inf
+        at = offsets[j]
+        for q in range(offsets[j], offsets[j + 1]):
+            if s[q] > best:
+                best = s[q]
+                at = q
+        out[j] = at
+
+
+def segment_first_max(offsets, s):
+    """Position of the first largest value of every segment ``s[offsets[j]:offsets[j + 1]]``
+    (``offsets[j]`` for an empty segment or one of NaNs only)."""
+    offsets = int_array("offsets", offsets)
+    s = real_array("s", s)
+    check_offsets("offsets", offsets, s.size, "s.size")
+    out = np.empty(offsets.size - 1, dtype=np.int64)
+    _segment_first_max(offsets, s, out)
+    return out
+
+
 def _check_clusters(cl_indptr, cl_tags, woff, w, n_labels=None):
     cl_indptr = int_array("cl_indptr", cl_indptr)
     cl_tags = int_array("cl_tags", cl_tags)
@@ -160,6 +210,10 @@ def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl
 
     Notes
     -----
+    Clusters share no weights, so the pass visits the samples cluster by cluster, each
+    cluster's in their order in ``order``: the steps are those of visiting ``order`` as
+    given, with one cluster's weights in cache at a time.
+
     A cluster with fewer than two candidates is skipped.  The averaged weights after the
     pass are ``w - u / counts[c]`` on the block of cluster ``c``.
 
@@ -260,8 +314,18 @@ def psl_average(w, u, woff, counts):
     >>> psl_average(w, u, np.array([0, 2, 3]), np.array([4, 0])).tolist()
     [0.5, 1.5, 0.0]
     """
-    per = np.repeat(np.maximum(counts, 1).astype(np.float64), np.diff(woff))
-    return w - u / per
+    w = real_array("w", w)
+    u = real_array("u", u)
+    woff = int_array("woff", woff)
+    counts = int_array("counts", counts)
+    if u.shape != w.shape:
+        raise ValueError(f"u must have shape {w.shape}, got {u.shape}")
+    if woff.shape != (counts.size + 1,):
+        raise ValueError(f"woff must have shape ({counts.size + 1},), got {woff.shape}")
+    check_offsets("woff", woff, w.size, "w.size")
+    out = np.empty_like(w)
+    _psl_average(w, u, woff, counts, out)
+    return out
 
 
 def cluster_scores(tok_cluster, x_indptr, x_ids, x_data, cl_indptr, feat_indptr, feat_ids,

@@ -43,15 +43,20 @@ A word not seen in training goes, in this order, to
 
 Tag distances
 -------------
-``distance='auto'`` takes the Penn Treebank table below when the training tags are Penn
-Treebank tags (at least 90% of them, NN and VB among them) and a uniform distance of 1
-otherwise (PSL is then Collins' multi-class perceptron with a margin).  ``'ptb'`` and
-``'uniform'`` force either; a square array gives the distances itself, rows (the candidate)
-and columns (the gold tag) following the training corpus' tag vocabulary ``corpus.tags``;
-entries lie in [0, 1], off-diagonal ones above 0 (the diagonal is never used).
+``distance='auto'`` takes the Penn Treebank table ``'ptb'`` below when the training tags
+are Penn Treebank tags (at least 90% of them, NN and VB among them) and a uniform distance
+of 1 otherwise (PSL is then Collins' multi-class perceptron with a margin).  ``'ptb'``,
+``'ptb-paper'`` and ``'uniform'`` force one; a square array gives the distances itself, rows
+(the candidate) and columns (the gold tag) following the training corpus' tag vocabulary
+``corpus.tags``; entries lie in [0, 1], off-diagonal ones above 0 (the diagonal is never
+used).
 
-The Penn Treebank table (symmetric; the confusable pairs the tagging guidelines single out
-are the "near" ones, so a model need not separate them by a full margin):
+Two Penn Treebank tables group the tag pairs alike -- the confusable pairs the tagging
+guidelines single out, other pairs inside one word class, all other pairs -- and differ in
+which end of the scale the confusable pairs take:
+
+``'ptb'`` (the default for Penn Treebank tags; symmetric) treats the confusable pairs as
+"near" tags, which a model need not separate by a full margin:
 
 * 0.3 -- NN/NNP, NNS/NNPS, NN/JJ, JJ/NNP, NN/NNS, NNP/NNPS, NNS/VBZ, NN/VB, NN/VBP, NN/VBG,
   JJ/VBG, JJ/VBN, VBD/VBN, VB/VBP, VBP/VBZ, RB/RP, RP/IN, RB/IN, JJ/RB, JJR/RBR, JJS/RBS,
@@ -60,6 +65,15 @@ are the "near" ones, so a model need not separate them by a full margin):
   VBG, VBN, VBP, VBZ), adjectives (JJ, JJR, JJS), adverbs (RB, RBR, RBS, WRB), pronouns
   (PRP, PRP$, WP, WP$, EX), determiners (DT, PDT, WDT), punctuation and symbols;
 * 1 -- every other pair.
+
+``'ptb-paper'`` is the reading of the paper's own description: its matrix is built from the
+problematic cases of the guidelines, the harder the case the larger the distance, so the
+confusable pairs must be separated by the *largest* margin.  It reverses the scale of
+``'ptb'``: 1 for the confusable pairs, 0.6 within a word class, 0.3 for every other pair --
+pairs a context rarely confuses need only a small margin.
+
+Which table tags better is an empirical matter; ``'ptb'`` stays the default as long as the
+paper's reading does not do better on held-out data.
 
 k-best output
 -------------
@@ -99,6 +113,7 @@ from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError
 from ..kernels import cluster_scores, kbest_viterbi, psl_average, psl_epoch
+from ..kernels._mms import _psl_epoch, segment_first_max
 from ._hmm import TrigramHMM, _check_corpus, _csr_rows
 from ._nbest import NBestList
 
@@ -121,21 +136,27 @@ _NEAR = ("NN/NNP NNS/NNPS NN/JJ JJ/NNP NN/NNS NNP/NNPS NNS/VBZ NN/VB NN/VBP NN/V
 _CLASSES = ("NN NNS NNP NNPS", "MD VB VBD VBG VBN VBP VBZ", "JJ JJR JJS", "RB RBR RBS WRB",
             "PRP PRP$ WP WP$ EX", "DT PDT WDT", "# $ '' `` , . : ( ) -LRB- -RRB- SYM")
 _NEAR_D, _CLASS_D = 0.3, 0.6
+#: the named distance tables
+_DISTANCES = ("auto", "ptb", "ptb-paper", "uniform")
 
 
-def ptb_distance(tags) -> np.ndarray:
-    """The default Penn Treebank tag distance matrix (see the module documentation).
+def ptb_distance(tags, variant: str = "ptb") -> np.ndarray:
+    """A Penn Treebank tag distance matrix (see the module documentation).
 
     Parameters
     ----------
     tags : sequence of str
-        Tag names; tags outside the Penn Treebank set are at distance 1 from every other.
+        Tag names; tags outside the Penn Treebank set count as unrelated to every other.
+    variant : {'ptb', 'ptb-paper'}, default 'ptb'
+        'ptb': the confusable pairs are near (0.3), pairs inside a word class 0.6, other
+        pairs 1.  'ptb-paper': the scale reversed, as the paper describes its matrix (the
+        harder the confusion, the larger the distance): confusable pairs 1, pairs inside a
+        word class 0.6, other pairs 0.3.
 
     Returns
     -------
     float64 array, shape (len(tags), len(tags))
-        Symmetric, 0 on the diagonal, 0.3 for the confusable pairs, 0.6 within a word
-        class, 1 elsewhere.
+        Symmetric, 0 on the diagonal, entries in (0, 1] elsewhere.
 
     References
     ----------
@@ -148,8 +169,12 @@ def ptb_distance(tags) -> np.ndarray:
     --------
     >>> from sparsecca.tagging._mms import ptb_distance
     >>> ptb_distance(["NN", "NNP", "NNS", "IN"]).tolist()
-    [[0.0, 0.3, 0.3, 1.0], [0.3, 0.0, 0.3, 1.0], [0.3, 0.3, 0.0, 1.0], [1.0, 1.0, 1.0, 0.0]]
+    [[0.0, 0.3, 0.3, 1.0], [0.3, 0.0, 0.6, 1.0], [0.3, 0.6, 0.0, 1.0], [1.0, 1.0, 1.0, 0.0]]
+    >>> ptb_distance(["NN", "NNP", "NNPS", "IN"], variant="ptb-paper").tolist()
+    [[0.0, 1.0, 0.6, 0.3], [1.0, 0.0, 1.0, 0.3], [0.6, 1.0, 0.0, 0.3], [0.3, 0.3, 0.3, 0.0]]
     """
+    if variant not in ("ptb", "ptb-paper"):
+        raise ValueError(f"variant must be 'ptb' or 'ptb-paper', got {variant!r}")
     tags = list(tags)
     index = {t: i for i, t in enumerate(tags)}
     D = np.ones((len(tags), len(tags)))
@@ -160,6 +185,8 @@ def ptb_distance(tags) -> np.ndarray:
         a, b = pair.split("/")
         if a in index and b in index:
             D[index[a], index[b]] = D[index[b], index[a]] = _NEAR_D
+    if variant == "ptb-paper":  # the same groups, the scale reversed
+        D = np.select([D == _NEAR_D, D == _CLASS_D], [1.0, _CLASS_D], _NEAR_D)
     np.fill_diagonal(D, 0.0)
     return D
 
@@ -172,15 +199,15 @@ def _is_ptb(tags) -> bool:
 
 def _check_distance_param(d):
     if isinstance(d, str):
-        if d not in ("auto", "ptb", "uniform"):
-            raise ValueError(f"distance must be 'auto', 'ptb', 'uniform' or a square array, "
-                             f"got {d!r}")
+        if d not in _DISTANCES:
+            raise ValueError(f"distance must be one of {', '.join(map(repr, _DISTANCES))} or "
+                             f"a square array, got {d!r}")
         return d
     try:
         D = np.asarray(d, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"distance must be 'auto', 'ptb', 'uniform' or a square array of "
-                        f"numbers, got {type(d).__name__}") from None
+        raise TypeError(f"distance must be one of {', '.join(map(repr, _DISTANCES))} or a "
+                        f"square array of numbers, got {type(d).__name__}") from None
     if D.ndim != 2 or D.shape[0] != D.shape[1]:
         raise ValueError(f"distance must be a square (n_tags, n_tags) array, got shape "
                          f"{D.shape}")
@@ -270,15 +297,16 @@ class _Features:
         items = corpus.words.items
         used, inv = np.unique(corpus.word_ids, return_inverse=True)
         forms = [items[i] for i in used]
+        folded = [_fold(w) for w in forms]
         tpl0 = 1000
         n = inv.size
         rows, keys = [], []
         for m in _SUFFIXES:
-            sid = self.suffixes.ids([_fold(w)[-m:] for w in forms], default=len(self.suffixes))
+            sid = self.suffixes.ids([f[-m:] for f in folded], default=len(self.suffixes))
             rows.append(np.arange(n))
             keys.append((tpl0 + m) * self.M + sid[inv])
-        flags = np.array([[w[:1].isupper(), w.isupper(), any(ch.isdigit() for ch in w),
-                           "-" in w] for w in forms], dtype=bool).reshape(-1, 4)[inv]
+        flags = np.array([(w[:1].isupper(), w.isupper(), any(map(str.isdigit, w)), "-" in w)
+                          for w in forms], dtype=bool).reshape(-1, 4)[inv]
         first = np.zeros(n, dtype=bool)
         starts = corpus.offsets[:-1][np.diff(corpus.offsets) > 0]
         first[starts] = True
@@ -305,10 +333,12 @@ class MMSTagger(PersistMixin, ParamsMixin):
 
     Parameters
     ----------
-    distance : {'auto', 'ptb', 'uniform'} or array, shape (n, n), default 'auto'
+    distance : {'auto', 'ptb', 'ptb-paper', 'uniform'} or array, shape (n, n), default 'auto'
         Tag distances ``distance[candidate, gold]`` in [0, 1] (off-diagonal > 0): the margin
-        by which a candidate must trail the gold tag.  'auto' is the Penn Treebank table for
-        Penn Treebank tags and 1 for every pair otherwise; an array follows the training
+        by which a candidate must trail the gold tag.  'ptb': the Penn Treebank table with
+        the confusable pairs near; 'ptb-paper': the same groups with the confusable pairs
+        far, as the paper describes its matrix; 'uniform': 1 for every pair; 'auto': 'ptb'
+        for Penn Treebank tags, 'uniform' otherwise.  An array follows the training
         corpus' tag vocabulary ``corpus.tags`` (see the module documentation).
     eta : float > 0 or sequence of floats > 0, default 0.5
         PSL learning rate; a sequence is a grid searched on the ``dev`` corpus of
@@ -476,22 +506,7 @@ class MMSTagger(PersistMixin, ParamsMixin):
             self.first_ = self._stage_one().fit(corpus, dev=dev)
             if dev is not None:
                 pred_dev = self.first_._predict(dev)
-        self._fit_tables(corpus, pred_train)
-        D = self._distance_for(corpus)
-        self.distance_ = D
-        # samples: the rows of the training tokens in their clusters
-        tag_ids = corpus.tags.mapping_to(self.tags_)[corpus.tag_ids].astype(np.int64)
-        X_word, X_unk = self._features(corpus, pred_train)
-        s_tok, s_cl = self._samples(corpus)
-        X = sp.vstack([X_word, X_unk]).tocsr()
-        rowsel = np.where(s_cl < len(self.words_), s_tok, s_tok + corpus.n_tokens)
-        XS = X[rowsel]
-        self._build_blocks(XS, s_cl)
-        gold_pos = self._gold_positions(s_cl, tag_ids[s_tok])
-        C = np.diff(self.cl_indptr_)
-        multi = C[s_cl] >= 2
-        XS, s_cl, gold_pos = XS[multi], s_cl[multi], gold_pos[multi]
-        x_local = self._local_rows(XS, s_cl)
+        samples = self._training_samples(corpus, pred_train)
         dev_data = None
         if dev is not None:
             dev_data = self._prepare(dev, pred_dev)
@@ -500,31 +515,73 @@ class MMSTagger(PersistMixin, ParamsMixin):
         if dev is None:
             etas = etas[:1]
         best = None
-        n_cl = C.size
         for eta in etas:
-            w = np.zeros(int(self.woff_[-1]))
-            u = np.zeros_like(w)
-            counts = np.zeros(n_cl, dtype=np.int64)
+            if dev is None:
+                best = (0.0, eta, int(self.n_iter), self._psl_train(samples, eta,
+                                                                    int(self.n_iter), rng), [])
+                continue
             scores = []
-            for e in range(1, int(self.n_iter) + 1):
-                order = rng.permutation(s_cl.size)
-                psl_epoch(order, s_cl, gold_pos, XS.indptr, x_local, XS.data,
-                          self.cl_indptr_, self.cl_tags_, self.woff_, D, eta, w, u, counts)
-                weights = psl_average(w, u, self.woff_, counts) if self.average else w.copy()
-                if dev is None:
-                    best = (0.0, eta, e, weights, [])
-                    continue
+
+            def on_epoch(e, weights, eta=eta, scores=scores):
+                nonlocal best
                 self.weights_ = weights
                 acc = float(np.mean(self._token_best(dev_data) == dev_gold)) \
                     if dev.n_tokens else 0.0
                 scores.append(acc)
                 if best is None or acc > best[0]:
                     best = (acc, eta, e, weights, scores)
+
+            self._psl_train(samples, eta, int(self.n_iter), rng, on_epoch)
         _, self.eta_, self.best_epoch_, self.weights_, self.dev_scores_ = best
         self.dev_scores_ = list(self.dev_scores_)
         self.beta_ = 2.0
         if dev is not None and dev.n_tokens:
             self.beta_ = self._choose_beta(dev, dev_data, dev_gold)
+
+    def _training_samples(self, corpus, pred_train=None):
+        """Fit the tables (vocabularies, clusters, transitions, feature ids, distances) and
+        return the PSL samples ``(XS, s_cl, gold_pos, x_local)`` of the clusters with two
+        candidates or more: feature rows (CSR), cluster, gold candidate position, local
+        feature row of every stored value."""
+        keys, (s_tok, s_cl) = self._fit_tables(corpus, pred_train)
+        self.distance_ = self._distance_for(corpus)
+        # samples: the rows of the training tokens in their clusters
+        tag_ids = corpus.tags.mapping_to(self.tags_)[corpus.tag_ids].astype(np.int64)
+        X_word, X_unk = self._features(corpus, pred_train, keys)
+        del keys
+        X = sp.vstack([X_word, X_unk]).tocsr()
+        rowsel = np.where(s_cl < len(self.words_), s_tok, s_tok + corpus.n_tokens)
+        XS = X[rowsel]
+        self._build_blocks(XS, s_cl)
+        gold_pos = self._gold_positions(s_cl, tag_ids[s_tok])
+        multi = np.diff(self.cl_indptr_)[s_cl] >= 2
+        XS, s_cl, gold_pos = XS[multi], s_cl[multi], gold_pos[multi]
+        x_local = self._local_rows(XS, s_cl)
+        return XS, s_cl, gold_pos, x_local
+
+    def _psl_train(self, samples, eta, n_iter, rng, on_epoch=None):
+        """``n_iter`` PSL epochs from zero weights, each over the samples in a fresh random
+        order; ``on_epoch(e, weights)`` sees the weights (averaged with ``average``) after
+        every epoch.  Returns the final ones."""
+        XS, s_cl, gold_pos, x_local = samples
+        w = np.zeros(int(self.woff_[-1]))
+        u = np.zeros_like(w)
+        counts = np.zeros(self.n_clusters_, dtype=np.int64)
+        weights = w
+        args = (s_cl, gold_pos, XS.indptr.astype(np.int64), x_local, XS.data,
+                self.cl_indptr_, self.cl_tags_, self.woff_, self.distance_)
+        scratch = np.zeros(max(1, int(np.diff(self.cl_indptr_).max())))
+        for e in range(1, n_iter + 1):
+            order = rng.permutation(s_cl.size)
+            if e == 1:  # the checked entry point validates the samples once
+                psl_epoch(order, *args, eta, w, u, counts)
+            else:
+                _psl_epoch(order, *args, float(eta), w, u, counts, scratch)
+            if on_epoch is not None or e == n_iter:
+                weights = psl_average(w, u, self.woff_, counts) if self.average else w.copy()
+            if on_epoch is not None:
+                on_epoch(e, weights)
+        return weights
 
     def _jackknife_tags(self, corpus, rng):
         """First-pass tags of the training tokens, each fold tagged by a model without it."""
@@ -558,7 +615,8 @@ class MMSTagger(PersistMixin, ParamsMixin):
         self.word_counts_ = np.bincount(word_ids, minlength=V).astype(np.int64)
         forms = self.words_.items
         self.lower_ = Vocabulary(sorted({w.lower() for w in forms}))
-        self.suffixes_ = Vocabulary(sorted({_fold(w)[-m:] for w in forms for m in _SUFFIXES}))
+        self.suffixes_ = Vocabulary(sorted({f[-m:] for f in map(_fold, forms)
+                                            for m in _SUFFIXES}))
         self.tag_prior_ = np.bincount(tag_ids, minlength=T) / tag_ids.size
         hmm = TrigramHMM()
         hmm._fit_transitions(tag_ids.astype(np.int64), corpus.offsets, T)
@@ -574,7 +632,7 @@ class MMSTagger(PersistMixin, ParamsMixin):
         keys, counts = np.unique(env[rare], return_counts=True)
         self.env_keys_ = keys[counts >= int(self.min_environment)].astype(np.int64)
         n_env = self.env_keys_.size
-        s_tok, s_cl = self._samples(corpus)
+        s_tok, s_cl = self._samples(corpus, lower_ids)
         pairs = np.unique(s_cl * T + tag_ids[s_tok])
         n_clusters = V + n_env + 1
         self.n_clusters_ = n_clusters
@@ -582,9 +640,10 @@ class MMSTagger(PersistMixin, ParamsMixin):
         np.cumsum(np.bincount(pairs // T, minlength=n_clusters), out=self.cl_indptr_[1:])
         self.cl_tags_ = (pairs % T).astype(np.int64)
         # feature vocabulary: every key extracted on the training data
-        ck = fx.context_keys(lower_ids, corpus.offsets, pred_tags)[1]
-        lk = fx.lexical_keys(corpus, lower_ids)[1]
-        self.feature_keys_ = np.unique(np.concatenate([ck, lk]))
+        keys = (*fx.context_keys(lower_ids, corpus.offsets, pred_tags),
+                *fx.lexical_keys(corpus, lower_ids))
+        self.feature_keys_ = np.unique(np.concatenate([keys[1], keys[3]]))
+        return keys, (s_tok, s_cl)
 
     def _extractor(self):
         return _Features(self.lower_, self.suffixes_, len(self.tags_), int(self.window))
@@ -598,6 +657,8 @@ class MMSTagger(PersistMixin, ParamsMixin):
         names = self.tags_.items
         d = self.distance
         if isinstance(d, str):
+            if d == "ptb-paper":
+                return ptb_distance(names, variant="ptb-paper")
             if d == "ptb" or (d == "auto" and _is_ptb(names)):
                 return ptb_distance(names)
             D = np.ones((len(names), len(names)))
@@ -611,14 +672,17 @@ class MMSTagger(PersistMixin, ParamsMixin):
         idx = self.tags_.mapping_to(corpus.tags)
         return np.ascontiguousarray(D[np.ix_(idx, idx)])
 
-    def _features(self, corpus, pred_tags=None):
+    def _features(self, corpus, pred_tags=None, keys=None):
         """Unit-length feature rows of the word clusters (context) and of the unknown-word
-        clusters (context and the word's own form), CSR over the fitted feature ids."""
-        fx = self._extractor()
-        lower_ids = fx.word_ids(corpus)
+        clusters (context and the word's own form), CSR over the fitted feature ids;
+        ``keys`` are the corpus' extracted (rows, keys) pairs when already at hand."""
         n, F = corpus.n_tokens, self.feature_keys_.size
-        r1, k1 = fx.context_keys(lower_ids, corpus.offsets, pred_tags)
-        r2, k2 = fx.lexical_keys(corpus, lower_ids)
+        if keys is None:
+            fx = self._extractor()
+            lower_ids = fx.word_ids(corpus)
+            keys = (*fx.context_keys(lower_ids, corpus.offsets, pred_tags),
+                    *fx.lexical_keys(corpus, lower_ids))
+        r1, k1, r2, k2 = keys
 
         def ids(keys):
             p = np.searchsorted(self.feature_keys_, keys)
@@ -633,7 +697,7 @@ class MMSTagger(PersistMixin, ParamsMixin):
                      1.0 / np.sqrt(np.maximum(n2, 1)))
         return X_word, X_unk
 
-    def _samples(self, corpus):
+    def _samples(self, corpus, lower_ids=None):
         """The training samples of a corpus of training words: every token in its word's
         cluster, and every token of a rare word in its environment's cluster (when that is
         a cluster) and in the rare-word cluster.
@@ -651,7 +715,9 @@ class MMSTagger(PersistMixin, ParamsMixin):
             raise ValueError("training samples need words seen in training")
         V, n_env = len(self.words_), self.env_keys_.size
         rare = self.word_counts_[wid] <= int(self.rare_threshold)
-        env = self._env_keys(self._extractor().word_ids(corpus), corpus.offsets)
+        if lower_ids is None:
+            lower_ids = self._extractor().word_ids(corpus)
+        env = self._env_keys(lower_ids, corpus.offsets)
         pos = np.minimum(np.searchsorted(self.env_keys_, env), max(n_env - 1, 0))
         in_env = rare & (self.env_keys_[pos] == env) if n_env else np.zeros_like(rare)
         tok = np.arange(corpus.n_tokens)
@@ -781,12 +847,8 @@ class MMSTagger(PersistMixin, ParamsMixin):
 
     def _token_best(self, prepared):
         offsets, tags, s = self._scores(prepared)
-        n = offsets.size - 1
-        tok = np.repeat(np.arange(n), np.diff(offsets))
-        # first best candidate of each token: sort by (token, -score, position)
-        order = np.lexsort((np.arange(s.size), -s, tok))
-        first = order[offsets[:-1]]
-        return tags[first] if n else np.zeros(0, dtype=np.int64)
+        # the first best candidate of each token
+        return tags[segment_first_max(offsets, s)]
 
     def _emissions(self, offsets, tags, s):
         n = offsets.size - 1

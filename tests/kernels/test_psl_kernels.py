@@ -10,6 +10,7 @@ import pytest
 
 from sparsecca.kernels import cluster_scores, psl_epoch
 from sparsecca.kernels import psl_average as average
+from sparsecca.kernels._mms import segment_first_max
 
 
 def tiny_problem(seed=0, n=40, n_clusters=3, n_labels=4, n_feat=5):
@@ -155,6 +156,26 @@ def test_cluster_scores_equal_dense_products():
     np.testing.assert_allclose(out, ref, atol=1e-12)
 
 
+def test_psl_average_is_w_minus_u_over_steps():
+    rng = np.random.default_rng(2)
+    woff = np.array([0, 3, 3, 7])
+    counts = np.array([4, 9, 0])
+    w, u = rng.normal(size=7), rng.normal(size=7)
+    per = np.repeat(np.maximum(counts, 1).astype(float), np.diff(woff))
+    assert np.array_equal(average(w, u, woff, counts), w - u / per)
+    with pytest.raises(ValueError, match=r"woff must have shape \(4,\)"):
+        average(w, u, woff[:-1], counts)
+
+
+def test_segment_first_max_takes_the_first_best():
+    s = np.array([1.0, 3.0, 3.0, -1.0, 0.5, 2.0, 2.0])
+    offsets = np.array([0, 3, 3, 4, 7])
+    # ties go to the first; an empty segment points at its start
+    assert segment_first_max(offsets, s).tolist() == [1, 3, 3, 5]
+    with pytest.raises(ValueError, match="offsets"):
+        segment_first_max(np.array([0, 9]), s)
+
+
 def _psl_args(**change):
     p = tiny_problem(0)
     n_cl = p["cl_indptr"].size - 1
@@ -193,8 +214,12 @@ def test_runs_without_jit():
         import numba
         assert numba.config.DISABLE_JIT
         from test_psl_kernels import (test_cluster_scores_equal_dense_products,
+                              test_psl_average_is_w_minus_u_over_steps,
                               test_psl_equals_table1_reference,
+                              test_segment_first_max_takes_the_first_best,
                               test_uniform_distance_is_the_multiclass_perceptron)
+        test_psl_average_is_w_minus_u_over_steps()
+        test_segment_first_max_takes_the_first_best()
         test_psl_equals_table1_reference(1)
         test_uniform_distance_is_the_multiclass_perceptron(0)
         test_cluster_scores_equal_dense_products()

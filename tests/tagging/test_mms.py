@@ -96,6 +96,42 @@ def test_ptb_distance_table():
     assert D[0, 4] == 1.0 and ptb_distance(["NN", "NNPS"])[0, 1] == 0.6
 
 
+_PTB_SAMPLE = ["NN", "NNP", "NNS", "NNPS", "JJ", "VBD", "VBN", "RB", "RP", "IN", "DT", ",",
+               "XYZ"]
+
+
+@pytest.mark.parametrize("variant", ["ptb", "ptb-paper"])
+def test_ptb_tables_shape_range_symmetry_diagonal(variant):
+    D = ptb_distance(_PTB_SAMPLE, variant=variant)
+    n = len(_PTB_SAMPLE)
+    off = ~np.eye(n, dtype=bool)
+    assert D.shape == (n, n) and D.dtype == np.float64
+    assert np.array_equal(D, D.T) and np.all(np.diag(D) == 0)
+    assert np.all((D[off] > 0) & (D[off] <= 1))
+    assert set(np.unique(D[off])) == {0.3, 0.6, 1.0}
+
+
+def test_ptb_paper_table_reverses_the_scale():
+    near, paper = ptb_distance(_PTB_SAMPLE), ptb_distance(_PTB_SAMPLE, variant="ptb-paper")
+    i = {t: k for k, t in enumerate(_PTB_SAMPLE)}
+    # confusable pairs: near in 'ptb', the largest margin in 'ptb-paper'
+    for a, b in [("NN", "NNP"), ("VBD", "VBN"), ("JJ", "NN"), ("RP", "RB"), ("RP", "IN")]:
+        assert near[i[a], i[b]] == 0.3 and paper[i[a], i[b]] == 1.0
+    assert near[i["NNP"], i["NNS"]] == paper[i["NNP"], i["NNS"]] == 0.6  # same class
+    assert near[i["NN"], i["DT"]] == 1.0 and paper[i["NN"], i["DT"]] == 0.3  # unrelated
+    assert paper[i["XYZ"], i["NN"]] == 0.3
+    with pytest.raises(ValueError, match="variant must be 'ptb' or 'ptb-paper'"):
+        ptb_distance(["NN"], variant="paper")
+
+
+def test_named_ptb_tables_reach_the_model(data):
+    train, test = data
+    for name in ("ptb", "ptb-paper"):
+        m = MMSTagger(n_iter=2, distance=name).fit(train)
+        assert np.array_equal(m.distance_, ptb_distance(m.tags_.items, variant=name))
+        assert 0 <= m.score(test) <= 1
+
+
 @pytest.mark.parametrize("distance, expect", [("uniform", 1.0), ("auto", 1.0)])
 def test_distance_for_other_tagsets_is_uniform(data, distance, expect):
     m = MMSTagger(n_iter=1, distance=distance).fit(data[0])
@@ -124,7 +160,8 @@ def test_user_distance_follows_corpus_tags(data):
      r"distance entries must lie in \[0, 1\].*1\.2"),
     (dict(distance=np.zeros((3, 3))), ValueError,
      r"distance entries off the diagonal must lie in \(0, 1\], got 0\.0 at \[0, 1\]"),
-    (dict(distance="levenshtein"), ValueError, r"distance must be 'auto', 'ptb', 'uniform'"),
+    (dict(distance="levenshtein"), ValueError,
+     r"distance must be one of 'auto', 'ptb', 'ptb-paper', 'uniform'"),
     (dict(eta=0), ValueError, r"eta must be a finite number > 0, got 0"),
     (dict(eta=-0.5), ValueError, r"eta must be a finite number > 0, got -0\.5"),
     (dict(eta=(0.5, 0.0)), ValueError, r"eta must be a finite number > 0, got 0\.0"),
