@@ -10,7 +10,7 @@ from ._boosting import (
 )
 from ._forward_backward import chain_marginals, hidden_loss_grad, hidden_scores, hidden_sgd_epoch
 from ._lookup import grouped_lookup
-from ._mms import cluster_scores, psl_average, psl_epoch
+from ._mms import cluster_scores, psl_average, psl_epoch, segment_first_max
 from ._residuals import aggregate_residuals, slack_update
 from ._structured import structured_perceptron
 from ._viterbi import kbest_viterbi, sequence_logprob
@@ -18,5 +18,5 @@ from ._viterbi import kbest_viterbi, sequence_logprob
 __all__ = ["aggregate_residuals", "boosting_path", "chain_marginals", "check_n_rounds",
            "cluster_scores", "grouped_lookup", "hidden_loss_grad", "hidden_scores",
            "hidden_sgd_epoch", "kbest_viterbi", "max_rounds", "path_losses", "perceptron_train",
-           "psl_average", "psl_epoch", "sequence_logprob", "slack_update",
+           "psl_average", "psl_epoch", "segment_first_max", "sequence_logprob", "slack_update",
            "structured_perceptron", "weight_path_losses"]

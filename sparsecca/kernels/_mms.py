@@ -25,7 +25,7 @@ from .._config import JIT_SERIAL
 from .._params import check_float
 from ._checks import check_offsets, int_array, real_array
 
-__all__ = ["cluster_scores", "psl_average", "psl_epoch"]
+__all__ = ["cluster_scores", "psl_average", "psl_epoch", "segment_first_max"]
 
 
 @numba.njit(**JIT_SERIAL)
@@ -141,8 +141,26 @@ def _segment_first_max(offsets, s, out):
 
 
 def segment_first_max(offsets, s):
-    """Position of the first largest value of every segment ``s[offsets[j]:offsets[j + 1]]``
-    (``offsets[j]`` for an empty segment or one of NaNs only)."""
+    """Position of the first largest value of every segment ``s[offsets[j]:offsets[j + 1]]``.
+
+    Parameters
+    ----------
+    offsets : int array, shape (n_segments + 1,)
+        Non-decreasing segment boundaries, from 0 to ``s.size``.
+    s : float array, shape (n,)
+        The values.
+
+    Returns
+    -------
+    int64 array, shape (n_segments,)
+        Positions into ``s`` (``offsets[j]`` for an empty segment or one of NaNs only).
+
+    Examples
+    --------
+    >>> from sparsecca.kernels import segment_first_max
+    >>> segment_first_max([0, 3, 3, 5], [0.1, 0.7, 0.7, 2.0, -1.0]).tolist()
+    [1, 3, 3]
+    """
     offsets = int_array("offsets", offsets)
     s = real_array("s", s)
     check_offsets("offsets", offsets, s.size, "s.size")
@@ -171,7 +189,7 @@ def _check_clusters(cl_indptr, cl_tags, woff, w, n_labels=None):
 
 
 def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl_tags, woff,
-              distance, eta, w, u, counts):
+              distance, eta, w, u, counts, *, check=True):
     """One pass of perceptron-based structured learning over the samples in ``order``.
 
     Updates ``w``, ``u`` and ``counts`` in place.
@@ -202,6 +220,9 @@ def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl
         Weights and the averaging companion (zeros before the first epoch).
     counts : int64 array, shape (n_clusters,)
         Samples of each cluster visited so far (zeros before the first epoch).
+    check : bool, default True
+        Validate and convert the arguments.  False trusts them: for the later epochs of a
+        training loop whose first call was checked (the same arrays, a new ``order``).
 
     Returns
     -------
@@ -235,48 +256,52 @@ def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl
     >>> w.tolist()
     [0.5, -0.5, -0.5, 0.5]
     """
-    order = int_array("order", order)
-    s_cluster = int_array("s_cluster", s_cluster)
-    s_gold = int_array("s_gold", s_gold)
-    n = s_cluster.size
-    if s_gold.shape != (n,):
-        raise ValueError(f"s_gold must have shape ({n},), got {s_gold.shape}")
-    if order.size and (order.min() < 0 or order.max() >= n):
-        raise ValueError(f"order must lie in [0, {n}), got values in "
-                         f"[{order.min()}, {order.max()}]")
-    x_indptr = int_array("x_indptr", x_indptr)
-    x_local = int_array("x_local", x_local)
-    x_data = real_array("x_data", x_data)
-    if x_indptr.shape != (n + 1,):
-        raise ValueError(f"x_indptr must have shape ({n + 1},), got {x_indptr.shape}")
-    check_offsets("x_indptr", x_indptr, x_local.size, "x_local.size")
-    if x_data.shape != x_local.shape:
-        raise ValueError(f"x_data must have shape {x_local.shape}, got {x_data.shape}")
-    distance = real_array("distance", distance, ndim=2)
-    L = distance.shape[0]
-    if distance.shape != (L, L):
-        raise ValueError(f"distance must be square, got shape {distance.shape}")
-    cl_indptr, cl_tags, woff, w = _check_clusters(cl_indptr, cl_tags, woff, w, L)
-    n_clusters = cl_indptr.size - 1
-    if n and (s_cluster.min() < 0 or s_cluster.max() >= n_clusters):
-        raise ValueError(f"s_cluster must lie in [0, {n_clusters})")
-    C = np.diff(cl_indptr)
-    if n and (np.any(s_gold < 0) or np.any(s_gold >= C[s_cluster])):
-        raise ValueError("s_gold must be a candidate position within each sample's cluster")
-    nf = np.diff(woff) // np.maximum(C, 1)
-    if np.any(np.diff(woff) != nf * C):
-        raise ValueError("woff must give every cluster a block of n_features * C values")
-    if x_local.size:
-        rows = np.repeat(np.arange(n), np.diff(x_indptr))
-        if np.any(x_local < 0) or np.any(x_local >= nf[s_cluster[rows]]):
-            raise ValueError("x_local must index a feature row of the sample's cluster")
-    eta = check_float("eta", eta, 0.0, strict=True)
-    u = np.asarray(u)
-    if u.dtype != np.float64 or u.shape != w.shape or not u.flags.c_contiguous:
-        raise TypeError(f"u must be a contiguous float64 array of shape {w.shape}")
-    counts = np.asarray(counts)
-    if counts.dtype != np.int64 or counts.shape != (n_clusters,):
-        raise TypeError(f"counts must be an int64 array of shape ({n_clusters},)")
+    if check:
+        order = int_array("order", order)
+        s_cluster = int_array("s_cluster", s_cluster)
+        s_gold = int_array("s_gold", s_gold)
+        n = s_cluster.size
+        if s_gold.shape != (n,):
+            raise ValueError(f"s_gold must have shape ({n},), got {s_gold.shape}")
+        if order.size and (order.min() < 0 or order.max() >= n):
+            raise ValueError(f"order must lie in [0, {n}), got values in "
+                             f"[{order.min()}, {order.max()}]")
+        x_indptr = int_array("x_indptr", x_indptr)
+        x_local = int_array("x_local", x_local)
+        x_data = real_array("x_data", x_data)
+        if x_indptr.shape != (n + 1,):
+            raise ValueError(f"x_indptr must have shape ({n + 1},), got {x_indptr.shape}")
+        check_offsets("x_indptr", x_indptr, x_local.size, "x_local.size")
+        if x_data.shape != x_local.shape:
+            raise ValueError(f"x_data must have shape {x_local.shape}, got {x_data.shape}")
+        distance = real_array("distance", distance, ndim=2)
+        L = distance.shape[0]
+        if distance.shape != (L, L):
+            raise ValueError(f"distance must be square, got shape {distance.shape}")
+        cl_indptr, cl_tags, woff, w = _check_clusters(cl_indptr, cl_tags, woff, w, L)
+        n_clusters = cl_indptr.size - 1
+        if n and (s_cluster.min() < 0 or s_cluster.max() >= n_clusters):
+            raise ValueError(f"s_cluster must lie in [0, {n_clusters})")
+        C = np.diff(cl_indptr)
+        if n and (np.any(s_gold < 0) or np.any(s_gold >= C[s_cluster])):
+            raise ValueError("s_gold must be a candidate position within each sample's cluster")
+        nf = np.diff(woff) // np.maximum(C, 1)
+        if np.any(np.diff(woff) != nf * C):
+            raise ValueError("woff must give every cluster a block of n_features * C values")
+        if x_local.size:
+            rows = np.repeat(np.arange(n), np.diff(x_indptr))
+            if np.any(x_local < 0) or np.any(x_local >= nf[s_cluster[rows]]):
+                raise ValueError("x_local must index a feature row of the sample's cluster")
+        eta = check_float("eta", eta, 0.0, strict=True)
+        u = np.asarray(u)
+        if u.dtype != np.float64 or u.shape != w.shape or not u.flags.c_contiguous:
+            raise TypeError(f"u must be a contiguous float64 array of shape {w.shape}")
+        counts = np.asarray(counts)
+        if counts.dtype != np.int64 or counts.shape != (n_clusters,):
+            raise TypeError(f"counts must be an int64 array of shape ({n_clusters},)")
+    else:
+        eta = float(eta)
+        C = np.diff(cl_indptr)
     scratch = np.zeros(max(1, int(C.max()) if C.size else 1))
     return int(_psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr,
                           cl_tags, woff, distance, eta, w, u, counts, scratch))

@@ -112,8 +112,7 @@ from .._persist import (
 from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError
-from ..kernels import cluster_scores, kbest_viterbi, psl_average, psl_epoch
-from ..kernels._mms import _psl_epoch, segment_first_max
+from ..kernels import cluster_scores, kbest_viterbi, psl_average, psl_epoch, segment_first_max
 from ._hmm import TrigramHMM, _check_corpus, _csr_rows
 from ._nbest import NBestList
 
@@ -570,13 +569,10 @@ class MMSTagger(PersistMixin, ParamsMixin):
         weights = w
         args = (s_cl, gold_pos, XS.indptr.astype(np.int64), x_local, XS.data,
                 self.cl_indptr_, self.cl_tags_, self.woff_, self.distance_)
-        scratch = np.zeros(max(1, int(np.diff(self.cl_indptr_).max())))
         for e in range(1, n_iter + 1):
             order = rng.permutation(s_cl.size)
-            if e == 1:  # the checked entry point validates the samples once
-                psl_epoch(order, *args, eta, w, u, counts)
-            else:
-                _psl_epoch(order, *args, float(eta), w, u, counts, scratch)
+            # the first epoch validates the samples; the later ones reuse the same arrays
+            psl_epoch(order, *args, eta, w, u, counts, check=e == 1)
             if on_epoch is not None or e == n_iter:
                 weights = psl_average(w, u, self.woff_, counts) if self.average else w.copy()
             if on_epoch is not None:
