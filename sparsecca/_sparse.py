@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_sparse_structure"]
+__all__ = ["check_sparse_structure", "expand_ranges"]
 
 
 def _check_index_array(idx, what, bound, name, label):
@@ -86,3 +86,15 @@ def check_sparse_structure(M, name: str):
                 raise ValueError(f"{name} is not a valid COO matrix: {idx.shape[0]} {what} "
                                  f"for {M.data.shape[0]} values")
             _check_index_array(idx, what, bound, name, "COO")
+
+
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + c)`` over pairs (s, c), without a Python loop."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(counts)
+    # position within the output minus the start of its block, plus the block's source start
+    shift = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - counts), counts)
+    return np.arange(total, dtype=np.int64) + shift

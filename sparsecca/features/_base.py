@@ -139,18 +139,6 @@ def check_offsets(offsets, n_tokens: int) -> np.ndarray:
 
 # -- vectorised helpers ---------------------------------------------------------------------
 
-def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)`` over pairs (s, c), without a Python loop."""
-    counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(counts)
-    # position within the output minus the start of its block, plus the block's source start
-    shift = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - counts), counts)
-    return np.arange(total, dtype=np.int64) + shift
-
-
 def sequence_chunks(offsets: np.ndarray, budget: int | None = None):
     """Consecutive sequence ranges [s0, s1) of at most ``budget`` tokens (at least one each).
 

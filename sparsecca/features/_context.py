@@ -7,12 +7,12 @@ import scipy.sparse as sp
 
 from .._params import check_float_dtype, check_int
 from .._persist import pack_strings, state_value, unpack_strings
+from .._sparse import expand_ranges
 from ..data import TaggedCorpus, Vocabulary
 from ._base import (
     BaseView,
     check_corpus,
     check_min_count,
-    expand_ranges,
     present_types,
     select_features,
     type_features,
@@ -22,6 +22,8 @@ __all__ = ["ContextFeatures"]
 
 #: names of the flag features, in the order they are emitted
 _FLAGS = ("has_upper", "has_digit", "has_hyphen", "all_caps", "init_cap")
+#: most word types whose columns a fitted ContextFeatures keeps (see _TypeTable)
+_CACHE_TYPES = 1 << 18
 
 
 def _word_features(word: str, affix: int) -> list[str]:
@@ -58,22 +60,38 @@ def _window_names(d: int, lower: list[str]) -> list[str]:
 
 
 class _Tokens:
-    """Per-type and per-token index arrays of one corpus, shared by ``fit`` and ``transform``."""
+    """Per-type and per-token index arrays of one corpus, shared by ``fit`` and ``transform``.
 
-    def __init__(self, corpus: TaggedCorpus, affix: int, window: int):
+    Without ``columns`` the word features of every type are named (``type_indptr``,
+    ``type_local``, ``type_names``: what ``fit`` counts) and ``neighbours`` hold lowercased
+    type ids (``lower``).  With it, ``columns(strings)`` gives the vocabulary columns
+    directly: ``type_indptr``, ``type_cols``, ``type_dropped`` (the number of each type's
+    features outside the vocabulary) and ``type_window`` (n_types x offsets: the column of
+    the window feature of the type's lowercased form at each offset); ``neighbours`` then
+    hold type ids.  Either way the boundary markers follow the ids (BOS first, then EOS).
+    """
+
+    def __init__(self, corpus: TaggedCorpus, affix: int, window: int, columns=None):
         word_ids, offsets = corpus.word_ids, corpus.offsets
         present, self.type_counts, lookup = present_types(word_ids, len(corpus.words))
         items = corpus.words.items
         strings = [items[i] for i in present]
-        self.type_indptr, self.type_local, self.type_names = type_features(
-            strings, lambda w: _word_features(w, affix))
-        # lowercased types, ids in first-seen order; BOS = n_lower, EOS = n_lower + 1
-        index: dict[str, int] = {}
-        lower_of_type = np.fromiter((index.setdefault(s.lower(), len(index)) for s in strings),
-                                    dtype=np.int64, count=len(strings))
-        self.lower = list(index)
+        self.strings = strings
         self.tok_type = lookup[word_ids] if word_ids.size else np.zeros(0, dtype=np.int64)
-        tok_lower = lower_of_type[self.tok_type]
+        if columns is None:
+            self.type_indptr, self.type_local, self.type_names = type_features(
+                strings, lambda w: _word_features(w, affix))
+            # lowercased types, ids in first-seen order; BOS = n_lower, EOS = n_lower + 1
+            index: dict[str, int] = {}
+            self.lower_of_type = np.fromiter(
+                (index.setdefault(s.lower(), len(index)) for s in strings), dtype=np.int64,
+                count=len(strings))
+            self.lower = list(index)
+            n_ids, tok_id = len(self.lower), self.lower_of_type[self.tok_type]
+        else:
+            (self.type_indptr, self.type_cols, self.type_dropped,
+             self.type_window) = columns(strings)
+            n_ids, tok_id = len(strings), self.tok_type
         n = word_ids.size
         lengths = np.diff(offsets)
         pos = np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
@@ -82,8 +100,70 @@ class _Tokens:
         for d in [d for d in range(-window, window + 1) if d != 0]:
             inside = (pos + d >= 0) & (pos + d < length)
             src = np.clip(np.arange(n, dtype=np.int64) + d, 0, max(n - 1, 0))
-            boundary = len(self.lower) + (0 if d < 0 else 1)
-            self.neighbours[d] = np.where(inside, tok_lower[src] if n else src, boundary)
+            boundary = n_ids + (0 if d < 0 else 1)
+            self.neighbours[d] = np.where(inside, tok_id[src] if n else src, boundary)
+
+
+class _TypeTable:
+    """Vocabulary columns of word types: row ``i`` (type ``strings[i]``, ``index`` maps a type
+    to its row) holds the columns of its word features that the vocabulary has
+    (``cols[indptr[i]:indptr[i + 1]]``), ``lost[i]`` the number of the others and
+    ``window[i, j]`` the column of the window feature of its lowercased form at the ``j``-th
+    offset (-1 when absent)."""
+
+    __slots__ = ("index", "indptr", "cols", "lost", "window")
+
+    def __init__(self, index, indptr, cols, lost, window):
+        self.index, self.indptr, self.cols, self.lost, self.window = (index, indptr, cols,
+                                                                      lost, window)
+
+    @classmethod
+    def build(cls, vocab, strings, params, tok=None):
+        """The rows of ``strings``, named here unless ``tok`` (the ``_Tokens`` of those
+        types, without ``columns``) has named them; sets ``tok.lower_window``."""
+        if tok is None:
+            tok = _Tokens.__new__(_Tokens)
+            tok.type_indptr, tok.type_local, tok.type_names = type_features(
+                strings, lambda w: _word_features(w, params["affix"]))
+            index: dict[str, int] = {}
+            tok.lower_of_type = np.fromiter(
+                (index.setdefault(s.lower(), len(index)) for s in strings), dtype=np.int64,
+                count=len(strings))
+            tok.lower = list(index)
+        local_col = vocab.ids(tok.type_names)
+        col = local_col[tok.type_local] if tok.type_local.size else tok.type_local
+        known = col >= 0
+        per_type = np.diff(tok.type_indptr)
+        row = np.repeat(np.arange(per_type.size, dtype=np.int64), per_type)
+        lost = np.bincount(row[~known], minlength=per_type.size).astype(np.int64)
+        indptr = np.zeros(per_type.size + 1, dtype=np.int64)
+        np.cumsum(per_type - lost, out=indptr[1:])
+        window = params["window"]
+        offsets = [d for d in range(-window, window + 1) if d != 0]
+        tok.lower_window = np.zeros((len(tok.lower), len(offsets)), dtype=np.int64)
+        for j, d in enumerate(offsets):
+            tok.lower_window[:, j] = vocab.ids(_window_names(d, tok.lower)[:-2])
+        return cls({w: i for i, w in enumerate(strings)}, indptr, col[known], lost,
+                   tok.lower_window[tok.lower_of_type])
+
+    def joined(self, other, inplace=False):
+        """A table of this one's rows, then ``other``'s (this one, grown, with ``inplace``)."""
+        start = len(self.index)
+        out = self if inplace else _TypeTable(dict(self.index), None, None, None, None)
+        # the arrays grow first, then the index: a reader never meets a row they lack
+        out.indptr = np.concatenate([self.indptr, other.indptr[1:] + self.indptr[-1]])
+        out.cols = np.concatenate([self.cols, other.cols])
+        out.lost = np.concatenate([self.lost, other.lost])
+        out.window = np.concatenate([self.window, other.window])
+        out.index.update((w, start + i) for w, i in other.index.items())
+        return out
+
+    def rows(self, row):
+        """``(indptr, cols, lost, window)`` of the rows ``row`` (an index array or slice)."""
+        lo, hi = self.indptr[:-1][row], self.indptr[1:][row]
+        indptr = np.zeros(lo.size + 1, dtype=np.int64)
+        np.cumsum(hi - lo, out=indptr[1:])
+        return indptr, self.cols[expand_ranges(lo, hi - lo)], self.lost[row], self.window[row]
 
 
 class ContextFeatures(BaseView):
@@ -203,6 +283,7 @@ class ContextFeatures(BaseView):
         keep = select_features(self, occ, min_count, None, corpus.n_sentences)
         kept = sorted(names[i] for i in np.flatnonzero(keep))
         self._params = params
+        self._table = None
         self.vocabulary_ = Vocabulary(kept)
         self.n_features_ = len(kept)
         self.n_dropped_ = int(occ[~keep].sum())
@@ -223,28 +304,52 @@ class ContextFeatures(BaseView):
         self._check_fitted()
         corpus = check_corpus(corpus)
         params = self._params
-        return self._transform(corpus, _Tokens(corpus, params["affix"], params["window"]))
+        return self._transform(corpus, _Tokens(corpus, params["affix"], params["window"],
+                                               columns=self._type_columns))
+
+    def _type_columns(self, strings):
+        """``(indptr, cols, lost, window)`` of each type (see :class:`_TypeTable`): the rows
+        of the types seen before (the fitting corpus's among them), the others named now
+        (and kept while the table is below ``_CACHE_TYPES`` rows)."""
+        table = self.__dict__.get("_table")
+        if table is None:
+            table = self._table = _TypeTable.build(self.vocabulary_, [], self._params)
+        get = table.index.get
+        row = np.fromiter((get(w, -1) for w in strings), dtype=np.int64, count=len(strings))
+        miss = np.flatnonzero(row < 0)
+        if miss.size:
+            new = _TypeTable.build(self.vocabulary_, [strings[i] for i in miss], self._params)
+            start = len(table.index)
+            # kept while the table is below its size limit
+            table = table.joined(new, inplace=start + miss.size <= _CACHE_TYPES)
+            row[miss] = start + np.arange(miss.size)
+        return table.rows(row)
 
     def _transform(self, corpus, tok):
         params = self._params
         vocab = self.vocabulary_
         n = corpus.n_tokens
-        # per type: the columns of its word features that the vocabulary holds
-        local_col = vocab.ids(tok.type_names)
-        col = local_col[tok.type_local] if tok.type_local.size else tok.type_local
-        known = col >= 0
-        per_type = np.diff(tok.type_indptr)
-        dropped = int(np.repeat(tok.type_counts, per_type)[~known].sum())
-        type_row = np.repeat(np.arange(per_type.size, dtype=np.int64), per_type)[known]
-        type_nnz = np.bincount(type_row, minlength=per_type.size).astype(np.int64)
-        type_indptr = np.zeros(per_type.size + 1, dtype=np.int64)
-        np.cumsum(type_nnz, out=type_indptr[1:])
-        type_cols = col[known]
+        if hasattr(tok, "type_cols"):  # straight from _type_columns
+            type_indptr, type_cols, lost, type_window = (tok.type_indptr, tok.type_cols,
+                                                         tok.type_dropped, tok.type_window)
+        else:
+            # the fitting corpus's types, named by _Tokens: kept for later transforms
+            table = _TypeTable.build(vocab, tok.strings, params, tok)
+            type_indptr, type_cols, lost, type_window = table.rows(slice(None))
+            if len(tok.strings) <= _CACHE_TYPES:
+                self._table = table
+        type_nnz = np.diff(type_indptr)
+        dropped = int(tok.type_counts @ lost)
         window_cols = {}
-        for d, nb in tok.neighbours.items():
-            c = vocab.ids(_window_names(d, tok.lower))[nb]
-            window_cols[d] = c
-            dropped += int(np.count_nonzero(c < 0))
+        for j, (d, nb) in enumerate(tok.neighbours.items()):
+            head = f"w{d:+d}"
+            ends = vocab.ids([head + ":BOS", head + ":EOS"])
+            if hasattr(tok, "type_cols"):  # neighbours are type ids
+                c = np.concatenate([type_window[:, j], ends])
+            else:  # lowercased type ids
+                c = np.concatenate([tok.lower_window[:, j], ends])
+            window_cols[d] = c[nb]
+            dropped += int(np.count_nonzero(window_cols[d] < 0))
         bias = vocab.id("bias")
         dropped += n if bias < 0 else 0
         # row lengths, then each template writes its column at the row's cursor
@@ -283,6 +388,7 @@ class ContextFeatures(BaseView):
         params = self._validated()
         vocab = Vocabulary(unpack_strings(arrays, "vocabulary"))  # refuses repeated names
         self._params = params
+        self._table = None
         self.vocabulary_ = vocab
         self.n_features_ = len(vocab)
         self.n_dropped_ = state_value(extra, "n_dropped", int, low=0)

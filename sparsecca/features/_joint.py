@@ -14,6 +14,7 @@ from .._persist import (
     state_value,
     unpack_strings,
 )
+from .._sparse import expand_ranges
 from ..data import TaggedCorpus, Vocabulary
 from ..kernels import grouped_lookup
 from ._base import (
@@ -28,7 +29,6 @@ from ._base import (
     check_state_size,
     check_vocabulary,
     count_block,
-    expand_ranges,
     present_types,
     select_features,
     sequence_chunks,

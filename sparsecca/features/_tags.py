@@ -13,6 +13,7 @@ from .._persist import (
     state_value,
     unpack_strings,
 )
+from .._sparse import expand_ranges
 from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ._base import (
@@ -26,7 +27,6 @@ from ._base import (
     check_state_size,
     check_vocabulary,
     count_block,
-    expand_ranges,
     searchsorted_lookup,
     select_features,
     sequence_chunks,

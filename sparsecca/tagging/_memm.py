@@ -31,44 +31,33 @@ with ``t_{-1} = t_0 = BOS``, and a sequence scores ``log p(t | x) = sum_j log q(
 
 from __future__ import annotations
 
-import copy
 from contextlib import nullcontext
 
 import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
-from .._params import ParamsMixin, check_bool, check_float, check_int, check_random_state
-from .._persist import (
-    ModelFormatError,
-    PersistMixin,
-    check_csr_rows,
-    check_index,
-    check_offsets,
-    get_child,
-    pack_strings,
-    put_child,
-    state_array,
-    state_value,
-    unpack_strings,
-)
-from ..data import TaggedCorpus, Vocabulary
+from .._params import check_bool, check_float, check_int, check_random_state
+from .._persist import state_value
+from .._sparse import expand_ranges
+from ..data import TaggedCorpus
 from ..features import ContextFeatures
-from ..kernels import kbest_viterbi
-from ._hmm import _affix_table, _check_corpus, _lexicon_counts, _theta
-from ._nbest import NBestList
-from ._perceptron import _BLOCK_CELLS, _SUFFIX_RARE, PerceptronTagger, _gold_trigrams, _ranges
+from ._lattice import (
+    _BLOCK_CELLS,
+    BaseLatticeTagger,
+    as_dense,
+    gold_trigrams,
+    observed_pairs,
+)
 
 __all__ = ["MEMMTagger"]
 
 #: the seed report's two feature sets: longest affix, and the min_count used by default
 _TEMPLATES = {"model1": (3, 2), "model2": (4, 1)}
 _SUPPORTS = ("observed", "all")
-#: decoding multiplies by a dense ``W`` up to this many cells (128 MB)
-_DENSE_CELLS = 1 << 24
 
 
-class MEMMTagger(PersistMixin, ParamsMixin):
+class MEMMTagger(BaseLatticeTagger):
     """Maximum-entropy Markov model tagger (log-linear ``q(t | t_{-2}, t_{-1}, x, j)``) with
     exact k-best output.
 
@@ -96,13 +85,7 @@ class MEMMTagger(PersistMixin, ParamsMixin):
         all ``n_features x n_tags`` (often slightly more accurate, as a feature can then
         penalise the tags it never occurred with, but the number of weights and the
         optimiser's memory grow with the tagset).
-    dict_min_count : int >= 1, default 5
-        Words seen at least this often are restricted to the tags they were seen with.
-    unknown_ratio : float in [0, 1), default 1e-3
-        A rarer or unseen word may take the suffix-model tags whose posterior is at least
-        this fraction of the best one's (0: every tag).
-    max_suffix_length : int >= 0, default 2
-        Longest suffix of the suffix model behind those candidates.
+    %(lattice_parameters)s
     random_state : int, numpy Generator, RandomState or None, default None
         Validated for a uniform tagger interface; training is deterministic (L-BFGS-B from
         zero weights), so it has no effect.
@@ -113,19 +96,7 @@ class MEMMTagger(PersistMixin, ParamsMixin):
 
     Attributes
     ----------
-    tags_ : Vocabulary
-        Tags seen in training (ids ``0..n_tags-1``); BOS is ``n_tags``, EOS ``n_tags + 1``.
-    words_ : Vocabulary
-        Word types seen in training.
-    word_counts_ : int64 array, shape (n_words,)
-    features_ : ContextFeatures
-        The fitted token features.
-    lex_indptr_, lex_tags_ : arrays
-        Tag dictionary, CSR by word id.
-    suffixes_, suffix_indptr_, suffix_tags_, suffix_probs_ :
-        The suffix model of rare and unseen words (as in ``PerceptronTagger``).
-    tag_prior_ : float64 array, shape (n_tags,)
-    theta_ : float
+    %(lattice_attributes)s
     emit_indptr_, emit_tags_ : arrays
         The (feature, tag) pairs with a weight, CSR by feature.
     emit_weights_ : float64 array, shape (n_pairs,)
@@ -154,9 +125,7 @@ class MEMMTagger(PersistMixin, ParamsMixin):
     over all tags per pair of candidates of the two previous tokens, so pruning
     (``dict_min_count``, ``unknown_ratio``) bounds it.
 
-    ``score`` and ``nbest`` on a corpus with gold tags outside ``tags_`` count those tokens
-    as errors; when more than half of the gold tokens are outside, the corpus was read from
-    another tag column and a TagsetMismatchError (a ValueError) is raised.
+    %(tagset_note)s
 
     References
     ----------
@@ -171,40 +140,32 @@ class MEMMTagger(PersistMixin, ParamsMixin):
     >>> from sparsecca.data import synthetic_corpus
     >>> from sparsecca.tagging import MEMMTagger
     >>> corpus = synthetic_corpus(300, random_state=0)
-    >>> train, test = corpus[:250], corpus[250:]
-    >>> model = MEMMTagger(maxiter=20).fit(train)
-    >>> model.score(test) > 0.8
+    >>> model = MEMMTagger(maxiter=20).fit(corpus[:250])
+    >>> nb = model.nbest(corpus[250:], k=5)
+    >>> nb.top1_accuracy() > 0.8  # the 1-best sequences: model.score(corpus[250:])
     True
-    >>> nb = model.nbest(test, k=5)
     >>> bool((nb.scores <= 0).all())  # sequence log-probabilities
     True
     >>> nb.oracle_accuracy() >= nb.top1_accuracy()
     True
     """
 
+    #: the model has no end-of-sentence factor, so no weighted trigram ends in EOS
+    _EOS_TRIGRAMS = False
+
     def __init__(self, lam: float = 1.0, maxiter: int = 100, tol: float = 1e-6, min_count=None,
                  templates: str = "model2", support: str = "observed", dict_min_count: int = 5,
                  unknown_ratio: float = 1e-3, max_suffix_length: int = 2, random_state=None,
                  progress: bool = False, parallel: bool = False):
+        super().__init__(dict_min_count=dict_min_count, unknown_ratio=unknown_ratio,
+                         max_suffix_length=max_suffix_length, random_state=random_state,
+                         progress=progress, parallel=parallel)
         self.lam = lam
         self.maxiter = maxiter
         self.tol = tol
         self.min_count = min_count
         self.templates = templates
         self.support = support
-        self.dict_min_count = dict_min_count
-        self.unknown_ratio = unknown_ratio
-        self.max_suffix_length = max_suffix_length
-        self.random_state = random_state
-        self.progress = progress
-        self.parallel = parallel
-
-    # the candidate lattice (tag dictionary + suffix model) and the k-best output are the
-    # perceptron's: same attributes, same rule
-    _check_fitted = PerceptronTagger._check_fitted
-    _suffix_lookup = PerceptronTagger._suffix_lookup
-    _lattice = PerceptronTagger._lattice
-    _prepare = PerceptronTagger._prepare
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
@@ -217,12 +178,7 @@ class MEMMTagger(PersistMixin, ParamsMixin):
             value = getattr(self, name)
             if not isinstance(value, str) or value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-        check_int("dict_min_count", self.dict_min_count, 1)
-        r = self.unknown_ratio
-        check_float("unknown_ratio", r, 0.0, strict=False, high=1.0)
-        if float(r) >= 1.0:
-            raise ValueError(f"unknown_ratio must be a finite number in [0, 1), got {r!r}")
-        check_int("max_suffix_length", self.max_suffix_length, 0)
+        self._validate_lattice_params()
         check_random_state(self.random_state)
         check_bool("progress", self.progress)
         check_bool("parallel", self.parallel)
@@ -232,9 +188,6 @@ class MEMMTagger(PersistMixin, ParamsMixin):
         if self.min_count is not None:
             min_count = int(self.min_count)
         return ContextFeatures(min_count=min_count, affix=affix, window=2)
-
-    def _reset_caches(self):
-        self._suffix_cache = None
 
     # ------------------------------------------------------------------ training
     def fit(self, corpus: TaggedCorpus, y=None) -> "MEMMTagger":
@@ -252,13 +205,7 @@ class MEMMTagger(PersistMixin, ParamsMixin):
         self
         """
         self._validate_params()
-        corpus = _check_corpus("corpus", corpus, need_tags=True)
-        if corpus.n_tokens == 0:
-            raise ValueError("corpus must contain at least one token, got an empty corpus")
-        new = copy.copy(self)  # a failed refit leaves the previous fit intact
-        new._fit(corpus)
-        vars(self).update(vars(new))
-        return self
+        return self._refit(self._training_corpus(corpus))
 
     def _fit(self, corpus):
         problem = self._fit_structure(corpus)
@@ -294,45 +241,20 @@ class MEMMTagger(PersistMixin, ParamsMixin):
 
     def _fit_structure(self, corpus) -> "_Objective":
         """Vocabularies, tag dictionary, features and weight layout; the training objective."""
-        tag_used, tag_ids = np.unique(corpus.tag_ids, return_inverse=True)
-        word_used, word_ids = np.unique(corpus.word_ids, return_inverse=True)
-        tag_items, word_items = corpus.tags.items, corpus.words.items
-        self.tags_ = Vocabulary([tag_items[i] for i in tag_used])
-        self.words_ = Vocabulary([word_items[i] for i in word_used])
-        T, V = len(self.tags_), len(self.words_)
+        tag_ids = self._fit_dictionary(corpus)
+        T = len(self.tags_)
         S, bos, eos = T + 2, T, T + 1
-        tag_ids = tag_ids.astype(np.int32)
-        self.word_counts_ = np.bincount(word_ids, minlength=V).astype(np.int64)
-        lex = _lexicon_counts(word_ids, tag_ids, T, V)
-        self.lex_indptr_, self.lex_tags_ = lex[0], lex[1]
-        tag_counts = np.bincount(tag_ids, minlength=T)
-        self.tag_prior_ = tag_counts / tag_counts.sum()
-        self.theta_ = _theta(self.tag_prior_)
-        (self.suffixes_, self.suffix_indptr_, self.suffix_tags_,
-         self.suffix_probs_) = _affix_table(self.words_.items, self.word_counts_, lex, T,
-                                            int(self.max_suffix_length), _SUFFIX_RARE,
-                                            prefix=False)
-        self._reset_caches()
         self.features_ = self._features().fit(corpus)
         X = self.features_.transform(corpus).astype(np.float64)
         F = X.shape[1]
         if self.support == "all":
             self.emit_indptr_ = np.arange(0, (F + 1) * T, T, dtype=np.int64)
             self.emit_tags_ = np.tile(np.arange(T, dtype=np.int32), F)
-        else:  # the pattern of X^T @ onehot(gold)
-            G = sp.csr_matrix((np.ones(tag_ids.size), tag_ids, np.arange(tag_ids.size + 1)),
-                              shape=(tag_ids.size, T))
-            P = (X.T.tocsr() @ G).tocsr()
-            P.sort_indices()
-            self.emit_indptr_ = P.indptr.astype(np.int64)
-            self.emit_tags_ = P.indices.astype(np.int32)
+        else:  # the pairs seen in the gold data
+            self.emit_indptr_, self.emit_tags_ = observed_pairs(X, tag_ids, T)
         # gold trigrams without those ending in EOS (the model has no end-of-sentence factor)
-        indptr, tags = _gold_trigrams(tag_ids, corpus.offsets, S, bos, eos)
-        keep = tags != eos
-        ctx = np.repeat(np.arange(S * S), np.diff(indptr))[keep]
-        self.tri_indptr_ = np.zeros(S * S + 1, dtype=np.int64)
-        np.cumsum(np.bincount(ctx, minlength=S * S), out=self.tri_indptr_[1:])
-        self.tri_tags_ = tags[keep]
+        self.tri_indptr_, self.tri_tags_ = gold_trigrams(tag_ids, corpus.offsets, S, bos, eos,
+                                                         end=False)
         t2, t1 = _gold_histories(tag_ids, corpus.offsets, bos)
         return _Objective(X, tag_ids, t2, t1, self.emit_indptr_, self.emit_tags_, T,
                           self.tri_indptr_, self.tri_tags_, float(self.lam))
@@ -347,16 +269,12 @@ class MEMMTagger(PersistMixin, ParamsMixin):
         self.tri_weights_ = np.ascontiguousarray(tri)
 
     # ------------------------------------------------------------------ decoding
-    def _emission_matrix(self):
-        T = len(self.tags_)
-        return _emission_matrix(self.emit_weights_, self.emit_indptr_, self.emit_tags_,
-                                self.features_.n_features_, T)
-
-    def _lattice_scores(self, X, sent_offsets, cand_offsets, cand_tags):
+    def _emission_scores(self, X, sent_offsets, cand_offsets, cand_tags):
         """Emission scores of the candidates and the log-normalisers of every context pair.
 
-        Returns ``cand_scores`` (``X[j] @ W[:, t]`` per candidate), ``norm_offsets`` and
-        ``norm`` in the layout of :func:`~sparsecca.kernels.kbest_viterbi`.
+        Returns ``cand_scores`` (``X[j] @ W[:, t]`` per candidate) and the decoder's
+        ``norm_offsets`` and ``norm`` in the layout of
+        :func:`~sparsecca.kernels.kbest_viterbi`.
         """
         T = len(self.tags_)
         S, bos = T + 2, T
@@ -382,7 +300,7 @@ class MEMMTagger(PersistMixin, ParamsMixin):
         step = max(1, _BLOCK_CELLS // T)
         for lo in range(0, n, step):
             hi = min(n, lo + step)
-            E = _as_dense(X[lo:hi] @ W)
+            E = as_dense(X[lo:hi] @ W)
             c0, c1 = cand_offsets[lo], cand_offsets[hi]
             cand_scores[c0:c1] = E[cand_tok[c0:c1] - lo, cand_tags[c0:c1]]
             for a in range(norm_offsets[lo], norm_offsets[hi], step):
@@ -393,128 +311,19 @@ class MEMMTagger(PersistMixin, ParamsMixin):
                                              self.tri_tags_)
                 M[r, c] += self.tri_weights_[idx]  # (row, tag) pairs are distinct
                 norm[a:b] = _log_sum_exp(M)
-        return cand_scores, norm_offsets, norm
-
-    def _decode(self, corpus, k, prepared=None):
-        T = len(self.tags_)
-        S = T + 2
-        X, cand_offsets, cand_tags, unknown = prepared or self._prepare(corpus)
-        scores, norm_offsets, norm = self._lattice_scores(X, corpus.offsets, cand_offsets,
-                                                          cand_tags)
-        out = kbest_viterbi(corpus.offsets, cand_offsets, cand_tags, scores, S,
-                            self.bigram_weights_, np.zeros(S * S), self.tri_indptr_,
-                            self.tri_tags_, self.tri_weights_, T, T + 1, k=k,
-                            parallel=bool(self.parallel), trigrams="additive",
-                            norm_offsets=norm_offsets, norm=norm)
-        return out, unknown
-
-    def tag(self, corpus: TaggedCorpus) -> TaggedCorpus:
-        """The most probable tag sequence of every sentence (exact in the candidate lattice).
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to tag (gold tags, if any, are ignored).
-
-        Returns
-        -------
-        TaggedCorpus
-            The same words, tagged with ids in ``tags_``.
-        """
-        return PerceptronTagger.tag(self, corpus)
-
-    def nbest(self, corpus: TaggedCorpus, k: int = 10) -> NBestList:
-        """The ``k`` most probable tag sequences of every sentence, with their
-        log-probabilities ``sum_j log q(t_j | h_j)``.
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to decode.  When tagged, the list carries Hamming losses against these
-            gold tags; gold tags never seen in training are appended to the list's tag
-            vocabulary (no candidate can produce them, so they always count as errors).
-            More than half of the gold tokens outside ``tags_`` is a TagsetMismatchError (a
-            ValueError): the corpus was read from another tag column.
-        k : int >= 1
-            Candidates per sentence; a sentence with fewer possible sequences gets fewer.
-
-        Returns
-        -------
-        NBestList
-            Candidates sorted by descending log-probability; ``unknown`` marks tokens whose
-            word was not seen in training.
-        """
-        return PerceptronTagger.nbest(self, corpus, k)
-
-    def score(self, corpus: TaggedCorpus) -> float:
-        """1-best token accuracy on a tagged corpus (of this model's tagset, see
-        :meth:`nbest`)."""
-        return PerceptronTagger.score(self, corpus)
+        return cand_scores, {"norm_offsets": norm_offsets, "norm": norm}
 
     # ------------------------------------------------------------------ persistence
-    def _get_state(self):
-        self._check_fitted()
-        arrays = {}
-        for name, items in (("tags", self.tags_.items), ("words", self.words_.items),
-                            ("suffixes", self.suffixes_)):
-            arrays.update(pack_strings(name, items))
-        for name in ("word_counts", "lex_indptr", "lex_tags", "suffix_indptr", "suffix_tags",
-                     "suffix_probs", "tag_prior", "emit_indptr", "emit_tags", "emit_weights",
-                     "bigram_weights", "tri_indptr", "tri_tags", "tri_weights"):
-            arrays[name] = getattr(self, name + "_")
-        extra = {"theta": self.theta_, "n_iter": self.n_iter_, "n_evals": self.n_evals_,
-                 "loss": self.loss_, "loss_curve": list(self.loss_curve_),
-                 "converged": self.converged_}
-        put_child(arrays, extra, "features", self.features_)
-        return self._persist_params(), arrays, extra
+    def _extra_state(self):
+        return {"n_iter": self.n_iter_, "n_evals": self.n_evals_, "loss": self.loss_,
+                "loss_curve": list(self.loss_curve_), "converged": self.converged_}
 
-    def _set_state(self, arrays, extra):
-        """Restore a saved model, checking every array the decoder indexes with."""
-        self._validate_params()
-        tags = Vocabulary(unpack_strings(arrays, "tags"))
-        words = Vocabulary(unpack_strings(arrays, "words"))
-        suffixes = unpack_strings(arrays, "suffixes")
-        T, V = len(tags), len(words)
-        if T < 1:
-            raise ModelFormatError("the model has no tags")
-        S = T + 2
-        features = get_child(arrays, extra, "features", allowed=(ContextFeatures,))
-
-        def arr(name, kind, **kw):
-            return state_array(arrays, name, kind, **kw)
-
-        def pattern(name, n_rows, high, nonempty=False):
-            ids = check_index(f"{name}_tags", arr(f"{name}_tags", "int", dtype=np.int32), high)
-            ptr = check_offsets(f"{name}_indptr", arr(f"{name}_indptr", "int"), ids.size,
-                                n_rows)
-            check_csr_rows(f"{name}_tags", ptr, ids, nonempty=nonempty)
-            return ptr, ids
-
-        self.word_counts_ = check_index("word_counts", arr("word_counts", "int", shape=(V,)),
-                                        2**62, 1)
-        self.lex_indptr_, self.lex_tags_ = pattern("lex", V, T, nonempty=True)
-        self.suffix_indptr_, self.suffix_tags_ = pattern("suffix", len(suffixes), T)
-        self.suffix_probs_ = arr("suffix_probs", "float", shape=self.suffix_tags_.shape)
-        if self.suffix_probs_.size and not (0 <= self.suffix_probs_.min()
-                                            and self.suffix_probs_.max() <= 1):
-            raise ModelFormatError("array 'suffix_probs' must lie in [0, 1]")
-        self.tag_prior_ = arr("tag_prior", "float", shape=(T,))
-        if np.any(self.tag_prior_ < 0):
-            raise ModelFormatError("array 'tag_prior' must be >= 0")
-        # weights: no EOS-ending trigram (an EOS candidate would leave the layout above)
-        self.emit_indptr_, self.emit_tags_ = pattern("emit", features.n_features_, T)
-        self.tri_indptr_, self.tri_tags_ = pattern("tri", S * S, T)
-        self.emit_weights_ = arr("emit_weights", "float", shape=self.emit_tags_.shape)
-        self.bigram_weights_ = arr("bigram_weights", "float", ndim=2, shape=(S, S))
-        self.tri_weights_ = arr("tri_weights", "float", shape=self.tri_tags_.shape)
-        self.tags_, self.words_, self.suffixes_, self.features_ = tags, words, suffixes, features
-        self.theta_ = state_value(extra, "theta", float, low=0.0)
+    def _set_extra_state(self, extra):
         self.n_iter_ = state_value(extra, "n_iter", int, low=0)
         self.n_evals_ = state_value(extra, "n_evals", int, low=0)
         self.loss_ = state_value(extra, "loss", float)
         self.loss_curve_ = state_value(extra, "loss_curve", list)
         self.converged_ = state_value(extra, "converged", bool)
-        self._reset_caches()
 
 
 def _one_blas_thread():
@@ -540,25 +349,12 @@ def _gold_histories(tag_ids, offsets, bos):
     return t2, t1
 
 
-def _emission_matrix(weights, indptr, tags, F, T):
-    """``W`` (n_features x n_tags): dense unless that is large and most pairs have no weight
-    (a sparse-times-dense product is several times faster than sparse-times-sparse)."""
-    if weights.size == F * T:  # support='all' (patterns are sorted and distinct)
-        return weights.reshape(F, T)
-    W = sp.csr_matrix((weights, tags, indptr), shape=(F, T))
-    return W.toarray() if F * T <= _DENSE_CELLS else W
-
-
-def _as_dense(A):
-    return A.toarray() if sp.issparse(A) else np.asarray(A)
-
-
 def _trigram_entries(codes, tri_indptr, tri_tags):
     """For rows with context codes ``codes``: (row, tag, trigram index) of every stored
     trigram of the row's context."""
     lo = tri_indptr[codes]
     cnt = tri_indptr[codes + 1] - lo
-    idx = _ranges(lo, cnt)
+    idx = expand_ranges(lo, cnt)
     return np.repeat(np.arange(codes.size), cnt), tri_tags[idx], idx
 
 

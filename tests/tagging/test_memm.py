@@ -1,5 +1,6 @@
 """MEMMTagger: objective and gradient against slow references, exact decoding against
-brute-force enumeration, n-best scores, persistence, bad input."""
+brute-force enumeration, n-best scores, persistence, bad parameters (what every tagger
+shares: test_taggers_common.py)."""
 
 import itertools
 import os
@@ -12,14 +13,10 @@ import pytest
 
 from sparsecca._persist import ModelFormatError
 from sparsecca.data import TaggedCorpus, synthetic_corpus
-from sparsecca.exceptions import TagsetMismatchError
 from sparsecca.kernels import sequence_logprob
 from sparsecca.tagging import (
     MEMMTagger,
-    NotFittedError,
-    PerceptronTagger,
     TrigramHMM,
-    jackknife_nbest,
 )
 
 
@@ -217,7 +214,8 @@ def test_accuracy_and_nbest(data, model):
     assert np.array_equal(nb.best().tag_ids, tagged.tag_ids)
     # every listed score is the kernel's sequence log-probability of that sequence
     X, co, ct, _ = model._prepare(test)
-    emit, norm_offsets, norm = model._lattice_scores(X, test.offsets, co, ct)
+    emit, extra = model._emission_scores(X, test.offsets, co, ct)
+    norm_offsets, norm = extra["norm_offsets"], extra["norm"]
     S = len(model.tags_) + 2
     seq_sent = np.repeat(np.arange(test.n_sentences), nb.n_candidates)
     again = sequence_logprob(
@@ -243,13 +241,6 @@ def test_support_all(data, model):
     assert full.score(test) > model.score(test) - 0.02
 
 
-def test_jackknife(data):
-    train, _ = data
-    nb = jackknife_nbest(MEMMTagger(maxiter=10), train[:80], k=3, folds=2)
-    assert nb.n_sentences == 80
-    assert nb.oracle_accuracy() >= nb.top1_accuracy() > 0.5
-
-
 def test_decoding_without_jit():
     """The decoding path with numba disabled (plain Python kernels) is still exact."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -272,20 +263,13 @@ def test_decoding_without_jit():
 # -- persistence -------------------------------------------------------------------------------
 
 def test_save_load_round_trip(data, model, tmp_path):
-    train, test = data
+    _, test = data
     path = model.save(tmp_path / "memm")
     again = MEMMTagger.load(path)
     a, b = model.nbest(test, k=4), again.nbest(test, k=4)
     assert np.array_equal(a.tag_ids, b.tag_ids) and np.array_equal(a.scores, b.scores)
     assert again.loss_curve_ == model.loss_curve_ and again.n_iter_ == model.n_iter_
     assert again.get_params() == model.get_params()
-    other = PerceptronTagger(n_iter=1).fit(train).save(tmp_path / "pt")
-    with pytest.raises(ModelFormatError, match="holds a 'PerceptronTagger', not a 'MEMMTagger'"):
-        MEMMTagger.load(other)
-    with pytest.raises(ModelFormatError, match="holds a 'MEMMTagger', not a 'PerceptronTagger'"):
-        PerceptronTagger.load(path)
-    with pytest.raises(ModelFormatError, match="holds a 'MEMMTagger', not a 'TrigramHMM'"):
-        TrigramHMM.load(path)
 
 
 @pytest.mark.parametrize("change, match", [
@@ -306,42 +290,7 @@ def test_tampered_state(model, change, match):
         MEMMTagger.from_state(params, arrays, extra)
 
 
-# -- edge cases and bad input ----------------------------------------------------------------
-
-def test_edge_sentences(model, data):
-    train, _ = data
-    empty = TaggedCorpus.from_words([])
-    assert model.nbest(empty, k=3).n_total == 0 and model.tag(empty).n_tokens == 0
-    nb = model.nbest(TaggedCorpus.from_words([[], ["x"], []]), k=3)
-    assert nb.n_candidates[0] == 1 and nb.candidate(0, 0) == [] and nb.scores[0] == 0.0
-    # a 3,000-token sentence with unseen words: finite log-probabilities, distinct sequences
-    words = [train.words[w] for w in train.word_ids[:2990]] + ["neverseen"] * 10
-    long = TaggedCorpus.from_words([words])
-    nb = model.nbest(long, k=5)
-    assert nb.n_candidates[0] == 5 and np.all(np.isfinite(nb.scores))
-    assert len({tuple(nb.candidate(0, j)) for j in range(5)}) == 5
-    # the same tokens cut into sentences tag the same way away from the cut
-    assert model.tag(long).n_tokens == 3000
-    # training on a corpus with empty sentences
-    sents = [[], *train.to_sentences()[:50], []]
-    m = MEMMTagger(maxiter=5).fit(TaggedCorpus.from_sentences(sents))
-    assert m.tag(TaggedCorpus.from_words([[], ["x"]])).n_tokens == 1
-
-
-def test_unseen_gold_tags(model, data):
-    train, _ = data
-    words, tags = train[0]
-    gold = [tags[0], "BRAND-NEW"] + list(tags[2:])
-    test = TaggedCorpus.from_sentences([list(zip(words, gold))])
-    nb = model.nbest(test, k=2)
-    assert nb.tags.items[-1] == "BRAND-NEW" and np.all(nb.losses >= 1)
-    assert model.score(test) <= 1 - 1 / len(gold)
-    renamed = [f"U-{t}" for t in train.tags]
-    other = train.with_tags(train.tag_ids, renamed)
-    with pytest.raises(TagsetMismatchError, match=r"^corpus gold tags: .* not in the tagset "
-                                                   r"of this MEMMTagger"):
-        model.score(other)
-
+# -- bad parameters (the edge cases and checks every tagger shares: test_taggers_common.py) ---
 
 @pytest.mark.parametrize("params, exc, match", [
     (dict(lam=-1.0), ValueError, r"^lam must be a finite number >= 0, got -1.0$"),
@@ -350,51 +299,14 @@ def test_unseen_gold_tags(model, data):
     (dict(maxiter=0), ValueError, r"^maxiter must be an int >= 1, got 0$"),
     (dict(maxiter=10.0), TypeError, r"^maxiter must be an int >= 1, got 10.0$"),
     (dict(tol=0.0), ValueError, r"^tol must be a finite number > 0, got 0.0$"),
-    (dict(min_count=0), ValueError, r"^min_count must be an int >= 1, got 0$"),
     (dict(templates="model3"), ValueError,
      r"^templates must be one of \('model1', 'model2'\), got 'model3'$"),
     (dict(support="seen"), ValueError,
      r"^support must be one of \('observed', 'all'\), got 'seen'$"),
-    (dict(dict_min_count=0), ValueError, r"^dict_min_count must be an int >= 1, got 0$"),
-    (dict(unknown_ratio=1.0), ValueError, r"unknown_ratio must be a finite number in \[0, 1\)"),
-    (dict(max_suffix_length=-1), ValueError, "max_suffix_length must be an int >= 0, got -1"),
-    (dict(progress="yes"), TypeError, "progress must be True or False"),
-    (dict(parallel=1), TypeError, "parallel must be True or False"),
-    (dict(random_state=-1), ValueError, "random_state must be None, an int >= 0"),
 ])
 def test_bad_params(params, exc, match):
     with pytest.raises(exc, match=match):
         MEMMTagger(**params).fit(tiny_corpus(0))
-
-
-def test_bad_input(data, model):
-    train, test = data
-    untagged = TaggedCorpus.from_words([w for w, _ in train][:5])
-    for call, exc, match in [
-        (lambda: MEMMTagger().fit(untagged), ValueError, r"^corpus must be tagged"),
-        (lambda: MEMMTagger().fit([["a"]]), TypeError, "corpus must be a TaggedCorpus"),
-        (lambda: MEMMTagger().fit(TaggedCorpus.from_sentences([[]])), ValueError,
-         "at least one token"),
-        (lambda: MEMMTagger().tag(test), NotFittedError, "MEMMTagger instance is not fitted"),
-        (lambda: MEMMTagger().save("never-written"), NotFittedError, "not fitted"),
-        (lambda: model.nbest(test, k=0), ValueError, r"^k must be an int >= 1, got 0$"),
-        (lambda: model.score(untagged), ValueError, r"^corpus must be tagged"),
-        (lambda: model.tag(["a"]), TypeError, "corpus must be a TaggedCorpus"),
-    ]:
-        with pytest.raises(exc, match=match):
-            call()
-
-
-def test_failed_refit_keeps_the_model(data, model):
-    before = model.emit_weights_.copy()
-    with pytest.raises(ValueError, match="at least one token"):
-        model.fit(TaggedCorpus.from_sentences([[]]))
-    assert np.array_equal(model.emit_weights_, before)
-
-
-def test_progress_bar(data, capsys):
-    MEMMTagger(maxiter=3, progress=True).fit(data[0][:50])
-    assert "MEMM L-BFGS" in capsys.readouterr().err
 
 
 @pytest.mark.shared_data

@@ -3,15 +3,11 @@
 import numpy as np
 import pytest
 
-from sparsecca._persist import ModelFormatError
 from sparsecca.data import TaggedCorpus, read_conllu, synthetic_corpus
-from sparsecca.exceptions import TagsetMismatchError
 from sparsecca.kernels import sequence_logprob
 from sparsecca.tagging import (
-    NotFittedError,
     PerceptronTagger,
     TrigramHMM,
-    jackknife_nbest,
 )
 
 
@@ -42,8 +38,9 @@ def test_accuracy_and_nbest(data, model):
     S = len(model.tags_) + 2
     top = nb.sent_offsets[:-1]
     again = sequence_logprob(
-        test.offsets, co, ct, model._candidate_scores(X, co, ct), S, model.bigram_weights_,
-        np.zeros(S * S), model.tri_indptr_, model.tri_tags_, model.tri_weights_, S - 2, S - 1,
+        test.offsets, co, ct, model._emission_scores(X, test.offsets, co, ct)[0], S,
+        model.bigram_weights_, np.zeros(S * S), model.tri_indptr_, model.tri_tags_,
+        model.tri_weights_, S - 2, S - 1,
         seq_sent=np.arange(test.n_sentences), seq_tags=tagged.tag_ids, seq_offsets=test.offsets,
         trigrams="additive")
     np.testing.assert_allclose(nb.scores[top], again)
@@ -69,13 +66,6 @@ def test_candidates_hold_the_dictionary_and_the_rule(data, model):
     every = PerceptronTagger(n_iter=1, unknown_ratio=0.0).fit(train)
     co, ct, _ = every._lattice(TaggedCorpus.from_words([["qqqzzz"]]))
     assert list(ct) == list(range(len(every.tags_)))
-
-
-def test_jackknife(data):
-    train, _ = data
-    nb = jackknife_nbest(PerceptronTagger(n_iter=2), train[:80], k=3, folds=2)
-    assert nb.n_sentences == 80 and nb.corpus is not None
-    assert nb.oracle_accuracy() >= nb.top1_accuracy() > 0.5
 
 
 def test_beam_trains_the_features_of_unseen_words():
@@ -124,58 +114,14 @@ def test_save_load_round_trip(data, model, tmp_path):
     a, b = model.nbest(test, k=4), again.nbest(test, k=4)
     assert np.array_equal(a.tag_ids, b.tag_ids) and np.array_equal(a.scores, b.scores)
     assert again.train_errors_ == model.train_errors_
-    hmm_path = TrigramHMM().fit(data[0]).save(tmp_path / "hmm")
-    with pytest.raises(ModelFormatError, match="holds a 'TrigramHMM', not a 'PerceptronTagger'"):
-        PerceptronTagger.load(hmm_path)
-    with pytest.raises(ModelFormatError, match="holds a 'PerceptronTagger', not a 'TrigramHMM'"):
-        TrigramHMM.load(path)
-
-
-def test_edge_sentences(model, data):
-    train, _ = data
-    empty = TaggedCorpus.from_words([])
-    assert model.nbest(empty, k=3).n_total == 0 and model.tag(empty).n_tokens == 0
-    nb = model.nbest(TaggedCorpus.from_words([[], ["x"], []]), k=3)
-    assert nb.n_candidates[0] == 1 and nb.candidate(0, 0) == []
-    # a 3,000-token sentence with unseen words
-    words = [train.words[w] for w in train.word_ids[:2990]] + ["neverseen"] * 10
-    nb = model.nbest(TaggedCorpus.from_words([words]), k=5)
-    assert nb.n_candidates[0] == 5 and np.all(np.isfinite(nb.scores))
-    assert len({tuple(nb.candidate(0, j)) for j in range(5)}) == 5
-    # training on a corpus with empty sentences
-    sents = [[], *train.to_sentences()[:50], []]
-    m = PerceptronTagger(n_iter=2).fit(TaggedCorpus.from_sentences(sents))
-    assert m.tag(TaggedCorpus.from_words([[], ["x"]])).n_tokens == 1
-
-
-def test_unseen_gold_tags(model, data):
-    train, _ = data
-    words, tags = train[0]
-    gold = [tags[0], "BRAND-NEW"] + list(tags[2:])
-    test = TaggedCorpus.from_sentences([list(zip(words, gold))])
-    nb = model.nbest(test, k=2)
-    assert nb.tags.items[-1] == "BRAND-NEW" and np.all(nb.losses >= 1)
-    assert model.score(test) <= 1 - 1 / len(gold)
-    renamed = [f"U-{t}" for t in train.tags]
-    other = train.with_tags(train.tag_ids, renamed)
-    with pytest.raises(TagsetMismatchError, match=r"^corpus gold tags: .* not in the tagset "
-                                                   r"of this PerceptronTagger"):
-        model.score(other)
 
 
 @pytest.mark.parametrize("params, exc, match", [
     (dict(n_iter=0), ValueError, r"^n_iter must be an int >= 1, got 0$"),
     (dict(n_iter=2.5), TypeError, r"^n_iter must be an int >= 1, got 2.5$"),
-    (dict(min_count=0), ValueError, r"^min_count must be an int >= 1, got 0$"),
-    (dict(dict_min_count=0), ValueError, r"^dict_min_count must be an int >= 1, got 0$"),
-    (dict(unknown_ratio=1.0), ValueError, r"unknown_ratio must be a finite number in \[0, 1\)"),
-    (dict(unknown_ratio=-0.1), ValueError, r"unknown_ratio must be a finite number in \[0, 1\]"),
-    (dict(max_suffix_length=-1), ValueError, "max_suffix_length must be an int >= 0, got -1"),
     (dict(patience=0), ValueError, r"^patience must be an int >= 1, got 0$"),
     (dict(beam=-1), ValueError, r"^beam must be an int >= 0, got -1$"),
     (dict(beam=1.5), TypeError, r"^beam must be an int >= 0, got 1.5$"),
-    (dict(progress="yes"), TypeError, "progress must be True or False"),
-    (dict(random_state=-1), ValueError, "random_state must be None, an int >= 0"),
 ])
 def test_bad_params(data, params, exc, match):
     with pytest.raises(exc, match=match):
@@ -183,26 +129,11 @@ def test_bad_params(data, params, exc, match):
 
 
 def test_bad_input(data):
-    train, test = data
+    train, _ = data
     untagged = TaggedCorpus.from_words([w for w, _ in train][:5])
-    for call, exc, match in [
-        (lambda: PerceptronTagger().fit(untagged), ValueError, r"^corpus must be tagged"),
-        (lambda: PerceptronTagger().fit([["a"]]), TypeError, "corpus must be a TaggedCorpus"),
-        (lambda: PerceptronTagger().fit(TaggedCorpus.from_sentences([[]])), ValueError,
-         "at least one token"),
-        (lambda: PerceptronTagger(n_iter=1).fit(train, dev=untagged), ValueError,
-         r"^dev must be tagged"),
-        (lambda: PerceptronTagger().tag(test), NotFittedError, "not fitted yet"),
-        (lambda: PerceptronTagger(n_iter=1).fit(train).nbest(test, k=0), ValueError,
-         r"^k must be an int >= 1, got 0$"),
-    ]:
-        with pytest.raises(exc, match=match):
-            call()
-
-
-def test_progress_bar(data, capsys):
-    PerceptronTagger(n_iter=2, progress=True).fit(data[0][:50])
-    assert "perceptron" in capsys.readouterr().err
+    # the input checks every tagger shares are in test_taggers_common.py
+    with pytest.raises(ValueError, match=r"^dev must be tagged"):
+        PerceptronTagger(n_iter=1).fit(train, dev=untagged)
 
 
 @pytest.mark.shared_data
