@@ -216,7 +216,8 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
 
 def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int = 10,
                           folds: int = 10, rerankers=None, random_state=0,
-                          progress: bool = False, tagger=None, sources=None) -> dict:
+                          progress: bool = False, tagger=None, sources=None,
+                          log=None) -> dict:
     """Run the Table 2 protocol on three tagged corpora.
 
     Parameters
@@ -239,6 +240,9 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
         Seed of the jackknife folds and the default rerankers.
     progress : bool
         tqdm progress bars on the long steps.
+    log : callable, optional
+        Called with one line of text per stage and per model fit, once it is done (what
+        and how long), e.g. ``print``; for a log file, where progress bars do not show.
     tagger : unfitted tagger, optional
         Default: the registry's ``hmm``, ``TrigramHMM()``.
     sources : dict split -> str, optional
@@ -278,6 +282,9 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
         raise ValueError(f"k must be an int >= 2 (reranking needs candidates), got {k!r}")
     _check_rerankers(rerankers)
     _check_run_options(random_state, progress)
+    if log is not None and not callable(log):
+        raise TypeError(f"log must be callable or None, got {type(log).__name__}")
+    say = log if log is not None else (lambda msg: None)
     where = {s: str(sources[s]) if sources and s in sources else f"the {s} split"
              for s in _SPLITS}
     for s, corpus in (("dev", dev), ("test", test)):
@@ -289,10 +296,14 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     t0 = time.perf_counter()
     hmm = clone(tagger).fit(train)
     timings["tagger_fit"] = time.perf_counter() - t0
+    say(f"[{name}] tagger fitted on {train.n_sentences} sentences: "
+        f"{timings['tagger_fit']:.1f} s")
     t0 = time.perf_counter()
     train_nb = jackknife_nbest(tagger, train, k=k, folds=folds, random_state=random_state,
                                progress=progress)
     timings["jackknife"] = time.perf_counter() - t0
+    say(f"[{name}] jackknifed {k}-best lists of train ({folds} folds): "
+        f"{timings['jackknife']:.1f} s")
     t0 = time.perf_counter()
     decoded = {}
     for s, corpus in (("dev", dev), ("test", test)):
@@ -303,6 +314,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
                                       f"{where['train']})") from None
     dev_nb, test_nb = decoded["dev"], decoded["test"]
     timings["decode_dev_test"] = time.perf_counter() - t0
+    say(f"[{name}] {k}-best lists of dev and test: {timings['decode_dev_test']:.1f} s")
 
     rows: dict[str, dict] = {
         "Baseline": {"dev": dev_nb.top1_accuracy(), "test": test_nb.top1_accuracy(),
@@ -334,6 +346,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
                                    f"({train.n_sentences} sentences) and tuned on "
                                    f"{where['dev']}") from exc
         fit_s = time.perf_counter() - t0
+        say(f"[{name}] fitted {model_name} ({len(rows) - 1} of {len(models)}): {fit_s:.1f} s")
         choice_dev = model.rerank(dev_nb)
         choice_test = model.rerank(test_nb)
         row = {
@@ -343,6 +356,8 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
             / test.n_tokens,
             "fit_seconds": fit_s,
             "tuned": model.tuned_params() if hasattr(model, "tuned_params") else {},
+            # tuned values on an edge of the dev grid (sparsecca.rerank._base.search_grid)
+            "grid_edges": list(getattr(model, "grid_edges_", None) or []),
         }
         row["test_unknown"] = test_nb.accuracy(choice_test, tokens="unknown")
         row["significance_test"] = _significance(base_test, test_nb, choice_test)
@@ -404,6 +419,11 @@ def format_table(results: list[dict]) -> str:
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     lines += ["", "† / ‡: test gain over Baseline significant at p < 0.05 / p < 0.01 "
               "(paired bootstrap over sentences, 10,000 resamples; McNemar p in the JSON).", ""]
+    edges = [f"{m} on {r['name']}: {e['param']} = {e['value']:g} ({e['side']} edge of "
+             f"{', '.join(f'{v:g}' for v in e['tried'])})"
+             for r in results for m, row in r["rows"].items() for e in row.get("grid_edges", [])]
+    if edges:
+        lines += ["Tuned on an edge of the dev grid: " + "; ".join(edges) + ".", ""]
     t3models = [m for m in models if any(m in r["table3"] for r in results)]
     if t3models:
         lines += ["## Table 3: projection score alone (w → ∞), test accuracy (%)", "",

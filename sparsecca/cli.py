@@ -8,10 +8,15 @@ Verbs
 ``tag``             tag CoNLL-U or tokenised text with a saved tagger (1-best or k-best)
 ``train-reranker``  fit a reranker on jackknifed n-best lists of a saved tagger and save it
 ``rerank``          decode k-best lists with a saved tagger and rerank them with a saved reranker
+``evaluate``        score predicted CoNLL-U against gold: accuracy (known / unknown words),
+                    per-tag precision / recall / F1, paired significance between two predictions
 
-Every verb has ``--help``.  Long steps show tqdm progress bars on stderr (off with ``--quiet``
-or when stderr is not a terminal); results go to stdout or to the files named.  No verb
-overwrites an existing output file unless ``--force`` is given.  A user error (a missing
+Every verb has ``--help``.  Long steps show tqdm progress bars on stderr (off with ``--quiet``);
+when stderr is not a terminal (a log file) they log one line per stage and per model fit
+instead.  Results go to stdout (also ``-o -``) or to the files named; ``-`` as the INPUT of
+``tag`` and ``rerank`` reads standard input.  No verb overwrites an existing output file
+unless ``--force`` is given, and every output is checked (its directory writable) before any
+work.  A user error (a missing
 file, a directory without train/dev/test, a malformed CoNLL-U line, an unknown tag column,
 models trained on another tag column than ``--tags`` or than each other, a model file of the
 wrong kind, an existing output) exits with status 2 and one line on
@@ -43,20 +48,27 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import os
 import re
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import __version__, registry
-from ._atomic import atomic_write_bytes
+from ._atomic import Terminated, atomic_write, check_writable
 
 __all__ = ["main", "UsageError"]
 
 DEFAULT_DEMO_SENTENCES = 4000
-#: sentences decoded per call, so that long inputs show progress
+#: sentences decoded per call (fewer for a large k: at most _CHUNK_CANDIDATES candidates),
+#: written out before the next chunk is decoded, so that memory stays bounded and long
+#: inputs show progress
 _DECODE_CHUNK = 5000
+_CHUNK_CANDIDATES = 20_000
+#: bytes per output token line held while a chunk is rendered (the str and its list slot)
+_LINE_BYTES = 160
 
 
 class UsageError(Exception):
@@ -96,12 +108,32 @@ def _progress(args) -> bool:
     return not getattr(args, "quiet", False) and sys.stderr.isatty()
 
 
+def _logging(args) -> bool:
+    """One line per stage on stderr instead of progress bars: stderr is not a terminal."""
+    return not getattr(args, "quiet", False) and not sys.stderr.isatty()
+
+
+def _log(args):
+    """The ``log`` callable of the library's long steps (None: say nothing)."""
+    if not _logging(args):
+        return None
+    return lambda msg: print(f"sparsecca {args.verb}: {msg}", file=sys.stderr, flush=True)
+
+
+def _warn(msg: str) -> None:
+    """A warning the user must see, even with --quiet."""
+    print(f"warning: {msg}", file=sys.stderr, flush=True)
+
+
 def _info(args, msg: str) -> None:
     if not getattr(args, "quiet", False):
         print(msg, file=sys.stderr, flush=True)
 
 
-def _input_file(path: str, what: str = "input") -> Path:
+def _input_file(path: str, what: str = "input", stdin: bool = False):
+    """An input file that exists; with ``stdin``, '-' is standard input (returned as '-')."""
+    if stdin and str(path) == "-":
+        return "-"
     p = Path(path)
     if not p.exists():
         raise UsageError(f"{p}: no such file ({what})")
@@ -122,7 +154,8 @@ def _model_file(path: str, what: str) -> Path:
 
 
 def _output_file(path, force: bool) -> Path:
-    """Check an output path before any work is done."""
+    """Check an output path before any work is done: not a directory, not an existing file
+    (without --force), in a directory that can receive a new file (probed)."""
     p = Path(path)
     if p.is_dir():
         raise UsageError(f"{p}: is a directory, expected an output file name")
@@ -130,6 +163,10 @@ def _output_file(path, force: bool) -> Path:
         raise UsageError(f"{p} exists; pass --force to overwrite it")
     if not p.parent.is_dir():
         raise UsageError(f"{p.parent}: no such directory for the output file")
+    try:
+        check_writable(p)
+    except OSError as exc:
+        raise UsageError(_one_line(exc)) from None
     return p
 
 
@@ -140,17 +177,29 @@ def _model_output(path, force: bool) -> Path:
     return _output_file(p, force)
 
 
-def _write_text(text: str, output) -> None:
-    """Write to stdout (output None or '-') or atomically to a file (.gz compressed)."""
+@contextmanager
+def _text_output(output):
+    """A text stream to stdout (output None or '-') or, atomically, to a file (.gz
+    compressed): written piece by piece, the file appears under its name only when the
+    block succeeds (a temporary file beside it until then)."""
     if output is None or str(output) == "-":
-        sys.stdout.write(text)
+        yield sys.stdout
         sys.stdout.flush()
         return
     p = Path(output)
-    data = text.encode("utf-8")
-    if p.name.endswith(".gz"):
-        data = gzip.compress(data, mtime=0)
-    atomic_write_bytes(p, data)
+    with atomic_write(p) as fh:
+        raw = gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) \
+            if p.name.endswith(".gz") else fh
+        text = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+        try:
+            yield text
+            text.detach()  # flushes; fh stays open for atomic_write to close and rename
+            if raw is not fh:
+                raw.close()  # the gzip trailer
+        except BaseException:
+            if raw is not fh:
+                raw.fileobj = None  # no trailer into a file that is being removed
+            raise
 
 
 _INPUT_VIEWS = ("suffix", "charngram")
@@ -233,51 +282,132 @@ def _load_tagger(path):
 
 # -- reading input and writing tagged output ----------------------------------------------
 
-def _read_document(path: Path, fmt: str):
-    """The input to tag (sparsecca.data.ConlluDocument); an empty one is refused."""
+def _read_document(path, fmt: str):
+    """The input to tag (sparsecca.data.ConlluDocument); an empty one is refused.  ``path``
+    '-' reads standard input."""
     from .data import read_document
 
     doc = read_document(path, fmt)  # CorpusFormatError, file:line
+    name = "<stdin>" if str(path) == "-" else path
     if doc.n_sentences == 0:
         if fmt == "text":
-            raise UsageError(f"{path}: no sentences (text input holds one sentence per line)")
-        raise UsageError(f"{path}: no sentences")
+            raise UsageError(f"{name}: no sentences (text input holds one sentence per line)")
+        raise UsageError(f"{name}: no sentences")
     return doc
 
 
-def _decode(hmm, corpus, k: int, progress: bool):
+def _chunk_sentences(k: int) -> int:
+    return max(1, min(_DECODE_CHUNK, _CHUNK_CANDIDATES // k))
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (MemAvailable), None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _lattice_sizes(tagger, corpus):
+    """Lattice states of each sentence of ``corpus`` in the k-best Viterbi of ``tagger``
+    (pairs of candidate tags of neighbouring positions), or an upper bound: T^2 per
+    position for a tagger that does not say which tags each word may take."""
+    import numpy as np
+
+    lengths = corpus.lengths.astype(np.int64)
+    lattice = getattr(tagger, "_lattice", None)
+    if lattice is None:
+        T = len(tagger.tags_)
+        return (lengths + 1) * T * T
+    c = np.diff(np.asarray(lattice(corpus)[0], dtype=np.int64))  # candidate tags per token
+    off = corpus.offsets.astype(np.int64)
+    if not c.size:
+        return lengths + 1
+    # layer 0: (BOS, t_0); layers 1..n-1: (t_{m-1}, t_m); layer n: (t_{n-1}, EOS)
+    pairs = np.concatenate([[0], np.cumsum(c[:-1] * c[1:])])
+    top = c.size - 1
+    a = np.minimum(off[:-1], top)
+    b = np.clip(off[1:] - 1, 0, top)
+    has = lengths > 0
+    inner = np.where(has, pairs[np.maximum(b, a)] - pairs[a], 0)
+    return inner + np.where(has, c[a] + c[b], 0) + 1
+
+
+def _format_bytes(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"  # pragma: no cover
+
+
+def _check_decode_memory(tagger, corpus, k: int, src, option: str = "-k") -> None:
+    """Refuse a k whose k-best decoding would need more memory than the machine has: the
+    lattices of the two largest sentences (decoded in parallel; score and two back
+    pointers per entry, k entries per state) plus one output chunk (its tags and lines)."""
+    import numpy as np
+
+    if k < 50:  # a few MB at most: not worth a pass over the input
+        return
+    avail = _available_memory()
+    if avail is None:
+        return
+    states = np.sort(_lattice_sizes(tagger, corpus))[::-1]
+    lattice = 16.0 * k * float(states[:2].sum())
+    chunk = _chunk_sentences(k)
+    longest = np.sort(corpus.lengths)[::-1][:chunk]
+    output = float(longest.sum()) * k * (_LINE_BYTES + 12)
+    need = lattice + output
+    if need > avail:
+        raise UsageError(f"{option} {k}: decoding {src} needs an estimated "
+                         f"{_format_bytes(need)} of memory (lattice of its largest sentence, "
+                         f"{int(states[0])} states x {k} entries, and one output chunk), more "
+                         f"than the {_format_bytes(avail)} available; use a smaller {option}")
+
+
+def _decode(hmm, corpus, k: int, progress: bool, desc: str = "decoding"):
     """k-best lists of a corpus, in chunks so that a progress bar can advance."""
     from .tagging import concatenate
 
     n = corpus.n_sentences
-    starts = list(range(0, n, _DECODE_CHUNK))
+    step = _chunk_sentences(k) if not progress else max(1, min(_chunk_sentences(k), 500))
+    starts = list(range(0, n, step))
     it = starts
     if progress and len(starts) > 1:
         from tqdm.auto import tqdm
 
-        it = tqdm(starts, desc="decoding", unit="chunk")
-    parts = [hmm.nbest(corpus[s:s + _DECODE_CHUNK], k=k) for s in it]
-    return concatenate(parts)
+        it = tqdm(starts, desc=desc, unit="chunk")
+    parts = [hmm.nbest(corpus[s:s + step], k=k) for s in it]
+    return concatenate(parts) if len(parts) != 1 else parts[0]
 
 
 def _format_score(x: float) -> str:
     return f"{x:.6f}"
 
 
-def _write_nbest(doc, nb, column: str, top: int, order=None, ranking=None):
-    """Text of the 1-best (top == 1) or k-best output; ``order`` re-ranks candidates."""
+def _render_nbest(doc, nb, column: str, top: int, first: int = 0, order=None, ranking=None):
+    """The text of the 1-best (top == 1) or k-best output of sentences ``first``, ``first +
+    1``, ... of ``doc`` (the sentences of ``nb``), one string per sentence (its blocks), so
+    that a caller can write each before the next is made; ``order`` re-ranks candidates."""
     items = nb.tags.items
-    lines: list[str] = []
     so = nb.sent_offsets
     for i in range(nb.n_sentences):
+        lines: list[str] = []
         a, b = int(so[i]), int(so[i + 1])
         cands = list(range(a, b)) if order is None else order[a:b].tolist()
         if top == 1:
             r = cands[0]
             tags = [items[t] for t in nb.tag_ids[nb.cand_offsets[r]:nb.cand_offsets[r + 1]]]
-            lines += doc.render(i, tags, column)
+            yield "\n".join(doc.render(first + i, tags, column)) + "\n"
             continue
-        sid = doc.sent_id(i)
+        sid = doc.sent_id(first + i)
         for j, r in enumerate(cands[:top], 1):
             tags = [items[t] for t in nb.tag_ids[nb.cand_offsets[r]:nb.cand_offsets[r + 1]]]
             score = nb.scores[r] if ranking is None else ranking[r]
@@ -286,19 +416,60 @@ def _write_nbest(doc, nb, column: str, top: int, order=None, ranking=None):
             if ranking is not None:
                 header += [f"# decoder_rank = {r - a + 1}",
                            f"# decoder_score = {_format_score(nb.scores[r])}"]
-            lines += doc.render(i, tags, column, header=header, kbest=True)
-    return "\n".join(lines) + "\n"
+            lines += doc.render(first + i, tags, column, header=header, kbest=True)
+        yield "\n".join(lines) + "\n"
 
 
-def _accuracy(doc, nb, column: str, choice) -> float | None:
-    gold = doc.gold(column)
-    if gold is None:
-        return None
+def _stream_nbest(doc, tagger, column: str, k: int, top: int, output, args, reranker=None):
+    """Decode ``doc`` chunk by chunk, (rerank,) and write each chunk's output before the next
+    is decoded: memory holds one chunk, whatever the input's length.  Returns (sentences,
+    candidates, unknown tokens, tokens compared with gold, correct of the decoder's choice,
+    correct of the reranker's choice); the last three are None without gold tags."""
     import numpy as np
 
-    pred = nb.best(choice).tag_ids
-    items = np.array(nb.tags.items, dtype=object)
-    return float(np.mean(items[pred] == np.array(gold, dtype=object)))
+    gold = doc.gold(column)
+    gold = None if gold is None else np.array(gold, dtype=object)
+    n = doc.n_sentences
+    step = _chunk_sentences(k)
+    bar = None
+    if _progress(args) and n * k > 2 * _CHUNK_CANDIDATES:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, desc="decoding" if reranker is None else "decoding, reranking",
+                   unit="sent")
+    offsets = doc.corpus.offsets
+    n_cand = n_unknown = correct_base = correct = 0
+    with _text_output(output) as out:
+        for s in range(0, n, step):
+            nb = tagger.nbest(doc.corpus[s:s + step], k=k)
+            order = ranking = choice = None
+            if reranker is not None:
+                ranking = np.asarray(reranker.decision_function(nb), dtype=np.float64)
+                # best first within each sentence; ties keep the decoder's order
+                order = np.lexsort((np.arange(nb.n_total), -ranking, nb.cand_sentence))
+                choice = order[nb.sent_offsets[:-1]] - nb.sent_offsets[:-1]
+            for text in _render_nbest(doc, nb, column, top, first=s, order=order,
+                                      ranking=ranking):
+                out.write(text)
+            n_cand += nb.n_total
+            n_unknown += int(nb.unknown.sum())
+            if gold is not None:
+                items = np.array(nb.tags.items, dtype=object)
+                g = gold[offsets[s]:offsets[min(s + step, n)]]
+                correct_base += int(np.sum(items[nb.best().tag_ids] == g))
+                if choice is not None:
+                    correct += int(np.sum(items[nb.best(choice).tag_ids] == g))
+            if bar is not None:
+                bar.update(nb.n_sentences)
+    if bar is not None:
+        bar.close()
+    if gold is None:
+        return n, n_cand, n_unknown, None, None, None
+    return n, n_cand, n_unknown, len(gold), correct_base, correct
+
+
+def _tag_info(args, column: str, why: str) -> None:
+    _info(args, f"tags: the {column} column ({why})")
 
 
 # -- verbs --------------------------------------------------------------------------------
@@ -308,16 +479,18 @@ def _run_protocol(sets, args, rerankers_spec, seed):
     from ._experiment import experiment_on_corpora
 
     results = []
+    tagger_name = getattr(args, "tagger", None) or "hmm"
     for name, tags, view, data in sets:
         models = _pick_rerankers(rerankers_spec, seed, view)
+        tagger = registry.get(tagger_name, "tagger").make(seed)
         _info(args, f"[{name}] {tags}, {view} input view: train {data['train'].n_sentences} "
                     f"sentences, dev {data['dev'].n_sentences}, test "
-                    f"{data['test'].n_sentences}; {len(models)} rerankers")
+                    f"{data['test'].n_sentences}; tagger {tagger_name}; {len(models)} rerankers")
         t0 = time.perf_counter()
         r = experiment_on_corpora(data["train"], data["dev"], data["test"], name=name,
                                   tags=tags, k=args.k, folds=args.folds, rerankers=models,
-                                  random_state=seed, progress=_progress(args),
-                                  sources=data.get("paths"))
+                                  tagger=tagger, random_state=seed, progress=_progress(args),
+                                  sources=data.get("paths"), log=_log(args))
         if "paths" in data:
             r["paths"] = data["paths"]
         r["timings"]["total"] = time.perf_counter() - t0
@@ -333,6 +506,17 @@ def _report_targets(out: Path, names, force: bool) -> None:
         for f in ["report.md", "report.json"] + [f"{n}_grid.png" for n in names]:
             if (out / f).exists():
                 raise UsageError(f"{out / f} exists; pass --force to overwrite the report")
+    # the report directory (or the nearest existing one above it, where it will be made)
+    # must receive files: probed now, not after the training
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.is_dir():
+        try:
+            check_writable(probe / "report.md")
+        except OSError as exc:
+            raise UsageError(f"{out}: cannot write the report there ({_one_line(exc)})") \
+                from None
 
 
 def _finish_report(results, args) -> None:
@@ -444,45 +628,124 @@ def _cmd_experiment(args) -> int:
     return 0
 
 
+def _distinct_tags(path) -> dict:
+    """The number of distinct tags in each tag column of a CoNLL-U file (token lines only;
+    '_' and empty values are not tags)."""
+    from .data import TAG_COLUMNS, read_text
+
+    seen = {c: set() for c in TAG_COLUMNS}
+    for line in read_text(path).split("\n"):
+        if not line or line[0] == "#":
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10 or not cols[0].isdigit():
+            continue
+        for c, j in TAG_COLUMNS.items():
+            seen[c].add(cols[j])
+    return {c: len(v - {"_", ""}) for c, v in seen.items()}
+
+
+def _check_column_choice(args, src, column: str, given: bool) -> None:
+    """Say which tag column is learnt; warn when the other one has many more tags (an
+    en-wsj user who forgot --tags xpos would get a 12-tag model without a word)."""
+    counts = _distinct_tags(src)
+    other = "xpos" if column == "upos" else "upos"
+    how = "--tags" if given else "the default; --tags xpos learns the other one"
+    _tag_info(args, column, f"{counts[column]} distinct tags; {how}")
+    if not given and counts[other] >= max(2 * counts[column], counts[column] + 10):
+        _warn(f"{src}: learning the {column} column ({counts[column]} distinct tags, the "
+              f"default), but its {other} column has {counts[other]}; give --tags {other} "
+              f"to learn those")
+
+
 def _cmd_train_tagger(args) -> int:
     from .data import read_conllu
 
     tagger = registry.get(args.model, "tagger").make()  # an unknown name: ValueError
     src = _input_file(args.train, "training file")
     out = _model_output(args.output, args.force)
+    column = args.tags or "upos"
     t0 = time.perf_counter()
-    corpus = read_conllu(src, tags=args.tags)
+    corpus = read_conllu(src, tags=column)
     if corpus.n_tokens == 0:
         raise UsageError(f"{src}: no tokens to train on")
     tagger.fit(corpus)
     path = tagger.save(out, overwrite=args.force,
-                       info={"tags": args.tags, "train": str(src),
+                       info={"tags": column, "train": str(src),
                              "sentences": corpus.n_sentences, "tokens": corpus.n_tokens})
     _info(args, f"{type(tagger).__name__}: {corpus.n_sentences} sentences, {corpus.n_tokens} "
-                f"tokens, {len(tagger.tags_)} {args.tags} tags, {len(tagger.words_)} words; "
+                f"tokens, {len(tagger.tags_)} {column} tags, {len(tagger.words_)} words; "
                 f"{time.perf_counter() - t0:.1f} s; saved to {path}")
+    _check_column_choice(args, src, column, args.tags is not None)
     return 0
+
+
+def _column_why(args, models) -> str:
+    if args.tags is not None:
+        return "--tags"
+    if any((info or {}).get("tags") for _, info in models):
+        return "the column the model was trained on"
+    return "the default; the model does not record its column"
+
+
+def _tag_output(args):
+    if args.output is not None and args.output != "-":
+        _output_file(args.output, args.force)
+    return args.output
 
 
 def _cmd_tag(args) -> int:
     hmm, info = _load_tagger(args.model)
     column = _tag_column(args, (args.model, info))
-    src = _input_file(args.input)
-    if args.output is not None and args.output != "-":
-        _output_file(args.output, args.force)
+    src = _input_file(args.input, stdin=True)
+    output = _tag_output(args)
     t0 = time.perf_counter()
     doc = _read_document(src, args.format)
-    _check_gold_tagset(doc.gold(column), hmm, column, src, args.model)
-    nb = _decode(hmm, doc.corpus, args.k, _progress(args))
-    text = _write_nbest(doc, nb, column, top=args.k)
-    _write_text(text, args.output)
-    acc = _accuracy(doc, nb, column, None)
-    msg = (f"tagged {nb.n_sentences} sentences, {doc.corpus.n_tokens} tokens "
-           f"({int(nb.unknown.sum())} unknown) in {time.perf_counter() - t0:.1f} s")
-    if acc is not None:
-        msg += f"; accuracy against the input's {column} column {100 * acc:.2f}%"
+    name = "<stdin>" if src == "-" else src
+    _check_gold_tagset(doc.gold(column), hmm, column, name, args.model)
+    _check_decode_memory(hmm, doc.corpus, args.k, name)
+    n, n_cand, n_unknown, n_gold, base, _ = _stream_nbest(doc, hmm, column, args.k, args.k,
+                                                           output, args)
+    msg = (f"tagged {n} sentences, {doc.corpus.n_tokens} tokens ({n_unknown} unknown) in "
+           f"{time.perf_counter() - t0:.1f} s; tags in the {column} column "
+           f"({_column_why(args, [(args.model, info)])})")
+    if n_gold:
+        msg += f"; accuracy against the input's {column} column {100 * base / n_gold:.2f}%"
     _info(args, msg)
     return 0
+
+
+#: train-reranker options passed to the reranker's set_params (option, parameter)
+_HYPER = (("n_components", "n_components"), ("tau", "tau"), ("lam", "lam"),
+          ("solver", "solver"), ("max_rank", "max_rank"))
+
+
+def _float_list(name: str):
+    """argparse ``type`` of a grid option: comma-separated numbers."""
+    def parse(text: str):
+        try:
+            values = tuple(float(v) for v in text.split(","))
+        except ValueError:
+            values = ()
+        if not values or any(v != v for v in values):
+            raise argparse.ArgumentTypeError(f"{name} must be a comma-separated list of "
+                                             f"numbers, e.g. 0.9,0.99, got {text!r}")
+        return values
+    return parse
+
+
+def _set_hyperparameters(args, est, row: str) -> None:
+    """Pass --n-components, --tau, --lam, --solver and --max-rank to the reranker; an
+    option the model does not have is refused, naming the options it has."""
+    params = est.get_params()
+    given = {p: getattr(args, o) for o, p in _HYPER if getattr(args, o) is not None}
+    missing = [p for p in given if p not in params]
+    if missing:
+        has = [f"--{o.replace('_', '-')}" for o, p in _HYPER if p in params]
+        raise UsageError(f"--{missing[0].replace('_', '-')}: the {row} reranker has no such "
+                         f"hyperparameter (it takes {', '.join(has) or 'none of these'})")
+    if given:
+        est.set_params(**given)
 
 
 def _cmd_train_reranker(args) -> int:
@@ -494,6 +757,7 @@ def _cmd_train_reranker(args) -> int:
     if not hasattr(est, "save"):
         raise UsageError(f"the {row} reranker ({type(est).__name__}) cannot be saved by this "
                          f"version; choose another --model")
+    _set_hyperparameters(args, est, row)
     hmm, info = _load_tagger(args.tagger)
     column = _tag_column(args, (args.tagger, info))
     train_p = _input_file(args.train, "training file")
@@ -509,12 +773,28 @@ def _cmd_train_reranker(args) -> int:
     if train.n_sentences < args.folds:
         raise UsageError(f"{train_p}: {train.n_sentences} sentences, fewer than --folds "
                          f"{args.folds}")
+    _check_decode_memory(hmm, train, args.k, train_p)
+    log = _log(args)
+    t1 = time.perf_counter()
     train_nb = jackknife_nbest(hmm, train, k=args.k, folds=args.folds, random_state=args.seed,
                                progress=_progress(args))
-    dev_nb = hmm.nbest(dev, k=args.k)
-    _info(args, f"n-best lists: train {train_nb.n_total} candidates (jackknifed, {args.folds} "
-                f"folds), dev {dev_nb.n_total}; fitting {row}")
+    if log:
+        log(f"jackknifed {args.k}-best lists of {train_p} ({args.folds} folds): "
+            f"{time.perf_counter() - t1:.1f} s")
+    t1 = time.perf_counter()
+    dev_nb = _decode(hmm, dev, args.k, _progress(args), desc="decoding dev")
+    if log:
+        log(f"{args.k}-best lists of {dev_p}: {time.perf_counter() - t1:.1f} s")
+    _info(args, f"n-best lists ({column} column, "
+                f"{_column_why(args, [(args.tagger, info)])}): train {train_nb.n_total} "
+                f"candidates (jackknifed, {args.folds} folds), dev {dev_nb.n_total}; "
+                f"fitting {row}")
+    if _progress(args) and "progress" in est.get_params():
+        est.set_params(progress=True)  # the model's bar over its tuning grid
+    t1 = time.perf_counter()
     est.fit(train_nb, dev_nb)
+    if log:
+        log(f"fitted {row}: {time.perf_counter() - t1:.1f} s")
     acc = est.score(dev_nb)
     path = est.save(out, overwrite=args.force,
                     info={"tags": column, "k": args.k, "model": args.model, "row": row,
@@ -536,8 +816,6 @@ def _stored_k(rpath, rinfo) -> int:
 
 
 def _cmd_rerank(args) -> int:
-    import numpy as np
-
     from ._persist import load_model, read_model_meta
     from .rerank import BaseReranker
 
@@ -549,27 +827,153 @@ def _cmd_rerank(args) -> int:
         raise UsageError(f"{rpath}: holds a {type(reranker).__name__}, not a reranker")
     column = _tag_column(args, (args.tagger, tinfo), (rpath, rinfo))
     k = args.k if args.k is not None else _stored_k(rpath, rinfo)
-    src = _input_file(args.input)
-    if args.output is not None and args.output != "-":
-        _output_file(args.output, args.force)
+    src = _input_file(args.input, stdin=True)
+    output = _tag_output(args)
     t0 = time.perf_counter()
     doc = _read_document(src, args.format)
-    _check_gold_tagset(doc.gold(column), hmm, column, src, args.tagger)
-    nb = _decode(hmm, doc.corpus, k, _progress(args))
-    scores = np.asarray(reranker.decision_function(nb), dtype=np.float64)
-    # best first within each sentence; ties keep the decoder's order
-    order = np.lexsort((np.arange(nb.n_total), -scores, nb.cand_sentence))
-    text = _write_nbest(doc, nb, column, top=args.top, order=order, ranking=scores)
-    _write_text(text, args.output)
-    choice = order[nb.sent_offsets[:-1]] - nb.sent_offsets[:-1]
-    msg = f"reranked {nb.n_sentences} sentences ({nb.n_total} candidates) in " \
-          f"{time.perf_counter() - t0:.1f} s"
-    acc = _accuracy(doc, nb, column, choice)
-    if acc is not None:
-        base = _accuracy(doc, nb, column, None)
-        msg += (f"; accuracy against the input's {column} column: HMM {100 * base:.2f}%, "
-                f"reranked {100 * acc:.2f}%")
+    name = "<stdin>" if src == "-" else src
+    _check_gold_tagset(doc.gold(column), hmm, column, name, args.tagger)
+    _check_decode_memory(hmm, doc.corpus, k, name)
+    n, n_cand, _, n_gold, base, acc = _stream_nbest(doc, hmm, column, k, args.top, output,
+                                                    args, reranker=reranker)
+    msg = (f"reranked {n} sentences ({n_cand} candidates) in {time.perf_counter() - t0:.1f} s;"
+           f" tags in the {column} column "
+           f"({_column_why(args, [(args.tagger, tinfo), (rpath, rinfo)])})")
+    if n_gold:
+        msg += (f"; accuracy against the input's {column} column: HMM "
+                f"{100 * base / n_gold:.2f}%, reranked {100 * acc / n_gold:.2f}%")
     _info(args, msg)
+    return 0
+
+
+def _token_lines(path) -> list[int]:
+    """The 1-based line number of every token line (integer id) of a CoNLL-U file."""
+    from .data import read_text
+
+    out = []
+    for lineno, line in enumerate(read_text(path).split("\n"), 1):
+        if line and line[0] != "#" and line.split("\t", 1)[0].isdigit():
+            out.append(lineno)
+    return out
+
+
+def _aligned(gold_p, gold, pred_p, pred) -> None:
+    """The same sentences and words in ``pred`` as in ``gold``, else an error naming the
+    file and line of the first difference."""
+    import numpy as np
+
+    if pred.n_tokens != gold.n_tokens or pred.n_sentences != gold.n_sentences \
+            or not np.array_equal(pred.offsets, gold.offsets):
+        i = int(np.argmax(np.append(pred.lengths[:gold.n_sentences][:pred.n_sentences]
+                                    != gold.lengths[:pred.n_sentences], True)))
+        if i < min(gold.n_sentences, pred.n_sentences):
+            g, p = _token_lines(gold_p), _token_lines(pred_p)
+            raise UsageError(f"{pred_p}:{p[pred.offsets[i]]}: sentence {i + 1} has "
+                             f"{pred.lengths[i]} tokens, {gold_p}:{g[gold.offsets[i]]} has "
+                             f"{gold.lengths[i]} (predictions must keep the gold file's "
+                             f"tokens; a k-best file holds several blocks per sentence)")
+        raise UsageError(f"{pred_p}: {pred.n_sentences} sentences, {gold_p} has "
+                         f"{gold.n_sentences} (predictions must keep the gold file's "
+                         f"sentences; a k-best file holds several blocks per sentence)")
+    gw = np.array(gold.words.items, dtype=object)[gold.word_ids]
+    pw = np.array(pred.words.items, dtype=object)[pred.word_ids]
+    bad = np.flatnonzero(gw != pw)
+    if bad.size:
+        j = int(bad[0])
+        raise UsageError(f"{pred_p}:{_token_lines(pred_p)[j]}: word {pw[j]!r} differs from "
+                         f"{gold_p}:{_token_lines(gold_p)[j]}'s {gw[j]!r} (predictions must "
+                         f"keep the gold file's tokens)")
+
+
+def _read_tagged(path, column: str):
+    from .data import read_conllu
+
+    return read_conllu(path, tags=column)
+
+
+def _cmd_evaluate(args) -> int:
+    import numpy as np
+
+    from .data import Vocabulary, read_conllu
+    from .evaluate import accuracy_report, mcnemar, paired_bootstrap, per_tag_scores
+
+    gold_p = _input_file(args.gold, "gold file")
+    if args.output is not None and args.output != "-":
+        _output_file(args.output, args.force)
+    pred_ps = [_input_file(args.pred, "predictions")]
+    if args.against is not None:
+        pred_ps.append(_input_file(args.against, "predictions (--against)"))
+    vocab = None
+    if args.train is not None:
+        vocab = set(read_conllu(_input_file(args.train, "training file"), tags=None)
+                    .words.items)
+    elif args.tagger is not None:
+        tagger, _ = _load_tagger(args.tagger)
+        vocab = set(tagger.words_.items)
+    column = args.tags
+    if column is None:
+        counts = _distinct_tags(gold_p)
+        column = "upos" if counts["upos"] else "xpos"
+        why = ("the default" if column == "upos" else
+               "the gold file has no upos tags") + "; --tags chooses"
+    else:
+        why = "--tags"
+    gold = _read_tagged(gold_p, column)
+    if gold.n_tokens == 0:
+        raise UsageError(f"{gold_p}: no tokens to evaluate")
+    preds = [_read_tagged(p, column) for p in pred_ps]
+    for p, pred in zip(pred_ps, preds):
+        _aligned(gold_p, gold, p, pred)
+    tags = Vocabulary(dict.fromkeys(list(gold.tags.items)
+                                    + [t for pred in preds for t in pred.tags.items]))
+    g = tags.ids(np.array(gold.tags.items, dtype=object)[gold.tag_ids].tolist())
+    unknown = None
+    if vocab is not None:
+        words = np.array(gold.words.items, dtype=object)
+        unknown = ~np.isin(words, list(vocab))[gold.word_ids]
+    out = [f"gold: {gold_p}, {column} column ({why}): {gold.n_sentences} sentences, "
+           f"{gold.n_tokens} tokens"
+           + (f", {int(unknown.sum())} unknown to the "
+              f"{'training file' if args.train else 'tagger'}" if unknown is not None else "")]
+    correct = []
+    for p, pred in zip(pred_ps, preds):
+        ids = np.asarray(tags.ids(np.array(pred.tags.items, dtype=object)[pred.tag_ids]
+                                  .tolist()))
+        correct.append(ids == np.asarray(g))
+        rep = accuracy_report(ids, g, unknown=unknown)
+        line = f"{p}: accuracy {100 * rep['accuracy']:.2f}%"
+        if unknown is not None:
+            line += (f", known words {100 * rep['known_accuracy']:.2f}%, unknown words "
+                     + ("n/a" if rep["n_unknown"] == 0
+                        else f"{100 * rep['unknown_accuracy']:.2f}%")
+                     + f" ({rep['n_unknown']} tokens)")
+        out.append(line)
+        if not args.no_table:
+            table = per_tag_scores(ids, g, tags.items)
+            out.append(f"per-tag scores of {p} (sorted by gold count):")
+            out.append(f"  {'tag':<12} {'precision':>9} {'recall':>7} {'F1':>7} {'gold':>7} "
+                       f"{'pred':>7}")
+            for t, r in sorted(table.items(), key=lambda kv: (-kv[1]["support"], kv[0])):
+                def pct(x):
+                    return "n/a" if x != x else f"{100 * x:.2f}"
+                out.append(f"  {t:<12} {pct(r['precision']):>9} {pct(r['recall']):>7} "
+                           f"{pct(r['f1']):>7} {r['support']:>7} {r['predicted']:>7}")
+    if len(preds) == 2:
+        a, b = correct[1], correct[0]  # gain of PRED over --against
+        if gold.n_sentences >= 2 and int(np.count_nonzero(gold.lengths)) >= 2:
+            boot = paired_bootstrap(a, b, gold.offsets, n_resamples=args.resamples,
+                                    random_state=args.seed)
+            boot_s = (f"paired bootstrap over sentences p = {boot['p_value']:.4g} "
+                      f"({boot['n_resamples']} resamples, one-sided: {pred_ps[0]} better)")
+        else:
+            boot_s = "no paired bootstrap (fewer than 2 sentences)"
+        mc = mcnemar(a, b)
+        gain = float(b.mean() - a.mean())
+        out.append(f"{pred_ps[0]} - {pred_ps[1]}: {100 * gain:+.2f} points; {boot_s}; "
+                   f"McNemar p = {mc['p_value']:.4g} (tokens only {pred_ps[0]} got right: "
+                   f"{mc['n01']}, only {pred_ps[1]}: {mc['n10']})")
+    with _text_output(args.output) as fh:
+        fh.write("\n".join(out) + "\n")
     return 0
 
 
@@ -585,6 +989,10 @@ def _add_run_options(p, out_default: str) -> None:
                    help="jackknife folds for the training n-best lists (default 10)")
     p.add_argument("--models", metavar="M1,M2,...",
                    help=f"rerankers to run (default all): {registry.help_text('reranker')}")
+    p.add_argument("--tagger", default="hmm", metavar="NAME",
+                   choices=[spec.name for spec in registry.specs("tagger")],
+                   help=f"the tagger whose k-best lists are reranked (default hmm): "
+                        f"{registry.help_text('tagger')}")
     p.add_argument("--seed", type=_int_option("--seed", 0), default=0,
                    help="random seed (default 0)")
     _add_common(p)
@@ -598,7 +1006,7 @@ def _add_common(p) -> None:
 
 def _add_output(p, what: str) -> None:
     p.add_argument("-o", "--output", metavar="OUTPUT",
-                   help=f"{what} (default: stdout; a .gz name is compressed)")
+                   help=f"{what} (default, or '-': stdout; a .gz name is compressed)")
     p.add_argument("--format", choices=("conllu", "text"), default="conllu",
                    help="INPUT is CoNLL-U (default; .gz allowed) or text: one sentence per "
                         "line, tokens separated by white space")
@@ -671,8 +1079,9 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("train", metavar="TRAIN", help="tagged CoNLL-U file (.gz allowed)")
     t.add_argument("--model", default="hmm", metavar="NAME",
                    help=f"tagger: {registry.help_text('tagger')} (default hmm)")
-    t.add_argument("--tags", choices=tuple(TAG_COLUMNS), default="upos",
-                   help="tag column to learn (default upos)")
+    t.add_argument("--tags", choices=tuple(TAG_COLUMNS),
+                   help="tag column to learn (default upos; the column used is said on "
+                        "stderr, with a warning when the other one has many more tags)")
     t.add_argument("-o", "--output", required=True, metavar="MODEL",
                    help="model file to write (.npz appended when missing)")
     _add_common(t)
@@ -684,7 +1093,8 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "best tag sequence,\nor with -k K > 1 the K best with their "
                                    "scores.")
     g.add_argument("model", metavar="MODEL", help="tagger model file (from train-tagger)")
-    g.add_argument("input", metavar="INPUT", help="CoNLL-U file or tokenised text")
+    g.add_argument("input", metavar="INPUT",
+                   help="CoNLL-U file or tokenised text; '-' reads standard input")
     g.add_argument("-k", type=_int_option("-k", 1), default=1, metavar="K",
                    help="write the K best tag sequences (default 1)")
     _add_output(g, "CoNLL-U output file")
@@ -714,6 +1124,18 @@ def _build_parser() -> argparse.ArgumentParser:
                         "character 1-2-grams (the paper's choice for Chinese)")
     r.add_argument("--seed", type=_int_option("--seed", 0), default=0,
                    help="random seed (default 0)")
+    h = r.add_argument_group("hyperparameters of the CCA rerankers (default: the model's)")
+    h.add_argument("--n-components", dest="n_components",
+                   type=_int_option("--n-components", 1), metavar="K",
+                   help="largest number of CCA projections (default 100)")
+    h.add_argument("--tau", type=_float_list("--tau"), metavar="T1,T2,...",
+                   help="grid of the regulariser tau in (0, 1], tuned on DEV")
+    h.add_argument("--lam", type=_float_list("--lam"), metavar="L1,L2,...",
+                   help="grid of the output-view weight lambda, tuned on DEV")
+    h.add_argument("--solver", choices=("auto", "dense", "randomized", "iterative"),
+                   help="CCA solver (default randomized)")
+    h.add_argument("--max-rank", dest="max_rank", type=_int_option("--max-rank", 1),
+                   metavar="R", help="largest rank of the randomized solver's factor")
     _add_common(r)
     r.set_defaults(func=_cmd_train_reranker)
 
@@ -725,7 +1147,8 @@ def _build_parser() -> argparse.ArgumentParser:
     q.add_argument("--tagger", required=True, metavar="MODEL", help="tagger model file")
     q.add_argument("--reranker", required=True, metavar="MODEL",
                    help="reranker model file (from train-reranker)")
-    q.add_argument("input", metavar="INPUT", help="CoNLL-U file or tokenised text")
+    q.add_argument("input", metavar="INPUT",
+                   help="CoNLL-U file or tokenised text; '-' reads standard input")
     q.add_argument("-k", type=_int_option("-k", 2, _K_WHY), default=None, metavar="K",
                    help="candidates to rerank (default: as in training, else 10)")
     q.add_argument("--top", type=_int_option("--top", 1), default=1, metavar="N",
@@ -733,6 +1156,34 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_output(q, "CoNLL-U output file")
     _add_common(q)
     q.set_defaults(func=_cmd_rerank)
+
+    v = sub.add_parser(
+        "evaluate", help="score predictions against gold CoNLL-U",
+        description="Token accuracy of PRED against GOLD (same sentences and tokens), split "
+                    "into known and unknown words given the training file or the tagger, a "
+                    "per-tag precision / recall / F1 table, and with --against the paired "
+                    "significance of PRED's gain over PRED2 (bootstrap over sentences and "
+                    "McNemar's test over tokens).")
+    v.add_argument("gold", metavar="GOLD", help="gold CoNLL-U file (.gz allowed)")
+    v.add_argument("pred", metavar="PRED", help="predicted CoNLL-U (e.g. from tag or rerank)")
+    known = v.add_mutually_exclusive_group()
+    known.add_argument("--train", metavar="FILE",
+                       help="training CoNLL-U file: words outside it are unknown")
+    known.add_argument("--tagger", metavar="MODEL",
+                       help="tagger model: words outside its vocabulary are unknown")
+    v.add_argument("--against", metavar="PRED2",
+                   help="second prediction: paired significance of PRED's gain over it")
+    v.add_argument("--tags", choices=tuple(TAG_COLUMNS),
+                   help="tag column compared (default upos, xpos when GOLD has no upos)")
+    v.add_argument("--no-table", action="store_true", help="no per-tag table")
+    v.add_argument("--resamples", type=_int_option("--resamples", 100), default=10_000,
+                   help="bootstrap resamples (default 10000)")
+    v.add_argument("--seed", type=_int_option("--seed", 0), default=0,
+                   help="bootstrap seed (default 0)")
+    v.add_argument("-o", "--output", metavar="OUTPUT",
+                   help="report file (default, or '-': stdout)")
+    _add_common(v)
+    v.set_defaults(func=_cmd_evaluate)
     return p
 
 
@@ -752,6 +1203,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"sparsecca {args.verb}: interrupted", file=sys.stderr)
         return 130
+    except Terminated:  # SIGTERM during a write: its temporary file is gone
+        print(f"sparsecca {args.verb}: terminated", file=sys.stderr)
+        return 128 + 15
     except BrokenPipeError:  # e.g. '| head': the reader went away
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the final flush

@@ -11,7 +11,8 @@ from scipy import stats
 
 from ._params import as_int_array, check_random_state
 
-__all__ = ["token_accuracy", "accuracy_report", "paired_bootstrap", "mcnemar"]
+__all__ = ["token_accuracy", "accuracy_report", "per_tag_scores", "paired_bootstrap",
+           "mcnemar"]
 
 
 def _flat(name, a, dtype=None):
@@ -128,6 +129,61 @@ def accuracy_report(pred, gold, unknown=None) -> dict:
         out["known_accuracy"] = token_accuracy(pred, gold, ~unknown)
         out["unknown_accuracy"] = token_accuracy(pred, gold, unknown)
         out["n_unknown"] = int(unknown.sum())
+    return out
+
+
+def per_tag_scores(pred, gold, labels=None) -> dict:
+    """Precision, recall and F1 of every tag.
+
+    Parameters
+    ----------
+    pred, gold : int arrays, shape (n_tokens,)
+        Tag ids in the same vocabulary.
+    labels : sequence of str, optional
+        The name of each tag id (e.g. ``Vocabulary.items``); default the ids themselves.
+
+    Returns
+    -------
+    dict
+        Tag (name, or id) -> dict with ``precision`` (correct / predicted), ``recall``
+        (correct / gold), ``f1``, ``support`` (gold count) and ``predicted`` (predicted
+        count), for every tag that occurs in ``gold`` or ``pred``.  A ratio over a zero
+        count is NaN (precision of a tag never predicted, recall of one never in gold).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`token_accuracy`; also a tag id with no entry in ``labels``.
+
+    Examples
+    --------
+    >>> from sparsecca.evaluate import per_tag_scores
+    >>> scores = per_tag_scores([0, 1, 1, 2], [0, 1, 2, 2], labels=["DET", "NOUN", "VERB"])
+    >>> scores["NOUN"]["precision"], scores["NOUN"]["recall"]
+    (0.5, 1.0)
+    >>> round(scores["VERB"]["f1"], 4), scores["VERB"]["support"]
+    (0.6667, 2)
+    """
+    token_accuracy(pred, gold)  # the checks of the arrays
+    pred = as_int_array("pred", _flat("pred", pred), np.int64)
+    gold = as_int_array("gold", _flat("gold", gold), np.int64)
+    if min(pred.min(), gold.min()) < 0:
+        raise ValueError("tag ids must be >= 0")
+    n = int(max(pred.max(), gold.max())) + 1
+    if labels is not None and n > len(labels):
+        raise ValueError(f"tag id {n - 1} has no entry in labels ({len(labels)} names)")
+    n_gold = np.bincount(gold, minlength=n)
+    n_pred = np.bincount(pred, minlength=n)
+    n_ok = np.bincount(gold[pred == gold], minlength=n)
+    out = {}
+    for t in np.flatnonzero((n_gold > 0) | (n_pred > 0)).tolist():
+        p = n_ok[t] / n_pred[t] if n_pred[t] else float("nan")
+        r = n_ok[t] / n_gold[t] if n_gold[t] else float("nan")
+        f = 2 * p * r / (p + r) if (p == p and r == r and p + r > 0) else (
+            0.0 if p == p and r == r else float("nan"))
+        out[labels[t] if labels is not None else t] = {
+            "precision": float(p), "recall": float(r), "f1": float(f),
+            "support": int(n_gold[t]), "predicted": int(n_pred[t])}
     return out
 
 

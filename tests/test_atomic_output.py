@@ -169,3 +169,25 @@ def test_write_report_leaves_no_temporary_files(tmp_path):
     assert sorted(os.listdir(tmp_path / "rep")) == ["report.json", "report.md"]
     assert set(written) == {"md", "json"}
     assert "| Baseline | 50.00 | 50.00 |" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_sigterm_during_a_write_removes_the_temporary_file(tmp_path):
+    """Issue 37, finding 4: SIGINT cleaned up, SIGTERM left a .<name>.<hex>.tmp behind."""
+    import signal
+    import subprocess
+    import sys
+
+    target = tmp_path / "target.conllu"
+    target.write_bytes(b"old")
+    code = ("import os, signal, sys, time\n"
+            "from sparsecca._atomic import atomic_write\n"
+            "with atomic_write(sys.argv[1]) as fh:\n"
+            "    fh.write(b'half of the new content')\n"
+            "    fh.flush()\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    time.sleep(30)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True,
+                       timeout=120)
+    assert r.returncode in (143, -signal.SIGTERM)
+    assert target.read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path)) == ["target.conllu"]  # no temporary file left

@@ -1,4 +1,5 @@
 import math
+import re
 
 import numpy as np
 import pytest
@@ -180,3 +181,53 @@ def test_zero_one_correctness_is_accepted_as_boolean():
     assert paired_bootstrap(a, b, off, n_resamples=200) == \
         paired_bootstrap(a.astype(bool), b.astype(bool), off, n_resamples=200)
     assert token_accuracy([1, 2, 3], [1, 2, 0], [1, 1, 0]) == 1.0
+
+
+# -- per-tag scores and the `sparsecca evaluate` verb (issue 37) ---------------------------
+
+def test_per_tag_scores_counts():
+    from sparsecca.evaluate import per_tag_scores
+
+    s = per_tag_scores([0, 1, 1, 2, 3], [0, 1, 2, 2, 2], labels=["A", "B", "C", "D"])
+    assert s["A"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 1,
+                      "predicted": 1}
+    assert s["C"]["recall"] == 1 / 3 and s["C"]["precision"] == 1.0
+    assert s["D"]["support"] == 0 and s["D"]["recall"] != s["D"]["recall"]  # NaN
+    with pytest.raises(ValueError, match="labels"):
+        per_tag_scores([0, 5], [0, 1], labels=["A", "B"])
+
+
+def test_evaluate_verb(tmp_path):
+    import subprocess
+    import sys
+
+    from sparsecca.data import synthetic_corpus, train_test_split, write_conllu
+    from sparsecca.tagging import TrigramHMM
+
+    train, test = train_test_split(synthetic_corpus(200, random_state=1), test_size=40,
+                                   random_state=0)
+    write_conllu(train, tmp_path / "train.conllu")
+    write_conllu(test, tmp_path / "gold.conllu")
+    hmm = TrigramHMM().fit(train)
+    write_conllu(hmm.tag(test), tmp_path / "pred.conllu")
+    base = TrigramHMM().fit(train[:20])  # a weaker tagger
+    write_conllu(base.tag(test), tmp_path / "pred2.conllu")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "sparsecca", "evaluate", *map(str, args)],
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    r = run("gold.conllu", "pred.conllu", "--train", "train.conllu", "--against",
+            "pred2.conllu", "--resamples", 200)
+    assert r.returncode == 0, r.stderr
+    acc = hmm.nbest(test, k=1).top1_accuracy()
+    assert f"pred.conllu: accuracy {100 * acc:.2f}%" in r.stdout
+    assert "known words" in r.stdout and "unknown words" in r.stdout
+    assert "precision" in r.stdout and "McNemar p =" in r.stdout and "bootstrap" in r.stdout
+    # a prediction that lost a token: exit 2, one line naming the file and the line
+    lines = (tmp_path / "pred.conllu").read_text(encoding="utf-8").split("\n")
+    del lines[3]
+    (tmp_path / "short.conllu").write_text("\n".join(lines), encoding="utf-8")
+    r = run("gold.conllu", "short.conllu")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert re.search(r"short\.conllu:[0-9]+: ", r.stderr), r.stderr

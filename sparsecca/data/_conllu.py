@@ -64,11 +64,21 @@ class CorpusFormatError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+#: the name of standard input (the path '-') in messages
+STDIN_NAME = "<stdin>"
+
+
 def _read_bytes(path) -> tuple[str, bytes]:
     name = os.fspath(path)
     try:
-        with open(name, "rb") as fh:
-            raw = fh.read()
+        if name == "-":  # standard input, named so in messages
+            import sys
+
+            name = STDIN_NAME
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as fh:
+                raw = fh.read()
     except IsADirectoryError:
         raise CorpusFormatError(name, 0, "is a directory, expected a CoNLL-U file") from None
     if raw[:2] == b"\x1f\x8b":  # gzip magic, whatever the suffix says
@@ -101,7 +111,8 @@ def read_text(path) -> str:
     r"""The text of a corpus file as the readers see it.
 
     Gzip data is detected by its magic bytes; the bytes must be UTF-8 (a leading byte-order
-    mark is dropped) and Windows line ends become ``\n``.  Raises CorpusFormatError (with the
+    mark is dropped) and Windows line ends become ``\n``.  The path ``'-'`` reads standard
+    input (named ``<stdin>`` in messages).  Raises CorpusFormatError (with the
     line of the first bad byte) otherwise.
 
     Examples
@@ -225,8 +236,9 @@ def conllu_corpus(text: str, name: str, tags: str | None = "upos") -> TaggedCorp
             continue
         cols = line.split("\t")
         if len(cols) != 10:
+            spaced = " (the columns are separated by spaces?)" if _spaced_row(line) else ""
             raise CorpusFormatError(
-                name, lineno, f"expected 10 tab-separated columns, found {len(cols)}"
+                name, lineno, f"expected 10 tab-separated columns, found {len(cols)}{spaced}"
             )
         tid = cols[0]
         # ASCII digits only: str.isdigit also accepts e.g. '²', which int() then refuses
@@ -254,7 +266,8 @@ def conllu_corpus(text: str, name: str, tags: str | None = "upos") -> TaggedCorp
                     raise CorpusFormatError(
                         name, lineno,
                         f"tag column {tcol + 1} ({tags}) is {tag!r}; this file has no {tags} "
-                        f"tags (try tags={'xpos' if tags == 'upos' else 'upos'!r})",
+                        f"tags (read the {'xpos' if tags == 'upos' else 'upos'} column "
+                        f"instead)",
                     )
                 if tag != tag.strip():
                     # e.g. 'NN ' or a stray CR ('NN\r'): it would become a tag besides 'NN'
@@ -606,18 +619,54 @@ class ConlluDocument:
         return out
 
 
+#: text input is refused as CoNLL-U with space-separated columns when more than half of
+#: its first lines (not blank, not comments) are such rows, most of them with one field count
+_SPACED_MIN_FIELDS = 8
+_SPACED_SCAN_LINES = 200
+
+
+def _spaced_row(line: str) -> int:
+    """The field count of a CoNLL-U token row whose columns are separated by spaces (a
+    leading token id and at least 8 whitespace-separated fields), else 0."""
+    fields = line.split()
+    if len(fields) >= _SPACED_MIN_FIELDS and _CONLLU_ID.fullmatch(fields[0]):
+        return len(fields)
+    return 0
+
+
 def _refuse_conllu_as_text(path, text: str) -> None:
     """CoNLL-U read as text would be tagged line by line, every column a word (and slowly:
-    the tokens are all unknown); refuse it when its first lines say CoNLL-U."""
-    for lineno, line in enumerate(text.split("\n", 100)[:100], 1):
+    the tokens are all unknown); refuse it when its first lines say CoNLL-U: a ``sent_id``
+    or ``text`` comment or a tab-separated token row before the first sentence, or, over
+    the first lines, mostly rows of a leading token id and 8 or more space-separated fields
+    of one count (a numbered list of sentences varies in length and is kept as text)."""
+    lines = text.split("\n", _SPACED_SCAN_LINES)[:_SPACED_SCAN_LINES]
+    for lineno, line in enumerate(lines[:100], 1):
         line = line.rstrip("\r")
         if not line.strip():
             continue
         cols = line.split("\t")
         if _CONLLU_COMMENT.match(line) or (len(cols) == 10 and _CONLLU_ID.fullmatch(cols[0])):
             raise CorpusFormatError(path, lineno, "looks like CoNLL-U; drop --format text")
-        if not line.startswith("#"):  # the first sentence: text after all
-            return
+        if not line.startswith("#"):  # the first sentence: the rows test below decides
+            break
+    n, counts, first = 0, {}, 0
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        n += 1
+        width = _spaced_row(line)
+        if width:
+            counts[width] = counts.get(width, 0) + 1
+            first = first or lineno
+    rows = sum(counts.values())
+    if rows and 2 * rows > n and 5 * max(counts.values()) >= 4 * rows:
+        raise CorpusFormatError(
+            path, first, f"looks like CoNLL-U rows, not text ({rows} of the first {n} lines "
+                         f"start with a token id and have {max(counts, key=counts.get)} "
+                         f"whitespace-separated fields; text input holds one sentence per "
+                         f"line); CoNLL-U needs 10 tab-separated columns (columns separated "
+                         f"by spaces must become tabs): drop --format text")
 
 
 def read_document(path, fmt: str = "conllu") -> ConlluDocument:
@@ -626,7 +675,8 @@ def read_document(path, fmt: str = "conllu") -> ConlluDocument:
     Parameters
     ----------
     path : str or path-like
-        The file, plain or gzip-compressed (see :func:`read_text`).
+        The file, plain or gzip-compressed (see :func:`read_text`); ``'-'`` reads standard
+        input.
     fmt : {'conllu', 'text'}, default 'conllu'
         CoNLL-U (read as by :func:`read_conllu` without tags, every line kept), or text:
         one sentence per line, tokens separated by white space (:func:`read_tokenized`).
@@ -640,8 +690,12 @@ def read_document(path, fmt: str = "conllu") -> ConlluDocument:
     CorpusFormatError
         What :func:`read_conllu` refuses.  The hints name the command line's ``--format``
         option: a CoNLL-U line without a tab (plain text) says that text needs
-        ``--format text``, and text whose first lines look like CoNLL-U (a ``sent_id`` or
-        ``text`` comment, or a 10-column line starting with a token id) is refused.
+        ``--format text``, a row whose columns are separated by spaces says so, and text
+        whose first lines look like CoNLL-U is refused: a ``sent_id`` or ``text`` comment
+        or a 10-column tab-separated line starting with a token id before the first
+        sentence, or, over the first 200 lines, mostly rows of a token id and 8 or more
+        space-separated fields, most of one count (CoNLL-U with space-separated columns;
+        a numbered list of sentences, whose lengths vary, is read as text).
     ValueError
         ``fmt`` is neither 'conllu' nor 'text'.
 
@@ -669,12 +723,20 @@ def read_document(path, fmt: str = "conllu") -> ConlluDocument:
         raise ValueError(f"fmt must be 'conllu' or 'text', got {fmt!r}")
     text = read_text(path)  # once: checked, then parsed and (CoNLL-U) split into blocks
     name = os.fspath(path)
+    name = STDIN_NAME if name == "-" else name
     if fmt == "text":
         _refuse_conllu_as_text(name, text)
         return ConlluDocument(tokenized_corpus(text))
     try:
         corpus = conllu_corpus(text, name, tags=None)
     except CorpusFormatError as exc:
+        bad = text.split("\n", exc.line)[exc.line - 1] if exc.line > 0 else ""
+        if "tab-separated columns" in exc.reason and _spaced_row(bad):
+            reason = exc.reason.split(" (")[0]
+            raise CorpusFormatError(exc.path, exc.line, f"{reason}: the columns are "
+                                    f"separated by spaces, not tabs; separate them by tabs "
+                                    f"(--format text would read each row as a sentence)"
+                                    ) from None
         if exc.reason.endswith("tab-separated columns, found 1"):
             # a line without a tab: most likely plain text read as CoNLL-U
             raise CorpusFormatError(exc.path, exc.line, f"{exc.reason} (tokenised text, one "

@@ -611,7 +611,8 @@ class CCAEngine:
                           random_state=self._rng, start=self._warm,
                           callback=self._lobpcg_report(tau), omega_max=omega_max,
                           on_stall=self._on_stall(xinv, tau),
-                          rescue_cost=self._rescue_cost(tau), certify=self.certify)
+                          rescue_cost=self._rescue_cost(tau), certify=self.certify,
+                          self_check="off")
         self._keep_warm(res)
         err = _error_estimate(res)
         res.__dict__.update(solver=self.solver_, error_estimate=err,
@@ -705,7 +706,7 @@ class CCAEngine:
             xinv = self.x_inverse(tau, rank=r)
             exhausted = f.range_error_ == 0.0 and xinv.rank_ >= f.rank_
             res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
-                              random_state=self._rng, omega_max=omega_max)
+                              random_state=self._rng, omega_max=omega_max, self_check="off")
             err = _error_estimate(res)
             history.append((xinv.rank_, err))
             if err <= self.tol or exhausted or r >= cap:
@@ -727,7 +728,8 @@ class CCAEngine:
                               random_state=self._rng, start=self._warm,
                               callback=self._lobpcg_report(tau), omega_max=omega_max,
                               on_stall=self._on_stall(xinv, tau),
-                              rescue_cost=self._rescue_cost(tau), certify=self.certify)
+                              rescue_cost=self._rescue_cost(tau), certify=self.certify,
+                              self_check="off")
             self._keep_warm(res)
             n_refine = res.n_iter
             err = _error_estimate(res)

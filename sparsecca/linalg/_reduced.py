@@ -55,7 +55,7 @@ from ._validation import (
     small_blas,
 )
 
-__all__ = ["CCAResult", "reduced_cca"]
+__all__ = ["CCAResult", "SolverToleranceError", "reduced_cca"]
 
 STRATEGIES = ("auto", "full", "dual", "operator", "krylov", "lobpcg")
 
@@ -251,7 +251,7 @@ def _check_reduced_cca(xinv, yinv, cross, n_components, oversamples, tol, omega_
 def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples=None,
                 n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None, start=None,
                 callback=None, omega_max=None, on_stall=None, rescue_cost=None,
-                certify=False):
+                certify=False, self_check="warn"):
     """Solve Eq. 14-15 given fitted inverse operators and a cross-covariance.
 
     This is the low-level entry point: the rerankers call it repeatedly with different
@@ -339,6 +339,16 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         when it may raise a stall, hands it to ``on_stall``'s dense factor or the
         fallback).
 
+    self_check : {'warn', 'raise', 'off'}, default 'warn'
+        For the strategies without a stopping test of their own ('full', 'dual',
+        'operator'): when the a-posteriori error estimate max_j residual_norms[j] /
+        correlations[j] (tightened by ``ceiling_error`` when ``omega_max`` is given)
+        exceeds ``tol``, warn (RuntimeWarning) or raise (:class:`SolverToleranceError`).
+        The estimate is exact for a 'dense' inverse of C_xx and an upper bound for a
+        'randomized' one, whose model of C_xx^-1 can leave the correlations well below the
+        exact ones.  'off' is for a caller that applies its own test (:class:`SparseCCA`).
+        'krylov' and 'lobpcg' warn on their own stopping tests.
+
     Returns
     -------
     CCAResult
@@ -361,11 +371,15 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     RankDeficientError
         If C_xy has fewer than ``n_components`` nonzero correlations.
 
+    SolverToleranceError
+        With ``self_check='raise'``, when the residual test fails (see ``self_check``).
+
     Warns
     -----
     RuntimeWarning
         When an iterative strategy ('krylov', 'lobpcg') stops without meeting its stopping
-        test (iteration limit, or ``certify`` finding that the exact norms do not fall).
+        test (iteration limit, or ``certify`` finding that the exact norms do not fall), and
+        (``self_check='warn'``) when a direct strategy's residuals miss ``tol``.
 
     Notes
     -----
@@ -418,6 +432,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     k, p = _check_reduced_cca(xinv, yinv, cross, n_components, oversamples, tol, omega_max,
                               callback, on_stall, rescue_cost)
     certify = check_bool("certify", certify)
+    self_check = check_choice(self_check, "self_check", ("warn", "raise", "off"))
     d1, d2 = cross.shape
     n_cg = 0
     fallback = False
@@ -527,7 +542,33 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         # the whitened C_xy): lower bounds of the exact ones, which omega_max caps
         res.__dict__["ceiling_error"] = float(max(
             1.0 - float(res.correlations[k - 1]) / np.sqrt(omega_max), 0.0))
+    if self_check != "off" and strategy in ("full", "dual", "operator"):
+        _check_residuals(res, tol, xinv, self_check)
     return res
+
+
+class SolverToleranceError(RuntimeError):
+    """A solve's own residual test says it missed its tolerance (``self_check='raise'``)."""
+
+
+def _check_residuals(res, tol, xinv, how):
+    """The self-check of a direct solve: its relative error estimate against ``tol``."""
+    c = np.maximum(np.abs(res.correlations), 1e-300)
+    err = float(np.max(res.residual_norms / c))
+    if "ceiling_error" in res.__dict__:
+        err = min(err, res.ceiling_error)
+    res.__dict__["error_estimate"] = err
+    if err <= tol:
+        return
+    j = int(np.argmax(res.residual_norms / c))
+    msg = (f"reduced_cca: estimated relative error {err:.3g} of the correlations > tol = "
+           f"{tol:g} (strategy '{res.strategy}', {xinv.method} inverse of C_xx; component "
+           f"{j}: correlation {float(res.correlations[j]):.4g}, residual norm "
+           f"{float(res.residual_norms[j]):.3g}): the correlations are lower bounds of the "
+           f"exact ones. Use a 'dense' or 'iterative' inverse of C_xx (or a larger rank)")
+    if how == "raise":
+        raise SolverToleranceError(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
 class _Stalled(Exception):

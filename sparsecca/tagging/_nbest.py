@@ -104,6 +104,24 @@ def _bool_array(name: str, a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=bool)
 
 
+def _check_offset_array(name: str, off: np.ndarray, what, size, item: str) -> None:
+    """An offset array: 1-d, ``size`` entries (when given), from 0, non-decreasing; the
+    message names ``name``, the rule broken and the value found."""
+    if off.ndim != 1 or off.size < 1:
+        raise ValueError(f"{name} must be a 1-d array with at least one entry, got shape "
+                         f"{off.shape}")
+    if size is not None and off.size != size:
+        raise ValueError(f"{name} must have {what} = {size} entries, got {off.size}")
+    if off[0] != 0:
+        raise ValueError(f"{name} must start at 0, got {int(off[0])}")
+    step = np.diff(off)
+    if np.any(step < 0):
+        j = int(np.argmax(step < 0))
+        raise ValueError(f"{name} must be non-decreasing (each {item} spans {name}[j] to "
+                         f"{name}[j + 1]), got {int(off[j])} then {int(off[j + 1])} at "
+                         f"positions {j} and {j + 1}")
+
+
 def _union_vocabulary(vocabs: Sequence[Vocabulary]) -> Vocabulary:
     seen: dict[str, None] = {}
     for v in vocabs:
@@ -237,21 +255,31 @@ class NBestList(PersistMixin):
         sent_offsets = as_int_array("sent_offsets", sent_offsets, np.int64)
         scores = _real_array("scores", scores)
         n_sent = corpus.n_sentences
-        if sent_offsets.shape != (n_sent + 1,) or sent_offsets[0] != 0 \
-                or np.any(np.diff(sent_offsets) < 0):
-            raise ValueError(f"sent_offsets must be non-decreasing from 0 with n_sentences + 1="
-                             f"{n_sent + 1} entries, got shape {sent_offsets.shape}")
+        _check_offset_array("sent_offsets", sent_offsets, "n_sentences + 1", n_sent + 1,
+                            "sentence")
         n_cand = int(sent_offsets[-1])
-        if cand_offsets.shape != (n_cand + 1,) or cand_offsets[0] != 0 \
-                or cand_offsets[-1] != tag_ids.size:
-            raise ValueError(f"cand_offsets must have n_candidates + 1={n_cand + 1} entries from 0 "
-                             f"to len(tag_ids)={tag_ids.size}, got shape {cand_offsets.shape}")
+        _check_offset_array("cand_offsets", cand_offsets, None, None, "candidate")
+        if cand_offsets.size != n_cand + 1:
+            raise ValueError(f"sent_offsets ends at {n_cand} candidates but cand_offsets has "
+                             f"{cand_offsets.size} entries ({cand_offsets.size - 1} "
+                             f"candidates); the last entry of sent_offsets must be the number "
+                             f"of candidates")
+        if cand_offsets[-1] != tag_ids.size:
+            raise ValueError(f"cand_offsets must end at len(tag_ids) = {tag_ids.size}, got "
+                             f"{int(cand_offsets[-1])}")
         if scores.shape != (n_cand,):
             raise ValueError(f"scores must have shape ({n_cand},), got {scores.shape}")
         _check_no_nan("scores", scores, allow_pos_inf=False)
         cand_sent = _segment_ids(sent_offsets)
-        if not np.array_equal(np.diff(cand_offsets), corpus.lengths[cand_sent]):
-            raise ValueError("every candidate must have the length of its sentence")
+        cand_len = np.diff(cand_offsets)
+        sent_len = corpus.lengths[cand_sent]
+        if not np.array_equal(cand_len, sent_len):
+            r = int(np.flatnonzero(cand_len != sent_len)[0])
+            i = int(cand_sent[r])
+            raise ValueError(f"candidate {r} (of sentence {i} by sent_offsets) has "
+                             f"{int(cand_len[r])} tags (cand_offsets[{r + 1}] - "
+                             f"cand_offsets[{r}]), sentence {i} has {int(sent_len[r])} words: "
+                             f"every candidate must have the length of its sentence")
         if tag_ids.size and (tag_ids.min() < 0 or tag_ids.max() >= len(tags)):
             raise ValueError(f"tag_ids must lie in [0, {len(tags)}), the tag vocabulary size")
         if unknown is not None:

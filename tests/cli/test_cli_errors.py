@@ -119,7 +119,8 @@ CASES = {
     "unknown --models name": (["demo", "--models", "svm", "--out", "{bad}/demo"],
                               r"unknown model 'svm'"),
     "unknown tagger name": (["train-tagger", "{train}", "--model", "crf", "-o", "{bad}/m"],
-                            r"train-tagger: error: unknown model 'crf'; choose from hmm$"),
+                            r"train-tagger: error: unknown model 'crf'; choose from "
+                            r"hmm(, [a-z-]+)*$"),
     "k too small": (["tag", "{tagger}", "{test}", "-k", "0"],
                     r"error: -k must be an int >= 1, got 0 \(see 'sparsecca tag --help'\)$"),
     "k not an int": (["tag", "{tagger}", "{test}", "-k", "two"],
@@ -210,7 +211,6 @@ TEXT_OR_CONLLU = [
     ("# newpar\r\n2.1\tghost\t_\t_\t_\t_\t_\t_\t_\t_\r\n", 2),
     ("The cat sat .\n1\tA\t_\t_\t_\t_\t_\t_\t_\t_\n", None),  # text first: a sentence of tabs
     ("#hashtag is fun\nThe cat sat\n", None),
-    ("1\tA\t_\t_\t_\t_\t_\t_\t_\n", None),  # 9 columns: not CoNLL-U
     ("x\tA\t_\t_\t_\t_\t_\t_\t_\t_\n", None),  # not a token id
     ("\n" * 150 + "# sent_id = 1\n", None),  # only the first lines are looked at
 ]
@@ -226,4 +226,18 @@ def test_conllu_given_as_text(text, line):
         return
     with pytest.raises(CorpusFormatError,
                        match=rf"^in.txt:{line}: looks like CoNLL-U; drop --format text$"):
+        _refuse_conllu_as_text("in.txt", text)
+
+
+@pytest.mark.parametrize("text", [
+    "1\tA\t_\t_\t_\t_\t_\t_\t_\n",  # 9 tab-separated columns: a broken CoNLL-U row
+    "1 The _ DET DT _ _ _ _ _\n2 dog _ NOUN NN _ _ _ _ _\n\n",  # space-separated columns
+])
+def test_conllu_rows_given_as_text(text):
+    """Rows of a token id and 8 or more fields are CoNLL-U, not sentences (issue 37)."""
+    from sparsecca.data import CorpusFormatError
+    from sparsecca.data._conllu import _refuse_conllu_as_text
+
+    with pytest.raises(CorpusFormatError, match=r"^in.txt:1: looks like CoNLL-U rows, not "
+                                                r"text .*drop --format text$"):
         _refuse_conllu_as_text("in.txt", text)

@@ -56,8 +56,14 @@ def test_no_progress_bars_when_piped(tmp_path):
                         "--models", "perceptron-sufx", "-k", "3", "--folds", "3", "--out",
                         str(tmp_path / "c")], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "jackknife" not in r.stderr and "%|" not in r.stderr
+    assert "%|" not in r.stderr and "\r" not in r.stderr  # no bars in a log
     assert "demo finished" in r.stderr  # the plain messages stay
+    # instead of the bars: one line per stage and per model fit, with its time (issue 37,
+    # finding 8: a long run looked hung in a log file)
+    for stage in ("tagger fitted on", "jackknifed 3-best lists", "3-best lists of dev and test",
+                  "fitted Perceptron (Sufx) (1 of 1)"):
+        line = [x for x in r.stderr.splitlines() if stage in x]
+        assert line and line[0].rstrip().endswith(" s"), (stage, r.stderr)
 
 
 @pytest.mark.parametrize("k", [1, 3])

@@ -208,8 +208,9 @@ def test_constructor_validation():
     assert nb.losses.tolist() == [0, 1, 0]
     assert nb.oracle_accuracy() == 1.0 and nb.top1_accuracy() == 1.0
     for change, match in [
-        (dict(sent_offsets=[0, 3]), r"sent_offsets must .* n_sentences \+ 1=3"),
-        (dict(cand_offsets=[0, 2, 4]), r"cand_offsets must have n_candidates \+ 1=4"),
+        (dict(sent_offsets=[0, 3]), r"sent_offsets must have n_sentences \+ 1 = 3 entries, got 2"),
+        (dict(cand_offsets=[0, 2, 4]), r"sent_offsets ends at 3 candidates but cand_offsets "
+                                       r"has 3 entries \(2 candidates\)"),
         (dict(scores=[1.0]), r"scores must have shape \(3,\)"),
         (dict(cand_offsets=[0, 1, 4, 5]), "every candidate must have the length of its sentence"),
         (dict(tag_ids=[0, 1, 1, 1, 7]), r"tag_ids must lie in \[0, 2\)"),
