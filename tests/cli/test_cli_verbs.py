@@ -290,3 +290,22 @@ def test_demo(tmp_path):
     r = run_cli("demo", "--sentences", 300, "--models", "perceptron-sufx", "-q", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "sparsecca-demo" / "report.md").is_file() and r.stderr == ""
+
+
+@pytest.mark.parametrize("tagger", ["perceptron", "memm", "mms"])
+def test_experiment_on_a_registered_tagger(tmp_path, tagger):
+    """--tagger NAME runs the protocol on the k-best lists of that registered tagger: its
+    1-best accuracy is the Baseline row, which the k-best oracle bounds."""
+    out = tmp_path / "demo"
+    r = run_cli("demo", "--sentences", 300, "--tagger", tagger, "--models", "collins-sufx",
+                "--folds", 2, "-k", 3, "--out", out, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"tagger {tagger};" in r.stderr  # the stage log names it
+    res = json.loads((out / "report.json").read_text())["sets"][0]["rows"]
+    assert res["Oracle"]["test"] >= res["Baseline"]["test"] > 0.5
+
+
+def test_experiment_refuses_an_unknown_tagger(tmp_path):
+    r = run_cli("demo", "--tagger", "crf", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "argument --tagger: invalid choice: 'crf' (choose from 'hmm', 'perceptron'" in r.stderr
