@@ -46,7 +46,7 @@ def best(product, dtype, repeat):
 
 def main():
     from sparsecca.linalg import CrossCovariance, RegularizedGram
-    from sparsecca.linalg._validation import small_blas
+    from sparsecca.linalg._threads import small_blas
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", nargs="+", default=["brown8k", "zipf20k"],

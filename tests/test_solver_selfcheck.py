@@ -46,7 +46,7 @@ def test_reduced_cca_warns_when_its_residuals_miss_tol(views):
     assert bad.correlations[0] < 0.95 * exact.correlations[0]  # a wrong answer ...
     assert any("reduced_cca: estimated relative error" in m and "> tol" in m for m in msgs)
     assert bad.error_estimate > 1e-8
-    from sparsecca.linalg._reduced import SolverToleranceError
+    from sparsecca.linalg import SolverToleranceError
 
     with pytest.raises(SolverToleranceError, match="estimated relative error"):
         reduced_cca(bad_inv, yinv, cross, 5, self_check="raise")

@@ -33,16 +33,18 @@ Errors
 """
 
 from ._cca import CCAEngine, SparseCCA, cca_path
-from ._gram import CrossCovariance, GramStats, RegularizedGram, centred_projection, column_mean
-from ._inverse import GramFactor, RegularizedInverse, block_cg
-from ._reduced import CCAResult, reduced_cca
-from ._rsvd import adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
-from ._validation import (
+from ._errors import (
     CentringPrecisionWarning,
     FactorizationError,
     RankDeficientError,
     SingularCovarianceError,
+    SolverToleranceError,
+    SVDConvergenceWarning,
 )
+from ._gram import CrossCovariance, GramStats, RegularizedGram, centred_projection, column_mean
+from ._inverse import GramFactor, RegularizedInverse, block_cg
+from ._reduced import CCAResult, reduced_cca
+from ._rsvd import SVDInfo, adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
 
 __all__ = [
     "CCAEngine",
@@ -55,7 +57,10 @@ __all__ = [
     "RankDeficientError",
     "RegularizedGram",
     "RegularizedInverse",
+    "SVDConvergenceWarning",
+    "SVDInfo",
     "SingularCovarianceError",
+    "SolverToleranceError",
     "SparseCCA",
     "adaptive_range_finder",
     "block_cg",

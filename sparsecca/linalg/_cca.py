@@ -32,6 +32,7 @@ from ._gram import (
 )
 from ._inverse import TAILS, GramFactor, RegularizedInverse
 from ._reduced import CCAResult, dense_factor_cost, lobpcg_fits, reduced_cca
+from ._threads import small_blas
 from ._validation import (
     check_choice,
     check_magnitude,
@@ -44,7 +45,6 @@ from ._validation import (
     check_tau,
     check_tolerance,
     check_verbose,
-    small_blas,
 )
 
 __all__ = ["CCAEngine", "SparseCCA", "cca_path"]

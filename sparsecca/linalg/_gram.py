@@ -28,9 +28,9 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._params import check_bool, check_float_dtype
-from ._split import SPLIT_MIN_FLOPS, run_pair, tall_matmul, tall_tmatmul
+from ._errors import CentringPrecisionWarning
+from ._threads import SPLIT_MIN_FLOPS, run_pair, small_blas, tall_matmul, tall_tmatmul
 from ._validation import (
-    CentringPrecisionWarning,
     ShapeCheckedOperator,
     check_2d,
     check_block,
@@ -40,7 +40,6 @@ from ._validation import (
     check_same_rows,
     check_shape,
     check_tau,
-    small_blas,
 )
 
 __all__ = ["GramStats", "RegularizedGram", "CrossCovariance", "column_mean",

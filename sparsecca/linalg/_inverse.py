@@ -42,14 +42,12 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._params import check_bool, check_float, check_float_dtype
+from ._errors import FactorizationError, SingularCovarianceError
 from ._gram import DENSE_MAX_DIM, RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
-from ._split import tall_matmul, tall_tmatmul, wide_blas
+from ._threads import SMALL_BLAS_MAX, small_blas, tall_matmul, tall_tmatmul, wide_blas
 from ._validation import (
-    SMALL_BLAS_MAX,
-    FactorizationError,
     ShapeCheckedOperator,
-    SingularCovarianceError,
     check_block,
     check_choice,
     check_dense_size,
@@ -58,7 +56,6 @@ from ._validation import (
     check_shape,
     check_tau,
     check_tolerance,
-    small_blas,
 )
 
 __all__ = ["GramFactor", "RegularizedInverse", "block_cg"]

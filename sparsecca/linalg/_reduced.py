@@ -41,18 +41,16 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._params import check_bool, check_float
+from ._errors import FactorizationError, RankDeficientError, SolverToleranceError
 from ._gram import CrossCovariance, RegularizedGram
 from ._inverse import RegularizedInverse
 from ._rsvd import _orth, _project_out, randomized_svd
-from ._split import run_pair, tall_matmul, tall_tmatmul
+from ._threads import run_pair, small_blas, tall_matmul, tall_tmatmul
 from ._validation import (
-    FactorizationError,
-    RankDeficientError,
     check_choice,
     check_n_components,
     check_positive_int,
     check_tolerance,
-    small_blas,
 )
 
 __all__ = ["CCAResult", "SolverToleranceError", "reduced_cca"]
@@ -545,10 +543,6 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     if self_check != "off" and strategy in ("full", "dual", "operator"):
         _check_residuals(res, tol, xinv, self_check)
     return res
-
-
-class SolverToleranceError(RuntimeError):
-    """A solve's own residual test says it missed its tolerance (``self_check='raise'``)."""
 
 
 def _check_residuals(res, tol, xinv, how):

@@ -23,10 +23,12 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from .._params import check_bool, check_float, check_int, check_random_state
-from ._validation import FactorizationError, check_matrix, small_blas
+from ._errors import FactorizationError, SVDConvergenceWarning
+from ._threads import small_blas
+from ._validation import check_matrix
 
 __all__ = ["svd_flip", "randomized_range_finder", "adaptive_range_finder", "randomized_svd",
-           "SVDInfo", "SVDConvergenceWarning"]
+           "SVDInfo"]
 
 #: Halko et al. (2011), eq. (4.3): ||(I - QQ^T) A|| <= ERR_FACTOR * max_i ||(I - QQ^T) A w_i||
 #: with probability at least 1 - 10^-r for r Gaussian probes w_i
@@ -480,26 +482,6 @@ SINGLE_PRODUCTS_TOL = 1e-4
 REORTH_RATIO = 0.5
 
 
-class SVDConvergenceWarning(RuntimeWarning):
-    """:func:`randomized_svd` did not reach its ``tol`` within its pass limit.
-
-    The triplets are returned all the same, with the residual reached in the message (and
-    in the :class:`SVDInfo` of ``return_info=True``).
-
-    Examples
-    --------
-    >>> import warnings
-    >>> import numpy as np
-    >>> from sparsecca.linalg._rsvd import SVDConvergenceWarning, randomized_svd
-    >>> A = np.random.default_rng(0).standard_normal((60, 40))  # a flat spectrum
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     _ = randomized_svd(A, 5, tol=1e-12, n_iter=1, random_state=0)
-    >>> caught[0].category is SVDConvergenceWarning
-    True
-    """
-
-
 @dataclass(frozen=True)
 class SVDInfo:
     """What :func:`randomized_svd` reached (``return_info=True``).
@@ -552,7 +534,7 @@ class _BlockProducts:
     """A' @ V and A'^T @ U in float64, for A' = A or A^T, one block of columns at a time.
 
     A sparse A is kept as CSR with float64 values and its products are computed as two row
-    halves on two threads (inside a pinned BLAS region, see :mod:`._split`); a dense A by
+    halves on two threads (inside a pinned BLAS region, see :mod:`._threads`); a dense A by
     the split tall products; anything else through its own ``@`` and ``.T``.
     """
 
@@ -570,7 +552,7 @@ class _BlockProducts:
                 return _row_halves_sum(lambda P, B: P.T @ B, X,
                                        np.ascontiguousarray(U, dtype=work), dtype=work)
         elif isinstance(A, np.ndarray):
-            from ._split import tall_matmul, tall_tmatmul
+            from ._threads import tall_matmul, tall_tmatmul
 
             X = A.astype(work, copy=False)
 

@@ -7,7 +7,6 @@ value) with a message naming the argument, the allowed range and the value recei
 from __future__ import annotations
 
 import numbers
-from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,13 +14,10 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._params import check_int, check_random_state  # shared with evaluate and the experiment
 from .._sparse import check_sparse_structure
+from ._errors import FactorizationError, RankDeficientError, SingularCovarianceError  # noqa: F401
 
 __all__ = [
-    "CentringPrecisionWarning",
-    "FactorizationError",
-    "RankDeficientError",
     "ShapeCheckedOperator",
-    "SingularCovarianceError",
     "check_2d",
     "check_block",
     "check_dense_size",
@@ -36,149 +32,7 @@ __all__ = [
     "check_choice",
     "check_positive_int",
     "check_tolerance",
-    "small_blas",
 ]
-
-
-class FactorizationError(np.linalg.LinAlgError):
-    """A factorisation (Cholesky, eigendecomposition, block CG, LOBPCG) broke down.
-
-    Subclass of :class:`numpy.linalg.LinAlgError`, hence also of ``ValueError``: a broken
-    factorisation is reported loudly instead of producing NaN projections.  Raised, for
-    example, when block CG meets a direction of non-positive curvature (the operator is not
-    positive definite), when a Cholesky factor of a regularised covariance with tau > 0 has
-    a pivot at the rounding level, or when LOBPCG loses C_xx even in float64 blocks (a
-    breakdown in its float32 blocks is retried in float64 first).
-
-    See Also
-    --------
-    SingularCovarianceError : the subclass for a singular covariance (tau = 0).
-
-    Examples
-    --------
-    Block CG on an indefinite "covariance" stops at the first direction of non-positive
-    curvature:
-
-    >>> import numpy as np
-    >>> from sparsecca.linalg import FactorizationError, block_cg
-    >>> A = np.diag([1.0, -1.0])
-    >>> try:
-    ...     block_cg(A, np.ones(2))
-    ... except FactorizationError as exc:
-    ...     print(exc)
-    block CG found a direction of non-positive curvature: the operator is not positive
-    definite (singular covariance? use tau > 0)
-    >>> issubclass(FactorizationError, np.linalg.LinAlgError)
-    True
-    >>> issubclass(FactorizationError, ValueError)
-    True
-    """
-
-
-class SingularCovarianceError(FactorizationError):
-    """A covariance matrix is singular (typically tau = 0 with rank-deficient data).
-
-    C = (1 - tau) Xc^T Xc + tau I is positive definite for every tau > 0; at tau = 0 it is
-    the plain Gram matrix, singular whenever X has fewer independent rows than columns (n < d,
-    a constant-zero feature, duplicated columns).  The message says why and suggests a small
-    tau > 0.  A subclass of :class:`FactorizationError` (and so of ``ValueError``).
-
-    Examples
-    --------
-    Ten rows cannot span twenty features, so the unregularised covariance is singular:
-
-    >>> import numpy as np
-    >>> from sparsecca.linalg import RegularizedInverse, SingularCovarianceError
-    >>> X = np.random.default_rng(0).standard_normal((10, 20))
-    >>> RegularizedInverse(X, tau=0.0, method="dense")
-    Traceback (most recent call last):
-    ...
-    sparsecca.linalg...SingularCovarianceError: C is singular with tau = 0: the data have
-    rank at most n = 10 < d = 20; use tau > 0 (e.g. tau = 1e-3)
-    >>> RegularizedInverse(X, tau=1e-3, method="dense").shape
-    (20, 20)
-    """
-
-
-class CentringPrecisionWarning(RuntimeWarning):
-    """Centring a sparse or streamed view implicitly (X^T X - n mu mu^T) cancels digits of
-    its covariance because its column means dominate its spread.
-
-    A sparse view is never densified, so ``center=True`` subtracts the rank-one term
-    n mu mu^T from the uncentred Gram matrix.  When the means are large against the spread,
-    that difference keeps only about -log10(eps a) significant digits, where a is an upper
-    bound of ||X^T X|| / ||Xc^T Xc||; the warning is issued when fewer than eight digits
-    would be left.  Centre such a view yourself (a dense array is centred exactly, in a
-    float64 copy) or shift its largest columns.  Count data are far from the limit.
-
-    Examples
-    --------
-    A sparse view whose columns sit near 1e6 with unit spread:
-
-    >>> import warnings
-    >>> import numpy as np
-    >>> import scipy.sparse as sp
-    >>> from sparsecca.linalg import CentringPrecisionWarning, RegularizedGram
-    >>> offset = 1e6 + np.random.default_rng(0).standard_normal((50, 3))
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     C = RegularizedGram(sp.csr_matrix(offset), tau=0.1, center=True)
-    >>> [w.category.__name__ for w in caught]
-    ['CentringPrecisionWarning']
-
-    The same values as a dense array are centred explicitly, without the warning:
-
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     C = RegularizedGram(offset, tau=0.1, center=True)
-    >>> caught
-    []
-    """
-
-
-class RankDeficientError(ValueError):
-    """More components were asked for than the cross-covariance has nonzero correlations.
-
-    C_xy = Xc^T M of rank r has only r nonzero canonical correlations: further components
-    would be noise, so the solvers refuse them instead of returning arbitrary directions.
-
-    Parameters
-    ----------
-    rank : int
-        The number of nonzero canonical correlations found.
-    n_components : int
-        The number asked for.
-
-    Attributes
-    ----------
-    rank : int
-        The number of nonzero canonical correlations (the rank of C_xy).
-    n_components : int
-        The number asked for.
-
-    Examples
-    --------
-    Three identical output columns give a cross-covariance of rank 1:
-
-    >>> import numpy as np
-    >>> from sparsecca.linalg import RankDeficientError, SparseCCA
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.standard_normal((50, 5))
-    >>> Y = np.repeat(rng.standard_normal((50, 1)), 3, axis=1)
-    >>> try:
-    ...     SparseCCA(n_components=2).fit(X, Y)
-    ... except RankDeficientError as exc:
-    ...     print(exc.rank, exc.n_components)
-    1 2
-    >>> SparseCCA(n_components=1).fit(X, Y).n_components_
-    1
-    """
-
-    def __init__(self, rank: int, n_components: int):
-        self.rank, self.n_components = int(rank), int(n_components)
-        super().__init__(f"n_components must be at most the number of nonzero canonical "
-                         f"correlations ({self.rank} here: the cross-covariance has rank "
-                         f"{self.rank}), got {self.n_components}")
 
 
 def _describe(value) -> str:
@@ -465,51 +319,3 @@ def check_choice(value, name: str, choices) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return value
-
-
-# -- BLAS threads -----------------------------------------------------------------------------
-
-try:  # optional: threadpoolctl ships with scikit-learn
-    from threadpoolctl import ThreadpoolController
-
-    _CONTROLLER = ThreadpoolController()
-except Exception:  # pragma: no cover - threadpoolctl absent or broken
-    _CONTROLLER = None
-
-
-#: dense work whose narrow dimension is at most this runs on one BLAS thread (see small_blas)
-SMALL_BLAS_MAX = 4096
-
-
-@contextmanager
-def small_blas(size: int, threshold: int | None = None):
-    """Run dense work whose narrow dimension is ``size`` on one BLAS thread when it is small.
-
-    Covers small factorisations (eigh / Cholesky of size x size) and tall-skinny products
-    (d x size by size x size).  For exactly these shapes OpenBLAS's threaded path can be
-    several times *slower* than one thread when the other cores are busy (its threads spin
-    waiting for each other), while one thread loses at most the parallel speed-up on an
-    idle machine (see docs/engine.md).  The limit is scoped to the block and restored
-    afterwards; large square factorisations (the dense reference) keep the global setting.
-    Pass ``size=0`` for work that is never worth threading (LAPACK's symmetric eigensolvers
-    are bound by their BLAS-2 tridiagonalisation, which threads poorly).
-    """
-    global _PINNED
-    threshold = SMALL_BLAS_MAX if threshold is None else threshold
-    if _CONTROLLER is None or size > threshold:
-        yield
-        return
-    with _CONTROLLER.limit(limits=1, user_api="blas"):
-        _PINNED += 1
-        try:
-            yield
-        finally:
-            _PINNED -= 1
-
-
-_PINNED = 0
-
-
-def blas_pinned() -> bool:
-    """True inside a :func:`small_blas` region that holds BLAS to one thread."""
-    return _PINNED > 0

@@ -367,12 +367,12 @@ def test_sandwich_syrk_goes_wide_in_a_pinned_region_only_when_large(big, monkeyp
     import types
 
     import sparsecca.linalg._inverse as inverse_module
-    from sparsecca.linalg import _split
-    from sparsecca.linalg import _validation as val
+    from sparsecca.linalg import _threads
+    from sparsecca.linalg import _threads as val
 
     if val._CONTROLLER is None:
         pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
-    monkeypatch.setattr(_split, "n_split_threads", lambda: 2)
+    monkeypatch.setattr(_threads, "n_split_threads", lambda: 2)
     monkeypatch.setattr(inverse_module, "SANDWICH_DENSE_MIN_DENSITY", 0.0)
     monkeypatch.setattr(inverse_module, "SANDWICH_WIDE_MIN_FLOPS", 1.0 if big else 1e18)
     seen = []

@@ -15,10 +15,10 @@ import scipy.sparse as sp
 import sparsecca.linalg._cca as cca_module
 import sparsecca.linalg._gram as gram_mod
 import sparsecca.linalg._reduced as reduced_mod
-import sparsecca.linalg._split as split_mod
+import sparsecca.linalg._threads as split_mod
 from sparsecca.linalg import CCAEngine, RankDeficientError, SparseCCA, cca_path, reduced_cca
 from sparsecca.linalg._gram import CrossCovariance, RegularizedGram
-from sparsecca.linalg._split import run_pair, tall_matmul, tall_tmatmul
+from sparsecca.linalg._threads import run_pair, tall_matmul, tall_tmatmul
 
 from .conftest import count_problem, covariances, eigh_reference, max_sin_angle
 
@@ -597,8 +597,10 @@ def test_split_products_work_in_a_forked_child(monkeypatch):
     pytest.fail("the forked child hung in a split product")
 
 
-def test_blas_pinned_tracks_small_blas_regions():
-    from sparsecca.linalg import _validation as val
+def test_blas_pinned_tracks_small_blas_regions(monkeypatch):
+    from sparsecca.linalg import _threads as val
+
+    monkeypatch.undo()  # the module's autouse _pinned_blas
 
     if val._CONTROLLER is None:
         pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
@@ -613,12 +615,12 @@ def test_blas_pinned_tracks_small_blas_regions():
 
 
 def test_wide_blas_threads_a_big_solve_only_when_no_split_thread_runs(monkeypatch):
-    from sparsecca.linalg import _split
-    from sparsecca.linalg import _validation as val
+    from sparsecca.linalg import _threads
+    from sparsecca.linalg import _threads as val
 
     if val._CONTROLLER is None:
         pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
-    monkeypatch.setattr(_split, "n_split_threads", lambda: 2)
+    monkeypatch.setattr(_threads, "n_split_threads", lambda: 2)
 
     def blas_threads():
         return min(lib["num_threads"] for lib in val._CONTROLLER.info()
@@ -626,12 +628,12 @@ def test_wide_blas_threads_a_big_solve_only_when_no_split_thread_runs(monkeypatc
 
     with val.small_blas(10):
         assert blas_threads() == 1
-        with _split.wide_blas():
+        with _threads.wide_blas():
             assert blas_threads() == 2
         assert blas_threads() == 1
         # beside a split thread (either side of run_pair) it stays at one
-        seen = _split.run_pair(lambda: _wide_threads(_split, blas_threads),
-                               lambda: _wide_threads(_split, blas_threads))
+        seen = _threads.run_pair(lambda: _wide_threads(_threads, blas_threads),
+                               lambda: _wide_threads(_threads, blas_threads))
         assert seen == (1, 1)
 
 
@@ -642,12 +644,13 @@ def test_fast_solvers_run_in_a_pinned_region_where_big_factors_go_wide(solver, p
     """The randomized and iterative solves hold BLAS to one thread (no idle OpenBLAS
     thread spinning beside the split sparse products); a mid-size dense factor still gets
     both cores inside it; the dense reference keeps the global setting."""
-    from sparsecca.linalg import _cca, _inverse, _split
-    from sparsecca.linalg import _validation as val
+    from sparsecca.linalg import _cca, _inverse, _threads
+    from sparsecca.linalg import _threads as val
 
+    monkeypatch.undo()  # the module's autouse _pinned_blas
     if val._CONTROLLER is None:
         pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
-    monkeypatch.setattr(_split, "n_split_threads", lambda: 2)
+    monkeypatch.setattr(_threads, "n_split_threads", lambda: 2)
     seen = []
     real = _cca.CCAEngine._solve_with
 

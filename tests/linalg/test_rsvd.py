@@ -214,7 +214,7 @@ def test_adaptive_range_finder_bad_arguments(kw, exc, match):
 
 # --- methods 'subspace' and 'krylov' with a residual target ----------------------------------
 
-from sparsecca.linalg._rsvd import SVDConvergenceWarning, SVDInfo  # noqa: E402
+from sparsecca.linalg import SVDConvergenceWarning, SVDInfo  # noqa: E402
 
 K = 6
 

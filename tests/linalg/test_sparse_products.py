@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparsecca.linalg import _gram
-from sparsecca.linalg._validation import small_blas
+from sparsecca.linalg._threads import small_blas
 
 
 def _csr(dtype, seed=0, n=57, d=23, density=0.2):

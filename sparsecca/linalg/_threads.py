@@ -1,4 +1,4 @@
-"""Tall dense products split across two Python threads, each running one-thread BLAS.
+"""Thread and BLAS control: one-thread BLAS regions, and tall products split over Python threads.
 
 The iterative solver's dense work is tall and skinny (d x b blocks, d up to 10^5, b ~ 75).
 OpenBLAS's own threading is pinned off for such shapes (see ``small_blas``: with the other
@@ -15,6 +15,7 @@ threshold a product is always computed as the same two row halves (and a reducti
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -22,14 +23,62 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ._validation import _CONTROLLER, blas_pinned
-
-__all__ = ["SPLIT_MIN_FLOPS", "n_split_threads", "run_pair", "tall_matmul", "tall_tmatmul",
-           "wide_blas"]
+__all__ = ["SMALL_BLAS_MAX", "SPLIT_MIN_FLOPS", "blas_pinned", "n_split_threads", "run_pair",
+           "small_blas", "tall_matmul", "tall_tmatmul", "wide_blas"]
 
 #: products smaller than this many multiply-adds run in one call (a thread hop costs tens of
 #: microseconds)
 SPLIT_MIN_FLOPS = 2_000_000
+
+# -- BLAS threads --------------------------------------------------------------------------
+
+try:  # optional: threadpoolctl ships with scikit-learn
+    from threadpoolctl import ThreadpoolController
+
+    _CONTROLLER = ThreadpoolController()
+except Exception:  # pragma: no cover - threadpoolctl absent or broken
+    _CONTROLLER = None
+
+
+#: dense work whose narrow dimension is at most this runs on one BLAS thread (see small_blas)
+SMALL_BLAS_MAX = 4096
+
+
+@contextmanager
+def small_blas(size: int, threshold: int | None = None):
+    """Run dense work whose narrow dimension is ``size`` on one BLAS thread when it is small.
+
+    Covers small factorisations (eigh / Cholesky of size x size) and tall-skinny products
+    (d x size by size x size).  For exactly these shapes OpenBLAS's threaded path can be
+    several times *slower* than one thread when the other cores are busy (its threads spin
+    waiting for each other), while one thread loses at most the parallel speed-up on an
+    idle machine (see docs/engine.md).  The limit is scoped to the block and restored
+    afterwards; large square factorisations (the dense reference) keep the global setting.
+    Pass ``size=0`` for work that is never worth threading (LAPACK's symmetric eigensolvers
+    are bound by their BLAS-2 tridiagonalisation, which threads poorly).
+    """
+    global _PINNED
+    threshold = SMALL_BLAS_MAX if threshold is None else threshold
+    if _CONTROLLER is None or size > threshold:
+        yield
+        return
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
+        _PINNED += 1
+        try:
+            yield
+        finally:
+            _PINNED -= 1
+
+
+_PINNED = 0
+
+
+def blas_pinned() -> bool:
+    """True inside a :func:`small_blas` region that holds BLAS to one thread."""
+    return _PINNED > 0
+
+
+# -- row splits over Python threads ---------------------------------------------------------
 
 _LOCK = threading.Lock()
 _POOL: ThreadPoolExecutor | None = None
@@ -86,7 +135,8 @@ def run_pair(f, g):
     """
     if n_split_threads() < 2 or getattr(_ON_WORKER, "flag", False) or not blas_pinned():
         return f(), g()
-    fut = _pool().submit(_on_worker, f)
+    # the worker runs f in the caller's context (the active Thresholds, see _thresholds)
+    fut = _pool().submit(contextvars.copy_context().run, _on_worker, f)
     _OVERLAP.flag = True
     try:
         b = g()
