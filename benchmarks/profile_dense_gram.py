@@ -1,5 +1,5 @@
 """The dense Gram matrices the factorisations start from: one sparse product, or two blocks
-of output rows on two threads (``sparse_pair_tmatmat`` from PAIR_OUTPUT_SPLIT_MIN_FLOPS).
+of output rows on two threads (``sparse_pair_tmatmat`` from Thresholds.pair_output_split_min_flops).
 
 For en-brown with its 8,000 most frequent input features (``bench_linalg.py``'s
 ``brown8k``) it times X^T X (the dense factor of C_xx; the engine merges duplicate columns
@@ -28,8 +28,8 @@ from bench_linalg import data_paths, load  # noqa: E402
 
 
 def main(argv=None):
-    from sparsecca.linalg import _gram
     from sparsecca.linalg._gram import _f64, _output_halves, _transposed
+    from sparsecca.linalg._thresholds import Thresholds
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", default="brown8k", help="a bench_linalg.py case (en-brown)")
@@ -44,7 +44,7 @@ def main(argv=None):
     ways = {"one product": lambda A, B: _f64((_transposed(A) @ B).toarray()),
             "two output blocks": _output_halves}
     print(f"{args.case}: X {X.shape[0]:,} x {X.shape[1]:,} (nnz {X.nnz:,}), "
-          f"Y d2 = {Y.shape[1]:,}; split from {_gram.PAIR_OUTPUT_SPLIT_MIN_FLOPS:.0e} "
+          f"Y d2 = {Y.shape[1]:,}; split from {Thresholds().pair_output_split_min_flops:.0e} "
           f"multiply-adds")
     print("| product | multiply-adds | way | first s | best s |")
     print("|---|---:|---|---:|---:|")

@@ -16,12 +16,14 @@ spread of the columns (float64 products keep about -log10(eps a) digits for the 
 of :func:`_centring_amplification`).  A dense X or M is therefore centred explicitly, in a
 float64 copy (the caller's array is untouched); a sparse or streamed one, which centring
 would densify, keeps the correction and warns (:class:`CentringPrecisionWarning`) when
-fewer than CENTRING_MIN_DIGITS digits would be left.
+fewer than ``Thresholds.centring_min_digits`` digits would be left.
 """
 
 from __future__ import annotations
 
+import operator
 import warnings
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,7 +31,16 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._params import check_bool, check_float_dtype
 from ._errors import CentringPrecisionWarning
-from ._threads import SPLIT_MIN_FLOPS, run_pair, small_blas, tall_matmul, tall_tmatmul
+from ._threads import (
+    MAX_ROW_BLOCKS,
+    n_row_blocks,
+    run_blocks,
+    small_blas,
+    sum_in_order,
+    tall_matmul,
+    tall_tmatmul,
+)
+from ._thresholds import active
 from ._validation import (
     ShapeCheckedOperator,
     check_2d,
@@ -45,42 +56,29 @@ from ._validation import (
 __all__ = ["GramStats", "RegularizedGram", "CrossCovariance", "column_mean",
            "centred_projection"]
 
-#: sparse_pair_tmatmat splits its rows over two threads only up to this much dense output
-#: (each half is densified before the sum)
-PAIR_SPLIT_MAX_BYTES = 64 * 2**20
-#: beyond that size it splits the rows of its output instead (no second dense copy), once
-#: the product takes this many multiply-adds: below it, the transposed copy of X and the
-#: work count the split needs cost about what the second thread saves (docs/engine.md)
-PAIR_OUTPUT_SPLIT_MIN_FLOPS = 1e8
+#: the limits of dense arrays (``toarray``, ``dense_product``) default to "auto": the
+#: ``dense_max_dim`` of the active :class:`~._thresholds.Thresholds` (name kept for importers)
+DENSE_MAX_DIM = "auto"
 
-#: centred products accumulate in float32 (single-precision LOBPCG steps) only while
-#: subtracting the mean can amplify their rounding at most this much: an upper bound of
-#: ||X^T X|| / ||Xc^T Xc|| (:meth:`_DataMatrix.centring_amplification`; count data stay
-#: far below it).  100 leaves float32 products ~1e-5 accurate, three orders below the 1e-2
-#: relative residuals where those steps stop (LOBPCG_SINGLE_TOL)
-SINGLE_CENTRED_MAX_AMPLIFICATION = 100.0
-
-#: a sparse or streamed view centred implicitly warns when its products keep fewer digits
-#: than this (eps * amplification > 10^-8): the dense solver's 1e-8 accuracy is then out of
-#: reach (a column offset of 1e5 over unit spread leaves correlations about 1e-5 off)
-CENTRING_MIN_DIGITS = 8
-
-#: a dense view is centred explicitly in row blocks of about this many bytes (float64)
-CENTRE_BLOCK_BYTES = 32 * 2**20
-
-
-#: ``toarray``, ``CrossCovariance.dense_product``, ``GramFactor.dense_gram`` and the 'dense'
-#: ``RegularizedInverse`` refuse to materialise a matrix with more entries than
-#: DENSE_MAX_DIM^2 (3.0 GiB of float64; pass ``max_dim`` to force).  The engine's own dense
-#: factors stay below it (C_yy's up to 10,000, C_xx's 'auto' ones up to 8,192) except with
-#: ``solver='dense'`` or ``preconditioner='dense'`` asked for: for its dense inverses
-#: ``CCAEngine`` passes ``max_dim=None`` (a dense reference of a wide problem may factor
-#: more features than this, at the user's request)
-DENSE_MAX_DIM = 20_000
-
-#: a CrossCovariance keeps its dense X^T M up to this size once formed (a tau grid whitens
-#: the same C_xy for every tau); larger ones are formed again when asked for
-DENSE_CROSS_CACHE_BYTES = 64 * 2**20
+# The thresholds read here (fields of the active Thresholds):
+# * pair_split_max_bytes: sparse_pair_tmatmat splits its rows over threads only up to this
+#   much dense output (each row block is densified before the sum);
+# * pair_output_split_min_flops: beyond that size it splits the rows of its output instead
+#   (no second dense copy), once the product takes this many multiply-adds: below it, the
+#   transposed copy of X and the work count the split needs cost about what the threads save;
+# * single_centred_max_amplification: centred products accumulate in float32
+#   (single-precision LOBPCG steps) only while subtracting the mean can amplify their
+#   rounding at most this much (an upper bound of ||X^T X|| / ||Xc^T Xc||, see
+#   _DataMatrix.centring_amplification; count data stay far below it): 100 leaves float32
+#   products ~1e-5 accurate, three orders below where those steps stop;
+# * centring_min_digits: a sparse or streamed view centred implicitly warns when its products
+#   keep fewer digits than this (the dense solver's 1e-8 accuracy is then out of reach);
+# * centre_block_bytes: a dense view is centred explicitly in row blocks of about this size;
+# * dense_max_dim: toarray / dense_product refuse more entries than dense_max_dim^2 (the
+#   engine's own dense factors stay below it; CCAEngine passes max_dim=None for a dense
+#   reference asked for);
+# * dense_cross_cache_bytes: a CrossCovariance keeps its dense X^T M up to this size once
+#   formed (a tau grid whitens the same C_xy for every tau).
 
 
 def _as_block(V):
@@ -200,7 +198,7 @@ def _centred_blocks(X, mean):
     """(lo, hi, X[lo:hi] - mean) over row blocks of a dense X, in float64."""
     X = np.asarray(X)
     mean = np.asarray(mean, dtype=np.float64)
-    step = max(1, CENTRE_BLOCK_BYTES // (8 * max(X.shape[1], 1)))
+    step = max(1, active().centre_block_bytes // (8 * max(X.shape[1], 1)))
     for lo in range(0, X.shape[0], step):
         hi = min(lo + step, X.shape[0])
         yield lo, hi, np.asarray(X[lo:hi], dtype=np.float64) - mean
@@ -225,9 +223,9 @@ def _centred_copy(X):
 
 
 def _warn_centring(amplification, name):
-    """Warn when implicit centring leaves fewer than CENTRING_MIN_DIGITS digits."""
+    """Warn when implicit centring leaves fewer than ``Thresholds.centring_min_digits`` digits."""
     loss = np.finfo(np.float64).eps * amplification
-    if loss > 10.0 ** -CENTRING_MIN_DIGITS:
+    if loss > 10.0 ** -active().centring_min_digits:
         digits = max(0.0, -np.log10(loss)) if np.isfinite(loss) else 0.0
         warnings.warn(
             f"center=True: the column means of the sparse {name} dominate its spread "
@@ -235,11 +233,6 @@ def _warn_centring(amplification, name):
             f"centring it implicitly keeps about {digits:.0f} significant digits of its "
             f"covariance; centre {name} yourself (a dense array is centred exactly) or "
             f"shift its largest columns", CentringPrecisionWarning, stacklevel=4)
-
-
-def _row_split(X):
-    """The row at which X's nonzeros are split in half (balanced work for two threads)."""
-    return int(np.searchsorted(X.indptr, X.nnz // 2))
 
 
 def _compressed_view(cls, data, indices, indptr, shape):
@@ -268,14 +261,17 @@ def _transposed(P):
     return _compressed_view(sp.csc_matrix, P.data, P.indices, P.indptr, P.shape[::-1])
 
 
-def _row_halves(X, width):
-    """X as one piece, or as its two row halves (equal nonzeros) when a product with a
-    ``width``-column block is worth two threads; returns (pieces, row bounds)."""
+def _row_blocks(X, width, max_blocks=MAX_ROW_BLOCKS):
+    """X as its row blocks of equal nonzeros for a product with a ``width``-column block
+    (one block below ``Thresholds.split_min_flops``, see :func:`._threads.n_row_blocks`);
+    returns (pieces, row bounds).  The blocks depend on X and ``width`` only."""
     n = X.shape[0]
-    if X.nnz * width < SPLIT_MIN_FLOPS or n < 2:
+    blocks = n_row_blocks(n, X.nnz * width, max_blocks)
+    if blocks == 1:
         return [X], [0, n]
-    mid = _row_split(X)
-    return [_csr_rows(X, 0, mid), _csr_rows(X, mid, n)], [0, mid, n]
+    cuts = np.searchsorted(X.indptr, [X.nnz * i // blocks for i in range(1, blocks)])
+    bounds = [0, *(int(c) for c in cuts), n]
+    return [_csr_rows(X, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])], bounds
 
 
 def _f64(A):
@@ -294,28 +290,28 @@ def sparse_matmat(X, V, dtype=np.float64):
     """X V for a CSR matrix X, (n, b) in ``dtype`` (accumulated in it: X's values must be
     of ``dtype`` too, else scipy upcasts).
 
-    scipy's sparse products release the GIL: above ``SPLIT_MIN_FLOPS`` the rows are computed
-    as two ranges, on two threads (see :mod:`._split`; no BLAS is involved, so BLAS is
-    pinned to one thread meanwhile); every output row comes from one range, so the result
-    is the same either way.
+    scipy's sparse products release the GIL: above ``Thresholds.split_min_flops`` the rows
+    are computed as row blocks shared by the split threads (see :mod:`._threads`; no BLAS is
+    involved, so BLAS is pinned to one thread meanwhile); every output row comes from one
+    block, so the result is the same either way.
     """
     V = np.ascontiguousarray(V, dtype=dtype)
-    pieces, _ = _row_halves(X, V.shape[1])
+    pieces, _ = _row_blocks(X, V.shape[1])
     if len(pieces) == 1:
         return np.asarray(X @ V, dtype=dtype)
-    with small_blas(0):  # no BLAS inside: pinned, so that run_pair may use both cores
-        top, bottom = run_pair(lambda: pieces[0] @ V, lambda: pieces[1] @ V)
-    return np.concatenate([top, bottom]).astype(dtype, copy=False)
+    with small_blas(0):  # no BLAS inside: pinned, so that run_blocks may use the cores
+        parts = run_blocks([partial(operator.matmul, P, V) for P in pieces])
+    return np.concatenate(parts).astype(dtype, copy=False)
 
 
-def _row_halves_sum(product, X, B, dtype=np.float64):
-    """sum over the row pieces P of X (and the matching rows of B when B is tall) of
+def _row_blocks_sum(product, X, B, dtype=np.float64, max_blocks=MAX_ROW_BLOCKS):
+    """sum over the row blocks P of X (and the matching rows of B when B is tall) of
     ``product(P, B_P)``, a (d, b) array in ``dtype``.
 
-    Above ``SPLIT_MIN_FLOPS`` it is always the sum of the same two row ranges, in the same
-    order, on two threads when two cores are free: bit-identical either way.
+    Above ``Thresholds.split_min_flops`` it is always the sum of the same row blocks, in the
+    same order, on as many threads as are free: bit-identical either way.
     """
-    pieces, bounds = _row_halves(X, B.shape[1])
+    pieces, bounds = _row_blocks(X, B.shape[1], max_blocks)
     tall = B.shape[0] == X.shape[0]
 
     def part(i):
@@ -325,20 +321,20 @@ def _row_halves_sum(product, X, B, dtype=np.float64):
 
     if len(pieces) == 1:
         return part(0)
-    with small_blas(0):  # no BLAS inside: pinned, so that run_pair may use both cores
-        top, bottom = run_pair(lambda: part(0), lambda: part(1))
-    top += bottom
-    return top
+    with small_blas(0):  # no BLAS inside: pinned, so that run_blocks may use the cores
+        parts = run_blocks([partial(part, i) for i in range(len(pieces))])
+    return sum_in_order(parts)
 
 
 def sparse_pair_tmatmat(X, M):
     """X^T M for two CSR matrices with the same rows, as a dense (d1, d2) float64 array.
 
-    Up to ``PAIR_SPLIT_MAX_BYTES`` of output, each row half's sparse product is densified
+    Up to ``Thresholds.pair_split_max_bytes`` of output, each row half's sparse product is densified
     and the two are summed, on two threads (faster than one sparse product and its
     ``toarray``).  Larger ones are one product (a second dense copy of a large output would
     cost more memory and time than the thread saves), or, from
-    PAIR_OUTPUT_SPLIT_MIN_FLOPS multiply-adds, two blocks of output rows on two threads (no
+    ``Thresholds.pair_output_split_min_flops`` multiply-adds, two blocks of output rows on
+    two threads (no
     second copy).
     """
     same = M is X  # a Gram matrix X^T X: one float64 copy of a float32 X, not two
@@ -347,47 +343,51 @@ def sparse_pair_tmatmat(X, M):
     def product(P, Mi):
         return (_transposed(P) @ Mi).toarray()
 
-    if 8 * X.shape[1] * M.shape[1] <= PAIR_SPLIT_MAX_BYTES:
-        return _row_halves_sum(product, X, M)
+    if 8 * X.shape[1] * M.shape[1] <= active().pair_split_max_bytes:
+        # two blocks at most: each one's dense output is a second copy of the result
+        return _row_blocks_sum(product, X, M, max_blocks=2)
     flops = float(np.dot(np.diff(X.indptr).astype(np.float64),
                          np.diff(M.indptr).astype(np.float64)))
-    if flops < PAIR_OUTPUT_SPLIT_MIN_FLOPS or X.shape[1] < 2:
+    if flops < active().pair_output_split_min_flops or X.shape[1] < 2:
         return _f64(product(X, M))
-    return _output_halves(X, M)
+    return _output_blocks(X, M)
 
 
-def _output_halves(X, M):
-    """X^T M (float64 CSR, same rows) as a dense array, formed as two blocks of output rows
-    on two threads, split where the multiply-adds are halved.  Each output row is one
-    sparse row product, the same sum in the same order either way."""
+def _output_blocks(X, M):
+    """X^T M (float64 CSR, same rows) as a dense array, formed as blocks of output rows
+    shared by the split threads, cut where the multiply-adds are divided evenly.  Each
+    output row is one sparse row product, the same sum in the same order either way."""
     m_row = np.diff(M.indptr).astype(np.float64)
     rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
     work = np.bincount(X.indices, weights=m_row[rows], minlength=X.shape[1])  # per output row
     del rows
     XT = X.T.tocsr()  # rows of X^T: cheap to slice
     d1, d2 = X.shape[1], M.shape[1]
-    mid = int(np.clip(np.searchsorted(np.cumsum(work), 0.5 * work.sum()), 1, d1 - 1))
+    blocks = max(2, n_row_blocks(d1, float(work.sum())))
+    cum = np.cumsum(work)
+    cuts = np.searchsorted(cum, [work.sum() * i / blocks for i in range(1, blocks)])
+    bounds = [0, *(int(c) for c in np.clip(cuts, 1, d1 - 1)), d1]
     G = np.empty((d1, d2), dtype=np.float64)
 
     def block(lo, hi):
         (XT[lo:hi] @ M).toarray(out=G[lo:hi])
 
-    with small_blas(0):  # no BLAS inside: pinned, so that run_pair may use both cores
-        run_pair(lambda: block(0, mid), lambda: block(mid, d1))
+    with small_blas(0):  # no BLAS inside: pinned, so that run_blocks may use the cores
+        run_blocks([partial(block, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])])
     return G
 
 
 def sparse_tmatmat(X, U, dtype=np.float64):
-    """X^T U for a CSR matrix X, (d, b) in ``dtype`` (two row ranges: see _row_halves_sum;
+    """X^T U for a CSR matrix X, (d, b) in ``dtype`` (row blocks: see _row_blocks_sum;
     X's values of ``dtype``, as for :func:`sparse_matmat`)."""
-    return _row_halves_sum(lambda P, Ui: _transposed(P) @ Ui, X,
+    return _row_blocks_sum(lambda P, Ui: _transposed(P) @ Ui, X,
                            np.ascontiguousarray(U, dtype=dtype), dtype)
 
 
 def sparse_gram_matmat(X, V, dtype=np.float64):
     """X^T X V for a CSR matrix X, (d, b) in ``dtype``, as X^T (X V) per row range (the n x b
     intermediate is held one range at a time; X's values of ``dtype``)."""
-    return _row_halves_sum(lambda P, W: _transposed(P) @ (P @ W), X,
+    return _row_blocks_sum(lambda P, W: _transposed(P) @ (P @ W), X,
                            np.ascontiguousarray(V, dtype=dtype), dtype)
 
 
@@ -444,7 +444,8 @@ class _DataMatrix:
     are returned in float32: accumulated in float32 from a float32 copy of a sparse X's
     values (:meth:`single`; half the bytes to move), minus the centring term formed in
     float64, else rounded from the float64 product.  The latter for a centred X whose mean
-    dominates it (:meth:`centring_amplification` above SINGLE_CENTRED_MAX_AMPLIFICATION):
+    dominates it (:meth:`centring_amplification` above
+    ``Thresholds.single_centred_max_amplification``):
     subtracting the mean would cancel more digits than float32 holds.
     """
 
@@ -503,7 +504,7 @@ class _DataMatrix:
     def accumulates_single(self, dtype):
         """Whether products in ``dtype`` accumulate in float32 (see the class notes)."""
         return (self.sparse and check_float_dtype(dtype) == np.float32
-                and self.centring_amplification() <= SINGLE_CENTRED_MAX_AMPLIFICATION)
+                and self.centring_amplification() <= active().single_centred_max_amplification)
 
     def matmat(self, V, dtype=np.float64):
         """Xc V, (n, b) in ``dtype`` (see the class notes for float32)."""
@@ -930,12 +931,12 @@ class RegularizedGram(ShapeCheckedOperator):
         """diag(C), (d,) float64."""
         return (1.0 - self.tau) * self._src.colsq + self.tau
 
-    def toarray(self, max_dim: int | None = DENSE_MAX_DIM):
+    def toarray(self, max_dim: int | str | None = "auto"):
         """Materialise C as a dense (d, d) array (only for small d).
 
         Parameters
         ----------
-        max_dim : int >= 1 or None, default DENSE_MAX_DIM (20,000: 3.0 GiB)
+        max_dim : int >= 1 or None, default "auto"
             Refuse d > max_dim before allocating; None for no limit.
 
         Raises
@@ -1138,7 +1139,8 @@ class CrossCovariance(ShapeCheckedOperator):
         term: its rounding, ~eps ||X|| ||M|| ||V||, is measured against ||Xc|| ||Mc|| ||V||,
         so the amplification sqrt(a_x a_m) (a_x the bound ``_DataMatrix.
         centring_amplification`` of ||X||^2 / ||Xc||^2, a_m that of M) and a_x, which X's
-        own centred products incur, must stay within SINGLE_CENTRED_MAX_AMPLIFICATION.  An
+        own centred products incur, must stay within
+        ``Thresholds.single_centred_max_amplification``.  An
         accumulated operator has no column norms to bound them by: float64.
         """
         if self._single_ok is None:
@@ -1152,7 +1154,7 @@ class CrossCovariance(ShapeCheckedOperator):
                 a_m = _centring_amplification(colsum, np.maximum(sq - colsum * colsum / n,
                                                                  0.0), n)
                 a_x = self._x.centring_amplification()
-                limit = SINGLE_CENTRED_MAX_AMPLIFICATION
+                limit = active().single_centred_max_amplification
                 ok = a_x <= limit and np.sqrt(a_x * a_m) <= limit
             self._single_ok = bool(ok)
         return self._single_ok
@@ -1259,12 +1261,12 @@ class CrossCovariance(ShapeCheckedOperator):
             self._rank_one = (u, v)
         return self._rank_one
 
-    def toarray(self, max_dim: int | None = DENSE_MAX_DIM):
+    def toarray(self, max_dim: int | str | None = "auto"):
         """Dense (d1, d2) C_xy (only for small dimensions).
 
         Parameters
         ----------
-        max_dim : int >= 1 or None, default DENSE_MAX_DIM
+        max_dim : int >= 1 or None, default "auto"
             Refuse d1 * d2 > max_dim^2 (more than a max_dim x max_dim array) before
             allocating; None for no limit.
 
@@ -1288,16 +1290,17 @@ class CrossCovariance(ShapeCheckedOperator):
         return np.ascontiguousarray(self.tosparse(copy=False)[lo:hi].toarray(),
                                     dtype=np.float64)
 
-    def dense_product(self, max_dim: int | None = DENSE_MAX_DIM):
+    def dense_product(self, max_dim: int | str | None = "auto"):
         """X^T M (the uncentred part, as :meth:`tosparse`) as a dense (d1, d2) float64 array.
 
-        Read-only: kept and returned again when at most ``DENSE_CROSS_CACHE_BYTES`` (copy it
+        Read-only: kept and returned again when at most
+        ``Thresholds.dense_cross_cache_bytes`` (copy it
         before writing).  With sparse factors it is formed from their row halves
         (:func:`sparse_pair_tmatmat`) when kept, else from the sparse product (kept).
 
         Parameters
         ----------
-        max_dim : int >= 1 or None, default DENSE_MAX_DIM (20,000: 3.0 GiB)
+        max_dim : int >= 1 or None, default "auto"
             Refuse d1 * d2 > max_dim^2 (more than a max_dim x max_dim array) before
             allocating; None for no limit.  The kept sizes are far below it.
 
@@ -1349,14 +1352,15 @@ class CrossCovariance(ShapeCheckedOperator):
 
     def kept_product(self):
         """X^T M (uncentred, as :meth:`tosparse`) in the form the operator keeps: the dense
-        array when at most ``DENSE_CROSS_CACHE_BYTES``, else the sparse matrix; read-only
+        array when at most ``Thresholds.dense_cross_cache_bytes``, else the sparse matrix; read-only
         either way (a tau grid reuses it)."""
         return self.dense_product() if self._keeps_dense() else self.tosparse(copy=False)
 
     def _keeps_dense(self):
-        """Whether :meth:`dense_product` keeps its result (at most DENSE_CROSS_CACHE_BYTES)."""
+        """Whether :meth:`dense_product` keeps its result (at most
+        ``Thresholds.dense_cross_cache_bytes``)."""
         d1, d2 = self.shape
-        return 8 * d1 * d2 <= DENSE_CROSS_CACHE_BYTES
+        return 8 * d1 * d2 <= active().dense_cross_cache_bytes
 
 
 def _check_width(d, width, label, like="the first block"):

@@ -25,6 +25,7 @@ from scipy.sparse.linalg import LinearOperator
 from .._params import check_bool, check_float, check_int, check_random_state
 from ._errors import FactorizationError, SVDConvergenceWarning
 from ._threads import small_blas
+from ._thresholds import active
 from ._validation import check_matrix
 
 __all__ = ["svd_flip", "randomized_range_finder", "adaptive_range_finder", "randomized_svd",
@@ -459,27 +460,24 @@ def _adaptive(A, tol, b, max_rank, n_iter, rng, Q, growth=2.0, max_block=1024,
 
 #: the methods of :func:`randomized_svd`
 METHODS = ("subspace", "krylov")
-#: Krylov block size when ``block_size`` is None (capped at k + oversamples): small blocks
-#: reach a given residual with fewer products than blocks of k columns (the Krylov space
-#: of a given dimension has a higher polynomial degree), while a block larger than the
-#: multiplicity of any wanted singular value still resolves repeated values
-KRYLOV_BLOCK = 16
-#: with ``n_iter='auto'`` and no ``tol``, the Krylov basis grows to this many times
-#: k + oversamples columns
-KRYLOV_AUTO_BASIS = 3
-#: with ``n_iter='auto'`` and a ``tol``, the Krylov basis grows to at most this many times
-#: k + oversamples columns (its memory is (m + n) columns of that basis)
-KRYLOV_MAX_BASIS = 10
-#: with ``n_iter='auto'`` and a ``tol``, the subspace method runs at most this many power
-#: iterations
-SUBSPACE_MAX_ITER = 32
-#: from this ``tol`` on, the Krylov method forms its products with a sparse or dense A in
-#: float32 (the basis, its orthogonalisation and the Rayleigh-Ritz step stay float64):
-#: rounding of about 1e-7 relative per product, three orders below the residuals asked for
-SINGLE_PRODUCTS_TOL = 1e-4
-#: a column of a new Krylov block whose norm cancelled below this fraction of its norm
-#: before the pass is orthogonalised against the basis once more ("twice is enough")
-REORTH_RATIO = 0.5
+# The thresholds read here (fields of the active Thresholds):
+# * krylov_block: Krylov block size when ``block_size`` is None (capped at k + oversamples):
+#   small blocks reach a given residual with fewer products than blocks of k columns (the
+#   Krylov space of a given dimension has a higher polynomial degree), while a block larger
+#   than the multiplicity of any wanted singular value still resolves repeated values;
+# * krylov_auto_basis: with ``n_iter='auto'`` and no ``tol``, the Krylov basis grows to this
+#   many times k + oversamples columns;
+# * krylov_max_basis: with ``n_iter='auto'`` and a ``tol``, the Krylov basis grows to at most
+#   this many times k + oversamples columns (its memory is (m + n) columns of that basis);
+# * subspace_max_iter: with ``n_iter='auto'`` and a ``tol``, the subspace method runs at most
+#   this many power iterations;
+# * single_products_tol: from this ``tol`` on, the Krylov method forms its products with a
+#   sparse or dense A in float32 (the basis, its orthogonalisation and the Rayleigh-Ritz step
+#   stay float64): rounding of about 1e-7 relative per product, three orders below the
+#   residuals asked for;
+# * reorth_ratio: a column of a new Krylov block whose norm cancelled below this fraction of
+#   its norm before the pass is orthogonalised against the basis once more ("twice is
+#   enough").
 
 
 @dataclass(frozen=True)
@@ -541,7 +539,7 @@ class _BlockProducts:
     def __init__(self, A, transpose, work=np.float64):
         self.shape = A.shape[::-1] if transpose else A.shape
         if sp.issparse(A):
-            from ._gram import _row_halves_sum, _values_as, sparse_matmat
+            from ._gram import _row_blocks_sum, _values_as, sparse_matmat
 
             X = _values_as(A, work)
 
@@ -549,7 +547,7 @@ class _BlockProducts:
                 return sparse_matmat(X, V, dtype=work)
 
             def adjoint(U):
-                return _row_halves_sum(lambda P, B: P.T @ B, X,
+                return _row_blocks_sum(lambda P, B: P.T @ B, X,
                                        np.ascontiguousarray(U, dtype=work), dtype=work)
         elif isinstance(A, np.ndarray):
             from ._threads import tall_matmul, tall_tmatmul
@@ -635,7 +633,7 @@ def _krylov(P, k, check_from, b, max_basis, n_blocks, tol, need_residuals, rng):
             D = Q[:, :L].T @ Y
             Y -= Q[:, :L] @ D
             C += D
-            if not np.any(np.linalg.norm(Y, axis=0) < REORTH_RATIO * before):
+            if not np.any(np.linalg.norm(Y, axis=0) < active().reorth_ratio * before):
                 break
         prev = lo
         if check:
@@ -924,19 +922,19 @@ def randomized_svd(A, k, oversamples=10, n_iter="auto", random_state=None, *,
     size = min(k + p, m, n)
     auto = isinstance(n_iter, str)
     if method == "krylov":
-        b = min(KRYLOV_BLOCK, size) if block_size is None else block_size
+        b = min(active().krylov_block, size) if block_size is None else block_size
         short = m <= n  # the basis in the shorter dimension: A' = A, else A^T
         # float32 products at a loose tol: half the memory traffic of the sparse products,
         # their rounding (~1e-7 relative) far below the residuals asked for
-        single = tol is not None and tol >= SINGLE_PRODUCTS_TOL
+        single = tol is not None and tol >= active().single_products_tol
         P = _BlockProducts(A, transpose=not short,
                            work=np.float32 if single else np.float64)
         if tol is None:
-            n_blocks = (-(-KRYLOV_AUTO_BASIS * size // b) if auto else n_iter + 1)
+            n_blocks = (-(-active().krylov_auto_basis * size // b) if auto else n_iter + 1)
             max_basis = n_blocks * b
         else:
             n_blocks = None
-            max_basis = KRYLOV_MAX_BASIS * size if auto else (n_iter + 1) * b
+            max_basis = active().krylov_max_basis * size if auto else (n_iter + 1) * b
         with small_blas(min(max_basis, min(m, n))):
             U, s, V, res, it, basis = _krylov(P, k, size, b, max(max_basis, size), n_blocks,
                                               tol, return_info, rng)
@@ -946,7 +944,7 @@ def randomized_svd(A, k, oversamples=10, n_iter="auto", random_state=None, *,
     elif tol is not None:
         transpose = m < n
         P = _BlockProducts(A, transpose=transpose)
-        max_iter = SUBSPACE_MAX_ITER if auto else n_iter
+        max_iter = active().subspace_max_iter if auto else n_iter
         with small_blas(size):
             U, s, V, res, it, basis = _subspace_adaptive(P, k, size, max_iter, tol, rng)
         if transpose:

@@ -15,6 +15,7 @@ from scipy.sparse.linalg import LinearOperator
 from .._params import check_int, check_random_state  # shared with evaluate and the experiment
 from .._sparse import check_sparse_structure
 from ._errors import FactorizationError, RankDeficientError, SingularCovarianceError  # noqa: F401
+from ._thresholds import active
 
 __all__ = [
     "ShapeCheckedOperator",
@@ -262,11 +263,14 @@ def check_dense_size(shape, max_dim, what: str, hint: str = "", dim: str = "d") 
     """Refuse to allocate a dense float64 (d1, d2) array with more entries than a
     max_dim x max_dim one (for a square array: d > max_dim), before it is formed.
 
-    ``max_dim`` None sets no limit.  The message gives the size in GiB, the limit (calling
+    ``max_dim`` None sets no limit, "auto" the active ``Thresholds.dense_max_dim``.  The
+    message gives the size in GiB, the limit (calling
     a square array's order ``dim``) and ``hint`` (what to use instead).  O(1).
     """
     if max_dim is None:
         return
+    if isinstance(max_dim, str) and max_dim == "auto":
+        max_dim = active().dense_max_dim
     max_dim = check_int("max_dim", max_dim, 1)
     d1, d2 = (int(s) for s in shape)
     if d1 * d2 <= max_dim * max_dim:

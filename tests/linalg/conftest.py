@@ -7,6 +7,8 @@ import pytest
 import scipy.linalg as la
 import scipy.sparse as sp
 
+from sparsecca.linalg._thresholds import Thresholds, applied
+
 
 def count_problem(n, d1, d2, *, seed=0, latent=8, density=(8, 5), dtype=np.float64):
     """Two correlated sparse count views (rows share a latent class), CSR.
@@ -109,3 +111,19 @@ def preconditioner(request, monkeypatch):
 
         monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 0)
     return request.param
+
+
+@pytest.fixture
+def thresholds():
+    """``thresholds(**changes)``: the defaults with ``changes`` are the active thresholds
+    until the test ends (instead of patching module constants)."""
+    blocks = []
+
+    def use(**changes):
+        block = applied(Thresholds().replace(**changes))
+        block.__enter__()
+        blocks.append(block)
+
+    yield use
+    for block in reversed(blocks):
+        block.__exit__(None, None, None)

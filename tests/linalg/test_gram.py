@@ -16,6 +16,7 @@ from sparsecca.linalg import (
     centred_projection,
     column_mean,
 )
+from sparsecca.linalg._thresholds import Thresholds, applied
 
 from .conftest import count_problem, covariances
 
@@ -193,7 +194,7 @@ def test_centred_dual_gram_and_dual_eigh(sparse):
                                        ("dense", "dense")])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dense_product_is_the_stored_part_of_x_transpose_m_and_cached_read_only(
-        xfmt, mfmt, dtype, monkeypatch):
+        xfmt, mfmt, dtype):
     """dense_product is the part P of C_xy = P - u v^T that the operator stores: X^T M of
     the factors as given, except that a centred dense factor enters centred (its float64
     copy); toarray is Xc^T Mc either way."""
@@ -225,29 +226,29 @@ def test_dense_product_is_the_stored_part_of_x_transpose_m_and_cached_read_only(
     assert K.dense_product_as(np.float32) is S and K.dense_product_as(np.float64) is D
     np.testing.assert_array_equal(S, D.astype(np.float32))
     # beyond the cache size it is formed again on each call, equal
-    monkeypatch.setattr(gram_mod, "DENSE_CROSS_CACHE_BYTES", 0)
-    K2 = CrossCovariance(X, M)
-    a, b = K2.dense_product(), K2.dense_product()
-    assert a is not b
-    np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(a, ref, rtol=1e-12, atol=1e-10)  # uncentred: X^T M
-    assert K2.dense_product_as(np.float32) is not K2.dense_product_as(np.float32)
-    # accumulated from row blocks: the same array
-    Kb = CrossCovariance.from_blocks([(X[:25], M[:25]), (X[25:], M[25:])])
-    np.testing.assert_allclose(Kb.dense_product(), ref, rtol=1e-12, atol=1e-10)
+    with applied(Thresholds(dense_cross_cache_bytes=0)):
+        K2 = CrossCovariance(X, M)
+        a, b = K2.dense_product(), K2.dense_product()
+        assert a is not b
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, ref, rtol=1e-12, atol=1e-10)  # uncentred: X^T M
+        assert K2.dense_product_as(np.float32) is not K2.dense_product_as(np.float32)
+        # accumulated from row blocks: the same array
+        Kb = CrossCovariance.from_blocks([(X[:25], M[:25]), (X[25:], M[25:])])
+        np.testing.assert_allclose(Kb.dense_product(), ref, rtol=1e-12, atol=1e-10)
 
 
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("xdtype", [np.float32, np.float64])
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
 @pytest.mark.parametrize("center", [False, True])
-def test_products_in_single_precision(center, fmt, xdtype, split, monkeypatch):
+def test_products_in_single_precision(center, fmt, xdtype, split, thresholds):
     """matmat_as(V, float32) (LOBPCG's single-precision steps) is float32 and within float32
     rounding of the float64 products (times the centring's amplification bound); float64
     gives the operators' own products exactly.  Sparse factors accumulate in float32 from
     float32 copies of their values (shared index arrays), centred ones too while the bound
     allows; anything else rounds the float64 product."""
-    monkeypatch.setattr(gram_mod, "SPLIT_MIN_FLOPS", 1 if split else 10**12)
+    thresholds(split_min_flops=1 if split else 10**12)
     X, M = _inputs(fmt, xdtype, seed=4)
     C = RegularizedGram(X, 0.3, center=center)
     K = CrossCovariance(X, M, center=center)
@@ -327,7 +328,7 @@ def test_centring_amplification_bounds_the_norm_ratio(fmt):
     ratio = (np.linalg.norm(shifted.T @ shifted, 2)
              / np.linalg.norm(Xc.T @ Xc, 2))
     amp = gram_mod._DataMatrix(sp.csr_matrix(shifted), center=True).centring_amplification()
-    assert ratio <= amp * (1 + 1e-12) and amp > gram_mod.SINGLE_CENTRED_MAX_AMPLIFICATION
+    assert ratio <= amp * (1 + 1e-12) and amp > Thresholds().single_centred_max_amplification
     assert gram_mod._DataMatrix(shifted, center=True).centring_amplification() < 1 + 1e-12
     with pytest.warns(CentringPrecisionWarning, match="keeps about 0 significant digits"):
         ones = gram_mod._DataMatrix(sp.csr_matrix(np.ones((5, 3))), center=True)

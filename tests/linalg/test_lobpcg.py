@@ -13,7 +13,6 @@ import pytest
 import scipy.sparse as sp
 
 import sparsecca.linalg._cca as cca_module
-import sparsecca.linalg._gram as gram_mod
 import sparsecca.linalg._reduced as reduced_mod
 import sparsecca.linalg._threads as split_mod
 from sparsecca.linalg import CCAEngine, RankDeficientError, SparseCCA, cca_path, reduced_cca
@@ -94,7 +93,7 @@ def test_operator_cross_and_randomized_start_give_the_same_answer(monkeypatch):
 
 @pytest.mark.parametrize("cross", ["dense_ct", "kept_dense", "factored"])
 @pytest.mark.parametrize("center", [False, True, "dominant"])
-def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center):
+def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center, thresholds):
     """tol >= LOBPCG_SINGLE_TOL keeps the blocks in float32 (dense C_xy W_y^T, or the
     operator with a float32 copy of the C_yy factor and C_xy through the kept dense X^T M or
     its sparse factors, whose products then accumulate in float32, centred too unless the
@@ -111,7 +110,7 @@ def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center)
     if cross != "dense_ct":
         monkeypatch.setattr(reduced_mod, "LOBPCG_DENSE_CT_BYTES", 0)
     if cross == "factored":
-        monkeypatch.setattr(gram_mod, "DENSE_CROSS_CACHE_BYTES", 0)
+        thresholds(dense_cross_cache_bytes=0)
     tau, k, tol = 0.4, 8, 1e-3
     dense, it = _engine_pair(X, Y, tol=tol, center=center)
     res = it.solve(Y, tau, k, strategy="lobpcg")

@@ -1,7 +1,7 @@
 """The engine's sparse products (sparsecca.linalg._gram) against dense NumPy references.
 
-scipy does the arithmetic; what is ours is the row split (two ranges sharing the matrix's
-arrays, run on two threads), the float64 accumulation of float32 storage and the densified
+scipy does the arithmetic; what is ours is the row split (row blocks sharing the matrix's
+arrays, run on the split threads), the float64 accumulation of float32 storage and the densified
 pair product, so those are what is checked, with empty rows at the split boundaries.
 """
 
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsecca.linalg import _gram
+from sparsecca.linalg import _gram, _threads
 from sparsecca.linalg._threads import small_blas
+from sparsecca.linalg._thresholds import Thresholds, active, applied
 
 
 def _csr(dtype, seed=0, n=57, d=23, density=0.2):
@@ -50,14 +51,14 @@ def _unsorted(X):
 @pytest.mark.parametrize("order", ["sorted", "unsorted"])
 @pytest.mark.parametrize("split", ["none", "rows", "output"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_products_match_dense_numpy(dtype, split, order, monkeypatch):
+def test_products_match_dense_numpy(dtype, split, order, thresholds):
     """X V, X^T U, X^T X V and X^T M equal float64 NumPy products of the dense matrices,
-    in one piece or as two row ranges (float32 storage accumulates in float64), whether
+    in one piece or as row blocks (float32 storage accumulates in float64), whether
     or not the column indices are sorted within rows; X^T M and X^T X also as two blocks of
-    output rows (sparse_pair_tmatmat beyond PAIR_SPLIT_MAX_BYTES)."""
-    monkeypatch.setattr(_gram, "SPLIT_MIN_FLOPS", 10**12 if split == "none" else 1)
-    monkeypatch.setattr(_gram, "PAIR_SPLIT_MAX_BYTES", 2**30 if split == "rows" else 0)
-    monkeypatch.setattr(_gram, "PAIR_OUTPUT_SPLIT_MIN_FLOPS", 0 if split == "output" else 1e30)
+    output rows (sparse_pair_tmatmat beyond Thresholds.pair_split_max_bytes)."""
+    thresholds(split_min_flops=10**12 if split == "none" else 1,
+               pair_split_max_bytes=2**30 if split == "rows" else 0,
+               pair_output_split_min_flops=0 if split == "output" else 1e30)
     X = _csr(dtype)
     if order == "unsorted":
         X = _unsorted(X)
@@ -89,22 +90,21 @@ def test_products_match_dense_numpy(dtype, split, order, monkeypatch):
 
 @pytest.mark.parametrize("threads", ["1", "0"])
 def test_split_products_do_not_depend_on_threads(threads, monkeypatch):
-    """Above SPLIT_MIN_FLOPS the products are always the same two row ranges (threaded when
-    two cores are free): equal to scipy's, and bit-identical with the split thread on or
-    off, inside or outside a small_blas region."""
+    """Above Thresholds.split_min_flops the products are always the same row blocks
+    (threaded when cores are free): equal to scipy's, and bit-identical with the split
+    threads on or off, inside or outside a small_blas region."""
     X = sp.random(3000, 400, density=0.05, random_state=3, format="csr")
     M = sp.random(3000, 30, density=0.1, random_state=4, format="csr")
     rng = np.random.default_rng(4)
     V = rng.standard_normal((400, 40))
     U = rng.standard_normal((3000, 40))
-    assert X.nnz * 40 >= _gram.SPLIT_MIN_FLOPS
+    assert X.nnz * 40 >= active().split_min_flops
     dm = _gram._DataMatrix(X, False)
     monkeypatch.setenv("SPARSECCA_SPLIT", "1")
 
     def products():
-        with monkeypatch.context() as m:  # X^T X as two blocks of output rows
-            m.setattr(_gram, "PAIR_SPLIT_MAX_BYTES", 0)
-            m.setattr(_gram, "PAIR_OUTPUT_SPLIT_MIN_FLOPS", 0)
+        # X^T X as blocks of output rows
+        with applied(Thresholds(pair_split_max_bytes=0, pair_output_split_min_flops=0)):
             gram = _gram.sparse_pair_tmatmat(X, X)
         return (_gram.sparse_matmat(X, V), _gram.sparse_tmatmat(X, U), dm.gram_matmat(V),
                 _gram.sparse_pair_tmatmat(X, M), gram)
@@ -119,6 +119,81 @@ def test_split_products_do_not_depend_on_threads(threads, monkeypatch):
     with small_blas(1):
         for got, ref in zip(products(), refs):
             assert np.array_equal(got, ref)
+
+
+def test_products_are_identical_on_1_2_and_3_threads(monkeypatch):
+    """The sparse and the tall dense products, run inside a small_blas region (where the
+    row blocks go to the split threads) on 1, 2 and 3 threads: bit-identical results, and
+    several row blocks (split_min_flops = 1: up to MAX_ROW_BLOCKS of them)."""
+    X = sp.random(2000, 300, density=0.05, random_state=5, format="csr")
+    M = sp.random(2000, 40, density=0.1, random_state=6, format="csr")
+    rng = np.random.default_rng(5)
+    V, U = rng.standard_normal((300, 20)), rng.standard_normal((2000, 20))
+    A, B = rng.standard_normal((2001, 30)), rng.standard_normal((30, 10))
+    C = rng.standard_normal((2001, 10))
+    assert _threads.n_row_blocks(2000, 1e12) == _threads.MAX_ROW_BLOCKS > 2
+
+    def products():
+        with small_blas(0):
+            out = (_gram.sparse_matmat(X, V), _gram.sparse_tmatmat(X, U),
+                   _gram.sparse_gram_matmat(X, V), _gram.sparse_pair_tmatmat(X, M),
+                   _threads.tall_matmul(A, B), _threads.tall_tmatmul(A, C))
+            with applied(Thresholds(split_min_flops=1, pair_split_max_bytes=0,
+                                    pair_output_split_min_flops=0)):
+                out += (_gram.sparse_pair_tmatmat(X, M),)
+        return out
+
+    results = {}
+    with applied(Thresholds(split_min_flops=1)):
+        for n in (1, 2, 3):
+            monkeypatch.setattr(_threads, "n_split_threads", lambda n=n: n)
+            results[n] = products()
+    refs = (X @ V, X.T @ U, X.T @ (X @ V), (X.T @ M).toarray(), A @ B, A.T @ C,
+            (X.T @ M).toarray())
+    for got, ref in zip(results[1], refs):
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+    for n in (2, 3):
+        for got, ref in zip(results[n], results[1]):
+            assert np.array_equal(got, ref)
+
+
+def test_run_blocks_uses_the_threads_it_is_given(monkeypatch):
+    """With 3 split threads inside a small_blas region, three tasks run at once (each waits
+    for the other two), in the caller's thresholds; results come back in task order."""
+    import threading
+
+    monkeypatch.setattr(_threads, "n_split_threads", lambda: 3)
+    barrier = threading.Barrier(3, timeout=30)
+
+    def task(i):
+        def run():
+            barrier.wait()
+            return i, active().split_min_flops, threading.get_ident()
+        return run
+
+    with small_blas(0), applied(Thresholds(split_min_flops=7)):
+        out = _threads.run_blocks([task(i) for i in range(3)])
+    assert [o[:2] for o in out] == [(0, 7), (1, 7), (2, 7)]
+    assert len({o[2] for o in out}) == 3
+    # outside a pinned region (BLAS threads the work itself) they run here, in turn
+    out = _threads.run_blocks([lambda: threading.get_ident()] * 3)
+    assert set(out) == {threading.get_ident()}
+
+
+def test_machine_threads_follow_the_affinity_and_blas(monkeypatch):
+    """The split threads: the cores this process may use, at most BLAS's own thread count;
+    SPARSECCA_SPLIT=0 turns them off."""
+    import os
+
+    n = _threads.machine_threads()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert 1 <= n <= cores
+    if _threads._BLAS_THREADS is not None:
+        assert n <= _threads._BLAS_THREADS
+    monkeypatch.setenv("SPARSECCA_SPLIT", "0")
+    assert _threads.n_split_threads() == 1
+    monkeypatch.setenv("SPARSECCA_SPLIT", "1")
+    assert _threads.n_split_threads() == n
 
 
 def test_engine_does_not_load_numba():
