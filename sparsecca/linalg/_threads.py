@@ -220,7 +220,8 @@ def run_blocks(tasks):
 
 
 def run_pair(f, g):
-    """``(f(), g())``, on two threads when they are available and BLAS is held to one thread
+    """``(f(), g())``, on two threads when they are available and BLAS is held to one
+    thread
     (:func:`run_blocks`)."""
     a, b = run_blocks([f, g])
     return a, b

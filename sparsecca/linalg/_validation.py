@@ -323,3 +323,11 @@ def check_choice(value, name: str, choices) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return value
+
+
+def check_block_width(d, width, label, like="the first block"):
+    """A streamed block's column count d agrees with the first block's ``width`` (None for
+    the first block); returns the width."""
+    if width is not None and d != width:
+        raise ValueError(f"{label} must have {width} columns like {like}, got {d}")
+    return d

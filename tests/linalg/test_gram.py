@@ -437,3 +437,33 @@ def test_centred_products_with_a_dominant_mean_stay_float64(shift):
     Kb = CrossCovariance.from_blocks([(X[:30], M[:30]), (X[30:], M[30:])], center=True)
     assert not Kb.accumulates_single()
     assert CrossCovariance.from_blocks([(X, M)]).accumulates_single()
+
+
+def test_operators_of_the_engines_data_are_not_checked_again(monkeypatch):
+    """Validation runs at the public entry points only: built from the engine's own data (a
+    _DataMatrix, checked when the engine was fitted) the operators do not run check_tau /
+    check_matrix again; from a user's matrix they do."""
+    import sparsecca.linalg._cross as cross_mod
+
+    X, M = _inputs("csr", np.float64, seed=1)
+    data = gram_mod._DataMatrix(X, center=True)
+    calls = []
+
+    def counted(check):
+        def run(*args, **kwargs):
+            calls.append(check.__name__)
+            return check(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(gram_mod, "check_tau", counted(gram_mod.check_tau))
+    monkeypatch.setattr(cross_mod, "check_matrix", counted(cross_mod.check_matrix))
+    C = RegularizedGram(data, 0.3, center=True)
+    K = CrossCovariance(data, M, center=True)
+    assert calls == []
+    np.testing.assert_allclose(C.toarray(), RegularizedGram(X, 0.3, center=True).toarray(),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(K.toarray(), CrossCovariance(X, M, center=True).toarray(),
+                               rtol=1e-12, atol=1e-12)
+    assert calls == ["check_tau", "check_matrix", "check_matrix"]
+    with pytest.raises(ValueError, match="center"):
+        CrossCovariance(data, M, center=False)

@@ -422,3 +422,20 @@ def test_randomized_svd_bad_method_tol_k(kw, exc, match):
     kw = dict(dict(k=2), **kw)
     with pytest.raises(exc, match=match):
         randomized_svd(A, **kw)
+
+
+def test_thresholds_argument_sets_the_krylov_block():
+    """``thresholds=`` is the active Thresholds during the call: Krylov blocks of
+    krylov_block columns (default min(16, k + p) = 13), the basis grown to about
+    krylov_auto_basis (k + p) columns; anything but a Thresholds is a TypeError."""
+    from sparsecca.linalg._thresholds import Thresholds
+
+    A = np.random.default_rng(0).standard_normal((80, 60))
+    *_, default = randomized_svd(A, 3, method="krylov", random_state=0, return_info=True)
+    assert default.basis_size == 39  # 3 blocks of 13
+    U, s, Vt, info = randomized_svd(A, 3, method="krylov", random_state=0, return_info=True,
+                                    thresholds=Thresholds(krylov_block=4))
+    assert info.basis_size == 40  # ceil(3 * 13 / 4) = 10 blocks of 4
+    np.testing.assert_allclose(s, np.linalg.svd(A, compute_uv=False)[:3], rtol=1e-2)
+    with pytest.raises(TypeError, match="thresholds must be None or a"):
+        randomized_svd(A, 3, thresholds=5)

@@ -1,4 +1,4 @@
-"""The engine's sparse products (sparsecca.linalg._gram) against dense NumPy references.
+"""The engine's sparse products (sparsecca.linalg._sparse_products) against dense NumPy references.
 
 scipy does the arithmetic; what is ours is the row split (row blocks sharing the matrix's
 arrays, run on the split threads), the float64 accumulation of float32 storage and the densified
@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsecca.linalg import _gram, _threads
+from sparsecca.linalg import _sparse_products as _products
+from sparsecca.linalg import _threads
+from sparsecca.linalg._centring import _DataMatrix
 from sparsecca.linalg._threads import small_blas
 from sparsecca.linalg._thresholds import Thresholds, active, applied
 
@@ -26,10 +28,10 @@ def _csr(dtype, seed=0, n=57, d=23, density=0.2):
 @pytest.mark.parametrize("lo,hi", [(0, 57), (0, 20), (20, 57), (4, 4), (3, 5)])
 def test_row_range_and_transpose_are_views(lo, hi):
     X = _csr(np.float64)
-    R = _gram._csr_rows(X, lo, hi)
+    R = _products._csr_rows(X, lo, hi)
     assert R.shape == (hi - lo, X.shape[1])
     np.testing.assert_array_equal(R.toarray(), X.toarray()[lo:hi])
-    T = _gram._transposed(R)
+    T = _products._transposed(R)
     assert T.format == "csc" and T.shape == R.shape[::-1]
     np.testing.assert_array_equal(T.toarray(), X.toarray()[lo:hi].T)
     if R.nnz:  # no copy of the nonzeros, even for a view smaller than half of X
@@ -73,18 +75,18 @@ def test_products_match_dense_numpy(dtype, split, order, thresholds):
     Xd = X.toarray().astype(np.float64)
     Md = M.toarray().astype(np.float64)
     tol = dict(rtol=1e3 * np.finfo(np.float64).eps, atol=1e3 * np.finfo(np.float64).eps)
-    got = _gram.sparse_matmat(X, V)
+    got = _products.sparse_matmat(X, V)
     assert got.dtype == np.float64 and got.shape == (57, 6)
     np.testing.assert_allclose(got, Xd @ V, **tol)
-    np.testing.assert_allclose(_gram.sparse_tmatmat(X, U), Xd.T @ U, **tol)
-    np.testing.assert_allclose(_gram.sparse_gram_matmat(X, V), Xd.T @ (Xd @ V), **tol)
-    got = _gram.sparse_pair_tmatmat(X, M)
+    np.testing.assert_allclose(_products.sparse_tmatmat(X, U), Xd.T @ U, **tol)
+    np.testing.assert_allclose(_products.sparse_gram_matmat(X, V), Xd.T @ (Xd @ V), **tol)
+    got = _products.sparse_pair_tmatmat(X, M)
     assert got.dtype == np.float64 and got.shape == (23, 9)
     np.testing.assert_allclose(got, Xd.T @ Md, **tol)
-    np.testing.assert_allclose(_gram.sparse_pair_tmatmat(X, X), Xd.T @ Xd, **tol)
+    np.testing.assert_allclose(_products.sparse_pair_tmatmat(X, X), Xd.T @ Xd, **tol)
     # the float32 products do not round to float32: exact small integers times normals
     if dtype == np.float32:
-        assert not np.array_equal(_gram.sparse_matmat(X, V),
+        assert not np.array_equal(_products.sparse_matmat(X, V),
                                   (X @ V.astype(np.float32)).astype(np.float64))
 
 
@@ -99,15 +101,15 @@ def test_split_products_do_not_depend_on_threads(threads, monkeypatch):
     V = rng.standard_normal((400, 40))
     U = rng.standard_normal((3000, 40))
     assert X.nnz * 40 >= active().split_min_flops
-    dm = _gram._DataMatrix(X, False)
+    dm = _DataMatrix(X, False)
     monkeypatch.setenv("SPARSECCA_SPLIT", "1")
 
     def products():
         # X^T X as blocks of output rows
         with applied(Thresholds(pair_split_max_bytes=0, pair_output_split_min_flops=0)):
-            gram = _gram.sparse_pair_tmatmat(X, X)
-        return (_gram.sparse_matmat(X, V), _gram.sparse_tmatmat(X, U), dm.gram_matmat(V),
-                _gram.sparse_pair_tmatmat(X, M), gram)
+            gram = _products.sparse_pair_tmatmat(X, X)
+        return (_products.sparse_matmat(X, V), _products.sparse_tmatmat(X, U), dm.gram_matmat(V),
+                _products.sparse_pair_tmatmat(X, M), gram)
 
     refs = products()
     for got, ref in zip(refs, (X @ V, X.T @ U, X.T @ (X @ V), (X.T @ M).toarray(),
@@ -135,12 +137,12 @@ def test_products_are_identical_on_1_2_and_3_threads(monkeypatch):
 
     def products():
         with small_blas(0):
-            out = (_gram.sparse_matmat(X, V), _gram.sparse_tmatmat(X, U),
-                   _gram.sparse_gram_matmat(X, V), _gram.sparse_pair_tmatmat(X, M),
+            out = (_products.sparse_matmat(X, V), _products.sparse_tmatmat(X, U),
+                   _products.sparse_gram_matmat(X, V), _products.sparse_pair_tmatmat(X, M),
                    _threads.tall_matmul(A, B), _threads.tall_tmatmul(A, C))
             with applied(Thresholds(split_min_flops=1, pair_split_max_bytes=0,
                                     pair_output_split_min_flops=0)):
-                out += (_gram.sparse_pair_tmatmat(X, M),)
+                out += (_products.sparse_pair_tmatmat(X, M),)
         return out
 
     results = {}

@@ -1,0 +1,82 @@
+"""Exact reduction of a data matrix with duplicate columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = []
+
+
+class _ColumnMerge:
+    """Exact reduction of a data matrix with duplicate columns.
+
+    Identical columns x_j (common for sparse NLP features: a word seen once and its
+    suffixes share one row pattern -- often a quarter of a suffix view's columns) make
+    C = (1 - tau) X^T X + tau I needlessly large and ill-conditioned for diagonal
+    preconditioners.  With groups g of m_g identical columns, X a only depends on the group
+    sums, and for a fixed X a the penalty ||a||^2 is smallest with equal shares, so every
+    solution has a_j = c_g / sqrt(m_g) where c solves the same problem for the merged matrix
+    X_hat = [sqrt(m_g) x_g].  a^T Cxx a, a^T Cxy b and the residual norms are preserved.
+    """
+
+    def __init__(self, X):
+        d = X.shape[1]
+        self.n_features = d
+        # fingerprint: two random projections; identical columns give bit-identical sums
+        R = np.random.default_rng(0x5eed).standard_normal((X.shape[0], 2))
+        h = np.asarray(X.T @ R) if sp.issparse(X) else X.T @ R
+        order = np.lexsort((h[:, 1], h[:, 0]))
+        hs = h[order]
+        new = np.ones(d, dtype=bool)
+        new[1:] = np.any(hs[1:] != hs[:-1], axis=1)
+        label_sorted = np.cumsum(new) - 1
+        labels = np.empty(d, dtype=np.int64)
+        labels[order] = label_sorted
+        # verify candidate groups exactly (a hash collision splits the group)
+        Xc = X.tocsc() if sp.issparse(X) else X
+        if sp.issparse(Xc):
+            Xc.sort_indices()
+        rep_of = {}
+        next_label = int(label_sorted[-1]) + 1 if d else 0
+        for j in order[~new]:  # members other than the first of each candidate group
+            g = labels[j]
+            first = rep_of.get(g)
+            if first is None:
+                first = order[np.searchsorted(label_sorted, g)]
+                rep_of[g] = first
+            if not _same_column(Xc, first, j):
+                labels[j] = next_label
+                next_label += 1
+        uniq, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+        self.labels = inverse  # merged index of every original column
+        self.counts = counts
+        self.n_merged = uniq.size
+        self.trivial = self.n_merged == d
+        if self.trivial:
+            self.merged = X
+            return
+        first = np.full(self.n_merged, d, dtype=np.int64)
+        np.minimum.at(first, inverse, np.arange(d))
+        scale = np.sqrt(counts.astype(np.float64))
+        if sp.issparse(X):
+            Xm = X.tocsc()[:, first] @ sp.diags(scale.astype(X.dtype))
+            self.merged = sp.csr_matrix(Xm, dtype=X.dtype)
+        else:
+            self.merged = np.ascontiguousarray(X[:, first] * scale.astype(X.dtype))
+
+    def expand(self, W):
+        """Weights on the merged columns (d', k) -> original columns (d, k)."""
+        if self.trivial:
+            return W
+        return W[self.labels] / np.sqrt(self.counts[self.labels])[:, None]
+
+
+def _same_column(Xc, i, j):
+    if sp.issparse(Xc):
+        a = slice(Xc.indptr[i], Xc.indptr[i + 1])
+        b = slice(Xc.indptr[j], Xc.indptr[j + 1])
+        return (a.stop - a.start == b.stop - b.start
+                and np.array_equal(Xc.indices[a], Xc.indices[b])
+                and np.array_equal(Xc.data[a], Xc.data[b]))
+    return np.array_equal(Xc[:, i], Xc[:, j])
