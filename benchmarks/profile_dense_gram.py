@@ -1,5 +1,7 @@
-"""The dense Gram matrices the factorisations start from: one sparse product, or two blocks
-of output rows on two threads (``sparse_pair_tmatmat`` from Thresholds.pair_output_split_min_flops).
+"""The dense Gram matrices the factorisations start from: scipy's one sparse product against
+the engine's (``CrossCovariance.dense_product``: two row blocks summed up to
+``Thresholds.pair_split_max_bytes`` of output, beyond it blocks of output rows on the split
+threads from ``Thresholds.pair_output_split_min_flops`` multiply-adds).
 
 For en-brown with its 8,000 most frequent input features (``bench_linalg.py``'s
 ``brown8k``) it times X^T X (the dense factor of C_xx; the engine merges duplicate columns
@@ -28,8 +30,7 @@ from bench_linalg import data_paths, load  # noqa: E402
 
 
 def main(argv=None):
-    from sparsecca.linalg._gram import _f64, _output_halves, _transposed
-    from sparsecca.linalg._thresholds import Thresholds
+    from sparsecca.linalg import CrossCovariance, Thresholds
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", default="brown8k", help="a bench_linalg.py case (en-brown)")
@@ -41,8 +42,8 @@ def main(argv=None):
     require(*data_paths(args.case))  # exit 3 with one line (see _data_check.py)
     X, Y, _, _ = load(args.case, n_rows=args.rows)
     X, Y = X.astype(np.float64), Y.astype(np.float64)
-    ways = {"one product": lambda A, B: _f64((_transposed(A) @ B).toarray()),
-            "two output blocks": _output_halves}
+    ways = {"one product": lambda A, B: np.asarray((A.T @ B).toarray(), dtype=np.float64),
+            "engine": lambda A, B: CrossCovariance(A, B).dense_product(max_dim=None)}
     print(f"{args.case}: X {X.shape[0]:,} x {X.shape[1]:,} (nnz {X.nnz:,}), "
           f"Y d2 = {Y.shape[1]:,}; split from {Thresholds().pair_output_split_min_flops:.0e} "
           f"multiply-adds")

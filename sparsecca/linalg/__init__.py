@@ -45,6 +45,7 @@ from ._gram import CrossCovariance, GramStats, RegularizedGram, centred_projecti
 from ._inverse import GramFactor, RegularizedInverse, block_cg
 from ._reduced import CCAResult, reduced_cca
 from ._rsvd import SVDInfo, adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
+from ._thresholds import Thresholds
 
 __all__ = [
     "CCAEngine",
@@ -62,6 +63,7 @@ __all__ = [
     "SingularCovarianceError",
     "SolverToleranceError",
     "SparseCCA",
+    "Thresholds",
     "adaptive_range_finder",
     "block_cg",
     "cca_path",
