@@ -43,9 +43,10 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._params import check_bool, check_float, check_float_dtype
 from ._errors import FactorizationError, SingularCovarianceError
-from ._gram import DENSE_MAX_DIM, RegularizedGram, _as_block, _DataMatrix, _source
+from ._gram import RegularizedGram, _as_block, _DataMatrix, _source
 from ._rsvd import _adaptive
-from ._threads import SMALL_BLAS_MAX, small_blas, tall_matmul, tall_tmatmul, wide_blas
+from ._threads import small_blas, tall_matmul, tall_tmatmul, wide_blas
+from ._thresholds import active
 from ._validation import (
     ShapeCheckedOperator,
     check_block,
@@ -62,13 +63,6 @@ __all__ = ["GramFactor", "RegularizedInverse", "block_cg"]
 
 METHODS = ("dense", "randomized", "iterative")
 
-#: widest block CG block (see RegularizedInverse.chunk_width)
-CHUNK_MAX = 512
-#: sandwich's syrk of a dense block with at least this many flops (d m^2) uses both cores
-SANDWICH_WIDE_MIN_FLOPS = 1e9
-#: sandwich densifies a cross-covariance at least this dense (and at most this large)
-SANDWICH_DENSE_MIN_DENSITY = 0.05
-SANDWICH_DENSE_MAX_BYTES = 256 * 2**20
 TAILS = ("diagonal", "identity")
 
 
@@ -189,7 +183,7 @@ class GramFactor:
     #: rebuilt per tau (a sparse product) and factorised in place, halving peak memory
     DENSE_CACHE_MAX = 4096
 
-    def dense_gram(self, copy=False, max_dim=DENSE_MAX_DIM):
+    def dense_gram(self, copy=False, max_dim="auto"):
         """G as a dense (d, d) float64 array (d * d * 8 bytes).
 
         Cached when d <= DENSE_CACHE_MAX; ``copy=True`` returns an array the caller may
@@ -198,8 +192,9 @@ class GramFactor:
         Parameters
         ----------
         copy : bool
-        max_dim : int >= 1 or None, default DENSE_MAX_DIM (20,000: 3.0 GiB)
-            Refuse d > max_dim before allocating; None for no limit.
+        max_dim : int >= 1, None or 'auto', default 'auto'
+            Refuse d > max_dim before allocating; None for no limit; 'auto': the active
+            ``Thresholds.dense_max_dim`` (20,000: 3.0 GiB).
 
         Raises
         ------
@@ -208,6 +203,8 @@ class GramFactor:
         TypeError
             If max_dim is not an int or None.
         """
+        if isinstance(max_dim, str) and max_dim == "auto":
+            max_dim = active().dense_max_dim
         check_dense_size((self.n_features,) * 2, max_dim, "Gram matrix",
                          "; the 'randomized' and 'iterative' RegularizedInverse never form it")
         if self._dense is not None:
@@ -392,8 +389,9 @@ class RegularizedInverse(ShapeCheckedOperator):
     max_dim : int >= 1, None or 'auto', default 'auto'
         'dense': the largest order of the dense matrix factored (d for 'primal', n for
         'dual'), refused before it is allocated (d^2 * 8 bytes); None for no limit.  'auto':
-        ``DENSE_MAX_DIM`` (20,000: 3.0 GiB).  (``CCAEngine`` passes None: its solver chose
-        the dense form, also for a wider C_xx when the user asked for it.)
+        the active ``Thresholds.dense_max_dim`` (20,000: 3.0 GiB).  (``CCAEngine`` passes
+        None: its solver chose the dense form, also for a wider C_xx when the user asked for
+        it.)
     name : str
         What error messages call C.
 
@@ -475,7 +473,7 @@ class RegularizedInverse(ShapeCheckedOperator):
         tol = None if tol is None else check_tolerance(tol)
         maxiter = check_positive_int(maxiter, "maxiter", allow_none=True)
         if isinstance(max_dim, str) and max_dim == "auto":
-            max_dim = DENSE_MAX_DIM
+            max_dim = active().dense_max_dim
         elif max_dim is not None:
             max_dim = check_positive_int(max_dim, "max_dim")
         self.factor = X if isinstance(X, GramFactor) else GramFactor(
@@ -547,7 +545,7 @@ class RegularizedInverse(ShapeCheckedOperator):
             self.maxiter = 500 if maxiter is None else maxiter
             if tau == 0.0:
                 self._check_tau0_iterative()
-            V, lam = f.lowrank(128 if rank is None else rank)
+            V, lam = f.lowrank(active().precond_rank if rank is None else rank)
             self._setup_lowrank(V, lam)
             self._precond = _Preconditioner(self)
 
@@ -660,8 +658,9 @@ class RegularizedInverse(ShapeCheckedOperator):
         U = self._woodbury_basis()
         if sp.issparse(B):
             F = (sp.diags(self._isd) @ sp.csr_matrix(B, dtype=np.float64)).tocsc()
-            dense = (F.nnz >= SANDWICH_DENSE_MIN_DENSITY * d * m
-                     and 8 * d * m <= SANDWICH_DENSE_MAX_BYTES)
+            t = active()
+            dense = (F.nnz >= t.sandwich_dense_min_density * d * m
+                     and 8 * d * m <= t.sandwich_dense_max_bytes)
         else:
             F, dense = None, True
         if dense:
@@ -674,7 +673,8 @@ class RegularizedInverse(ShapeCheckedOperator):
             else:
                 Fd = np.asfortranarray(F.toarray())
             # a large syrk takes both cores even where the fast solvers pin BLAS
-            wide = wide_blas() if d * m * m >= SANDWICH_WIDE_MIN_FLOPS else nullcontext()
+            wide = (wide_blas() if d * m * m >= active().sandwich_wide_min_flops
+                    else nullcontext())
             with small_blas(m), wide:
                 G = blas.dsyrk(1.0, Fd, trans=1, lower=0)
             G = np.triu(G) + np.triu(G, 1).T
@@ -862,10 +862,10 @@ class RegularizedInverse(ShapeCheckedOperator):
         """Block CG width for ``m`` right-hand sides in 'iterative'.
 
         A wide block converges in few iterations (its Krylov space grows by the width per
-        step) but costs O(d * width^2) dense work per iteration; more than CHUNK_MAX columns
-        are split into equal chunks of at most CHUNK_MAX.
+        step) but costs O(d * width^2) dense work per iteration; more than
+        ``Thresholds.chunk_max`` columns are split into equal chunks of at most that many.
         """
-        n_chunks = -(-m // CHUNK_MAX)
+        n_chunks = -(-m // active().chunk_max)
         return -(-m // n_chunks)
 
     def solve_with_residual(self, B, X0=None):
@@ -1060,12 +1060,6 @@ class _SingleWhitener(LinearOperator):
         return self._rmatmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
 
 
-#: dense factorisations at least this large run on one BLAS thread: OpenBLAS 0.3.x's
-#: threaded Cholesky has crashed (SIGSEGV) on a covariance of order 30,000 with two
-#: threads (see docs/engine.md)
-DENSE_SINGLE_THREAD_MIN = 16_000
-
-
 def _triangular_solve(L, B, trans, overwrite=False):
     """L^-1 B (trans 'N') or L^-T B ('T') for a lower triangular d x d factor L, on the BLAS
     threads its size calls for (see _dense_threads); ``overwrite`` lets LAPACK
@@ -1077,14 +1071,17 @@ def _triangular_solve(L, B, trans, overwrite=False):
 
 def _wide(d):
     """Both cores for a solve with a d x d factor too large for small_blas (see wide_blas)."""
-    return wide_blas() if SMALL_BLAS_MAX < d < DENSE_SINGLE_THREAD_MIN else nullcontext()
+    t = active()
+    return wide_blas() if t.small_blas_max < d < t.dense_single_thread_min else nullcontext()
 
 
 @contextmanager
 def _dense_threads(d):
     """BLAS threads for work with a d x d dense factor: one for small (see small_blas) and
-    for very large factors, both cores in between, also inside a pinned region (_wide)."""
-    with small_blas(0 if d >= DENSE_SINGLE_THREAD_MIN else d), _wide(d):
+    for very large factors (``Thresholds.dense_single_thread_min``: OpenBLAS 0.3.x's threaded
+    Cholesky has crashed (SIGSEGV) on a covariance of order 30,000 with two threads, see
+    docs/engine.md), both cores in between, also inside a pinned region (_wide)."""
+    with small_blas(0 if d >= active().dense_single_thread_min else d), _wide(d):
         yield
 
 

@@ -13,6 +13,7 @@ from sparsecca.linalg import (
     SparseCCA,
     block_cg,
 )
+from sparsecca.linalg._thresholds import Thresholds, applied
 
 from .conftest import count_problem, covariances
 
@@ -334,19 +335,17 @@ def test_regularized_inverse_bad_arguments(kw, exc, match):
 
 @pytest.mark.parametrize("path", ["sparse", "densified", "dense"])
 @pytest.mark.parametrize("tail", ["diagonal", "identity"])
-def test_sandwich_matches_dense_products(tail, path, monkeypatch):
+def test_sandwich_matches_dense_products(tail, path):
     """B^T C^-1 B from the low-rank formula equals the product through the dense operator,
     whether F^T F is a sparse product or a BLAS syrk on the densified (or dense) block."""
-    import sparsecca.linalg._inverse as inverse_module
-
-    monkeypatch.setattr(inverse_module, "SANDWICH_DENSE_MIN_DENSITY",
-                        0.0 if path == "densified" else 2.0)
+    limits = Thresholds(sandwich_dense_min_density=0.0 if path == "densified" else 2.0)
     X, Y = count_problem(300, 120, 25, seed=5)
     inv = RegularizedInverse(X, 0.3, method="randomized", rank=40, tail=tail, random_state=0)
     Bs = sp.csr_matrix(X.T @ Y)
     ref = Bs.toarray().T @ inv.matmat(Bs.toarray())
     B = Bs.toarray() if path == "dense" else Bs
-    got = inv.sandwich(B)
+    with applied(limits):
+        got = inv.sandwich(B)
     scale = np.abs(ref).max()
     np.testing.assert_allclose(got, 0.5 * (ref + ref.T), rtol=0,
                                atol=1e3 * np.finfo(float).eps * scale)
@@ -355,7 +354,8 @@ def test_sandwich_matches_dense_products(tail, path, monkeypatch):
     u, v = rng.normal(size=B.shape[0]), rng.normal(size=B.shape[1])
     Bd = Bs.toarray() - np.outer(u, v)
     ref = Bd.T @ inv.matmat(Bd)
-    got = inv.sandwich(B, u, v)
+    with applied(limits):
+        got = inv.sandwich(B, u, v)
     np.testing.assert_allclose(got, 0.5 * (ref + ref.T), rtol=0,
                                atol=1e3 * np.finfo(float).eps * np.abs(ref).max())
 
@@ -373,8 +373,8 @@ def test_sandwich_syrk_goes_wide_in_a_pinned_region_only_when_large(big, monkeyp
     if val._CONTROLLER is None:
         pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
     monkeypatch.setattr(_threads, "n_split_threads", lambda: 2)
-    monkeypatch.setattr(inverse_module, "SANDWICH_DENSE_MIN_DENSITY", 0.0)
-    monkeypatch.setattr(inverse_module, "SANDWICH_WIDE_MIN_FLOPS", 1.0 if big else 1e18)
+    limits = Thresholds(sandwich_dense_min_density=0.0,
+                        sandwich_wide_min_flops=1.0 if big else 1e18)
     seen = []
     real = inverse_module.blas
 
@@ -387,7 +387,7 @@ def test_sandwich_syrk_goes_wide_in_a_pinned_region_only_when_large(big, monkeyp
     X, Y = count_problem(300, 120, 25, seed=5)
     inv = RegularizedInverse(X, 0.3, method="randomized", rank=40, random_state=0)
     B = sp.csr_matrix(X.T @ Y)
-    with val.small_blas(0):
+    with val.small_blas(0), applied(limits):
         got = inv.sandwich(B)
     assert seen == [2 if big else 1]
     ref = B.toarray().T @ inv.matmat(B.toarray())
