@@ -614,7 +614,7 @@ BAD_SHAPES = [
      r"^CrossCovariance is 8 x 5: the V of C\^T @ V \(rmatvec / rmatmat\) must be a \(8,\) "
      r"vector or a \(8, b\) block, got shape \(5, 2\)$"),
     ("inv@", lambda: INV @ np.ones((5, 2)),
-     r"^RegularizedInverse is 12 x 12: the V of C @ V must be .* got shape \(5, 2\)$"),
+     r"^DenseInverse is 12 x 12: the V of C @ V must be .* got shape \(5, 2\)$"),
     ("gram_matmat", lambda: C.gram_matmat(np.ones((7, 2))), r"^V must have d = 8 rows, got 7$"),
     ("gram_matmat-3d", lambda: C.gram_matmat(np.ones((8, 2, 1))),
      r"^V must be a \(d,\) vector or a \(d, m\) = \(8, m\) block, got shape \(8, 2, 1\)$"),

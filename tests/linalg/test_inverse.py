@@ -366,7 +366,7 @@ def test_sandwich_syrk_goes_wide_in_a_pinned_region_only_when_large(big, monkeyp
     Galerkin matrices), a small one stays on one; the result is the same."""
     import types
 
-    import sparsecca.linalg._inverse as inverse_module
+    import sparsecca.linalg._lowrank_inverse as inverse_module
     from sparsecca.linalg import _threads
     from sparsecca.linalg import _threads as val
 
