@@ -365,7 +365,6 @@ class IterativeInverse(_ModelInverse):
             self._check_tau0()
         V, lam = self.factor.lowrank(active().precond_rank if rank is None else rank)
         self._set_model(V, lam)
-        self._precond = _Preconditioner(self)
 
     def _check_tau0(self):
         f = self.factor
@@ -397,6 +396,7 @@ class IterativeInverse(_ModelInverse):
         Z = np.empty_like(B)
         R = np.empty_like(B)
         w = self.chunk_width(B.shape[1])
+        M = _Preconditioner(self)  # of this inverse (a with_exact copy has its own)
         self.n_iter_ = 0
         infos = []
         for j in range(0, B.shape[1], w):
@@ -405,7 +405,7 @@ class IterativeInverse(_ModelInverse):
             # the operators and settings are the inverse's own, checked at construction
             with small_blas(sl.stop - sl.start):
                 Zc, info = _block_cg(self.covariance, np.ascontiguousarray(B[:, sl]),
-                                     self._precond, x0, self.rtol, self.maxiter)
+                                     M, x0, self.rtol, self.maxiter)
             Z[:, sl] = Zc
             R[:, sl] = info.pop("residual_block")
             self.n_iter_ += info["n_iter"]
