@@ -16,7 +16,6 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 import sparsecca.linalg._gram as gram_module
-import sparsecca.linalg._inverse as inverse_module
 from sparsecca.linalg import (
     CCAEngine,
     CrossCovariance,
@@ -37,6 +36,7 @@ from sparsecca.linalg import (
     svd_flip,
 )
 from sparsecca.linalg._rsvd import adaptive_range_finder
+from sparsecca.linalg._thresholds import Thresholds, applied
 from sparsecca.linalg._validation import check_dense_size
 
 # == SparseCCA and cca_path: data, parameters, transform ===========================================
@@ -573,25 +573,25 @@ def test_dense_forms_within_the_limit_are_unchanged():
     np.testing.assert_allclose(CROSS.dense_product(max_dim=7), X.T @ M, rtol=1e-12)
 
 
-def test_inverse_of_a_gram_factor_is_limited_like_data(monkeypatch):
+def test_inverse_of_a_gram_factor_is_limited_like_data():
     """max_dim='auto' guards a GramFactor as it guards data; None lifts the limit (what
     CCAEngine passes: its solver chose the dense form, C_xx of up to 30,000 features for the
     zipf reference)."""
-    monkeypatch.setattr(inverse_module, "DENSE_MAX_DIM", 4)
-    with pytest.raises(ValueError, match=r"d must be <= max_dim=4"):
-        RegularizedInverse(X, 0.5, "dense")
-    f = GramFactor(X)
-    with pytest.raises(ValueError, match=r"d must be <= max_dim=4"):
-        RegularizedInverse(f, 0.5, "dense")
-    np.testing.assert_allclose(RegularizedInverse(f, 0.5, "dense", max_dim=None) @ X[:8].T,
-                               np.linalg.solve(_dense_cov(X, 0.5), X[:8].T), rtol=1e-10)
+    with applied(Thresholds(dense_max_dim=4)):
+        with pytest.raises(ValueError, match=r"d must be <= max_dim=4"):
+            RegularizedInverse(X, 0.5, "dense")
+        f = GramFactor(X)
+        with pytest.raises(ValueError, match=r"d must be <= max_dim=4"):
+            RegularizedInverse(f, 0.5, "dense")
+        got = RegularizedInverse(f, 0.5, "dense", max_dim=None) @ X[:8].T
+    np.testing.assert_allclose(got, np.linalg.solve(_dense_cov(X, 0.5), X[:8].T), rtol=1e-10)
 
 
-def test_engine_dense_solver_is_not_limited(monkeypatch):
+def test_engine_dense_solver_is_not_limited():
     Xs, Ys = sp.csr_matrix(X12), sp.csr_matrix(op_rng.random((30, 5)))
     before = SparseCCA(n_components=2, tau=0.5, solver="dense").fit(Xs, Ys)
-    monkeypatch.setattr(inverse_module, "DENSE_MAX_DIM", 1)
-    after = SparseCCA(n_components=2, tau=0.5, solver="dense").fit(Xs, Ys)
+    with applied(Thresholds(dense_max_dim=1)):
+        after = SparseCCA(n_components=2, tau=0.5, solver="dense").fit(Xs, Ys)
     np.testing.assert_array_equal(after.correlations_, before.correlations_)
     np.testing.assert_array_equal(after.x_weights_, before.x_weights_)
 
@@ -614,7 +614,7 @@ BAD_SHAPES = [
      r"^CrossCovariance is 8 x 5: the V of C\^T @ V \(rmatvec / rmatmat\) must be a \(8,\) "
      r"vector or a \(8, b\) block, got shape \(5, 2\)$"),
     ("inv@", lambda: INV @ np.ones((5, 2)),
-     r"^RegularizedInverse is 12 x 12: the V of C @ V must be .* got shape \(5, 2\)$"),
+     r"^DenseInverse is 12 x 12: the V of C @ V must be .* got shape \(5, 2\)$"),
     ("gram_matmat", lambda: C.gram_matmat(np.ones((7, 2))), r"^V must have d = 8 rows, got 7$"),
     ("gram_matmat-3d", lambda: C.gram_matmat(np.ones((8, 2, 1))),
      r"^V must be a \(d,\) vector or a \(d, m\) = \(8, m\) block, got shape \(8, 2, 1\)$"),

@@ -13,6 +13,7 @@ from sparsecca.linalg import (
     SparseCCA,
     block_cg,
 )
+from sparsecca.linalg._thresholds import Thresholds, applied
 
 from .conftest import count_problem, covariances
 
@@ -334,19 +335,17 @@ def test_regularized_inverse_bad_arguments(kw, exc, match):
 
 @pytest.mark.parametrize("path", ["sparse", "densified", "dense"])
 @pytest.mark.parametrize("tail", ["diagonal", "identity"])
-def test_sandwich_matches_dense_products(tail, path, monkeypatch):
+def test_sandwich_matches_dense_products(tail, path):
     """B^T C^-1 B from the low-rank formula equals the product through the dense operator,
     whether F^T F is a sparse product or a BLAS syrk on the densified (or dense) block."""
-    import sparsecca.linalg._inverse as inverse_module
-
-    monkeypatch.setattr(inverse_module, "SANDWICH_DENSE_MIN_DENSITY",
-                        0.0 if path == "densified" else 2.0)
+    limits = Thresholds(sandwich_dense_min_density=0.0 if path == "densified" else 2.0)
     X, Y = count_problem(300, 120, 25, seed=5)
     inv = RegularizedInverse(X, 0.3, method="randomized", rank=40, tail=tail, random_state=0)
     Bs = sp.csr_matrix(X.T @ Y)
     ref = Bs.toarray().T @ inv.matmat(Bs.toarray())
     B = Bs.toarray() if path == "dense" else Bs
-    got = inv.sandwich(B)
+    with applied(limits):
+        got = inv.sandwich(B)
     scale = np.abs(ref).max()
     np.testing.assert_allclose(got, 0.5 * (ref + ref.T), rtol=0,
                                atol=1e3 * np.finfo(float).eps * scale)
@@ -355,7 +354,8 @@ def test_sandwich_matches_dense_products(tail, path, monkeypatch):
     u, v = rng.normal(size=B.shape[0]), rng.normal(size=B.shape[1])
     Bd = Bs.toarray() - np.outer(u, v)
     ref = Bd.T @ inv.matmat(Bd)
-    got = inv.sandwich(B, u, v)
+    with applied(limits):
+        got = inv.sandwich(B, u, v)
     np.testing.assert_allclose(got, 0.5 * (ref + ref.T), rtol=0,
                                atol=1e3 * np.finfo(float).eps * np.abs(ref).max())
 
@@ -366,15 +366,15 @@ def test_sandwich_syrk_goes_wide_in_a_pinned_region_only_when_large(big, monkeyp
     Galerkin matrices), a small one stays on one; the result is the same."""
     import types
 
-    import sparsecca.linalg._inverse as inverse_module
+    import sparsecca.linalg._lowrank_inverse as inverse_module
     from sparsecca.linalg import _threads
     from sparsecca.linalg import _threads as val
 
     if val._CONTROLLER is None:
         pytest.skip("threadpoolctl is not installed: small_blas does not pin BLAS")
     monkeypatch.setattr(_threads, "n_split_threads", lambda: 2)
-    monkeypatch.setattr(inverse_module, "SANDWICH_DENSE_MIN_DENSITY", 0.0)
-    monkeypatch.setattr(inverse_module, "SANDWICH_WIDE_MIN_FLOPS", 1.0 if big else 1e18)
+    limits = Thresholds(sandwich_dense_min_density=0.0,
+                        sandwich_wide_min_flops=1.0 if big else 1e18)
     seen = []
     real = inverse_module.blas
 
@@ -387,7 +387,7 @@ def test_sandwich_syrk_goes_wide_in_a_pinned_region_only_when_large(big, monkeyp
     X, Y = count_problem(300, 120, 25, seed=5)
     inv = RegularizedInverse(X, 0.3, method="randomized", rank=40, random_state=0)
     B = sp.csr_matrix(X.T @ Y)
-    with val.small_blas(0):
+    with val.small_blas(0), applied(limits):
         got = inv.sandwich(B)
     assert seen == [2 if big else 1]
     ref = B.toarray().T @ inv.matmat(B.toarray())
@@ -430,3 +430,76 @@ def test_lowrank_galerkin_equals_b_transpose_t_b(method, tail):
     with pytest.raises(ValueError, match="lowrank_galerkin needs a 'randomized' or "
                                          "'iterative' inverse"):
         RegularizedInverse(X, 0.4, "dense").lowrank_galerkin(B)
+
+
+@pytest.mark.parametrize("method,cls", [("dense", "DenseInverse"),
+                                        ("randomized", "LowRankInverse"),
+                                        ("iterative", "IterativeInverse")])
+def test_factory_returns_the_class_of_the_method(method, cls):
+    """RegularizedInverse(...) builds the method's class, a RegularizedInverse; the trusted
+    path (the engine's: no argument checks) builds the same operator."""
+    from sparsecca.linalg import _inverse
+
+    X, Y = count_problem(200, 40, 5, seed=12)
+    f = GramFactor(X, random_state=0)
+    inv = RegularizedInverse(f, 0.3, method, rank=8, tol=1e-10)
+    assert type(inv) is getattr(_inverse, cls) and isinstance(inv, RegularizedInverse)
+    assert inv.method == method
+    trusted = RegularizedInverse._trusted(f, 0.3, method, rank=8, tol=1e-10)
+    assert type(trusted) is type(inv)
+    B = np.random.default_rng(4).standard_normal((40, 3))
+    np.testing.assert_allclose(trusted @ B, inv @ B, rtol=1e-10, atol=1e-12)
+    Cxx, _, _ = covariances(X, Y, 0.3)
+    if method != "randomized":
+        np.testing.assert_allclose(inv @ B, np.linalg.solve(Cxx, B), rtol=1e-7, atol=1e-9)
+    # a class called directly builds its own method and refuses another
+    assert type(getattr(_inverse, cls)(f, 0.3, rank=8)) is type(inv)
+    other = "iterative" if method == "dense" else "dense"
+    with pytest.raises(ValueError, match=rf"^{cls} is method='{method}', got "
+                                         rf"method='{other}'"):
+        getattr(_inverse, cls)(f, 0.3, other)
+
+
+def test_with_exact_leaves_the_inverse_unchanged():
+    X, Y = count_problem(200, 40, 5, seed=13)
+    f = GramFactor(X, random_state=0)
+    inv = RegularizedInverse(f, 0.3, "iterative", rank=4, tol=1e-10)
+    dense = RegularizedInverse(f, 0.3, "dense")
+    exact = inv.with_exact(dense)
+    assert exact.exact_preconditioner and not inv.exact_preconditioner
+    assert exact.factor is inv.factor and exact.model is inv.model
+    B = np.random.default_rng(5).standard_normal((40, 3))
+    np.testing.assert_allclose(exact.precondition(B), dense @ B, rtol=1e-12)
+    Cxx, _, _ = covariances(X, Y, 0.3)
+    np.testing.assert_allclose(exact @ B, np.linalg.solve(Cxx, B), rtol=1e-8, atol=1e-10)
+    assert exact.n_iter_ <= 1
+    assert not exact.with_exact(None).exact_preconditioner and exact.exact_preconditioner
+    with pytest.raises(ValueError, match="use_exact is for a 'randomized' or 'iterative'"):
+        dense.with_exact(dense)
+
+
+@pytest.mark.parametrize("method,space,n", [("dense", "primal", 200), ("dense", "dual", 30),
+                                            ("randomized", None, 200)])
+def test_in_precision_casts_once_at_the_boundary(method, space, n):
+    """in_precision(float32): a float32 operator; the dense factor solves in float32 (within
+    float32's rounding scaled by cond(C)), the model rounds its float64 result."""
+    X, Y = count_problem(n, 40, 5, seed=14)
+    inv = RegularizedInverse(X, 0.3, method, rank=8, random_state=0)
+    if space is not None:
+        assert inv.dense_space == space
+    assert inv.in_precision(np.float64) is inv
+    single = inv.in_precision("float32")
+    B = np.random.default_rng(6).standard_normal((40, 3))
+    ref = inv @ B
+    got = single @ B
+    assert single.dtype == np.float32 and got.dtype == np.float32
+    if method == "randomized":
+        np.testing.assert_array_equal(got, ref.astype(np.float32))
+    else:
+        Cxx, _, _ = covariances(X, Y, 0.3)
+        cond = np.linalg.cond(Cxx)
+        assert np.abs(got - ref).max() <= 50 * cond * np.finfo(np.float32).eps * np.abs(
+            ref).max()
+        np.testing.assert_array_equal(inv.solve_as(B, np.float32), got)
+    with pytest.raises(ValueError, match="^dtype must be float32 or float64, got float16$"):
+        inv.in_precision(np.float16)
