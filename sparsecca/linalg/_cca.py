@@ -10,6 +10,8 @@ separately (``empirical_correlations_``).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import time
 import warnings
 import weakref
@@ -20,7 +22,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from .._params import ParamsMixin, check_bool
-from .._persist import ModelFormatError, PersistMixin, state_array
+from .._persist import ModelFormatError, PersistMixin, state_array, to_json
 from ..exceptions import NotFittedError
 from ._gram import (
     CrossCovariance,
@@ -33,6 +35,7 @@ from ._gram import (
 from ._inverse import TAILS, GramFactor, RegularizedInverse
 from ._reduced import CCAResult, dense_factor_cost, lobpcg_fits, reduced_cca
 from ._threads import small_blas
+from ._thresholds import Thresholds, active, applied, check_thresholds
 from ._validation import (
     check_choice,
     check_magnitude,
@@ -53,41 +56,25 @@ SOLVERS = ("auto", "dense", "randomized", "iterative")
 #: what preconditions the fast solvers' LOBPCG and block CG (see CCAEngine)
 PRECONDITIONERS = ("auto", "dense", "low-rank")
 
-#: 'auto' solves densely while min(n, d1) is at most this (O(min(n, d1)^3) flops, d^2 memory).
-#: Up to this size a dense factorisation takes seconds, where an iterative solve on text
-#: views with nearly collinear features can need hundreds of iterations; well beyond it the
-#: factor's cubic time and quadratic memory (gigabytes) lose to the iterative solver
-#: (docs/engine.md)
-AUTO_DENSE_MAX = 8000
 
-#: C_yy is whitened by a dense Cholesky up to this many output features
-Y_DENSE_MAX = 10_000
 
-#: default rank of the iterative solver's preconditioner (block CG / LOBPCG)
-PRECOND_RANK = 128
-PRECOND_RANK_LOBPCG = 32
 
-#: smallest rank of the randomized factor when it preconditions LOBPCG (max(this, 2 k))
-RANDOMIZED_REFINE_RANK = 128
 
-#: the fast solvers precondition LOBPCG by the exact (dense Cholesky) inverse of C_xx
-#: instead of the low-rank-plus-diagonal model while its factor, of size min(n, d1), is at
-#: most this and no larger than C_yy's factor or EXACT_PRECOND_SMALL (see
-#: CCAEngine.exact_preconditioner_fits)
-EXACT_PRECOND_MAX = 8192
-#: a dense factor of this size costs ~3e9 flops: negligible beside any solve
-EXACT_PRECOND_SMALL = 2048
 
-#: default relative accuracy targets of the correlations
-DEFAULT_TOL = {"randomized": 1e-3, "iterative": 1e-7}
+
+
+def _default_tol(solver):
+    """The default relative accuracy target of the correlations for ``solver``."""
+    t = active()
+    return {"randomized": t.tol_randomized, "iterative": t.tol_iterative}.get(solver, 1e-8)
 
 
 def _auto_solver(n, d1, d2):
     m = min(n, d1)
-    if m <= AUTO_DENSE_MAX:
+    if m <= active().auto_dense_max:
         side = "dual n x n" if n < d1 else "primal d1 x d1"
-        return "dense", f"min(n, d1) = {m} <= {AUTO_DENSE_MAX}: dense Cholesky ({side})"
-    return "iterative", (f"min(n, d1) = {m} > {AUTO_DENSE_MAX}: LOBPCG (or block CG) "
+        return "dense", f"min(n, d1) = {m} <= {active().auto_dense_max}: dense Cholesky ({side})"
+    return "iterative", (f"min(n, d1) = {m} > {active().auto_dense_max}: LOBPCG (or block CG) "
                          f"preconditioned by a randomized low-rank-plus-diagonal factor "
                          f"(exact to tol)")
 
@@ -104,8 +91,8 @@ def _shape2(M):
 
 def _beyond_dense_whitener(shape):
     """Whether a (n, d2) Y is too wide and tall for a dense whitener of C_yy (neither its
-    d2 x d2 Cholesky factor nor its n x n dual form within Y_DENSE_MAX)."""
-    return min(shape) > Y_DENSE_MAX
+    d2 x d2 Cholesky factor nor its n x n dual form within ``y_dense_max``)."""
+    return min(shape) > active().y_dense_max
 
 
 def _whitens_x_instead(X, Y):
@@ -119,7 +106,7 @@ def _whitens_x_instead(X, Y):
 
 def _swap_note():
     """What SparseCCA says (verbose, solver_reason_) when it solved (Y, X)."""
-    return (f"views swapped (Y has more than {Y_DENSE_MAX:,} features, X fewer: the solve "
+    return (f"views swapped (Y has more than {active().y_dense_max:,} features, X fewer: the solve "
             f"whitens X's covariance)")
 
 
@@ -145,6 +132,16 @@ def _user_dims(engine, swapped):
 def _default_max_rank(n, d1):
     # the basis, its Gram image, the factor and the whitener (4 x d1 x r float64): ~640 MB
     return int(min(n, d1, max(256, 20_000_000 // max(d1, 1))))
+
+
+def _with_thresholds(method):
+    """Run an engine's public ``method`` under the engine's thresholds."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with applied(self.thresholds):
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class CCAEngine:
@@ -215,6 +212,9 @@ class CCAEngine:
         Progress on stdout: 1 reports the problem and solver, each factorisation with its
         time, LOBPCG every 10 steps (largest relative residual and error estimate against
         their targets) and each solve's outcome; 2 reports every LOBPCG step.
+    thresholds : Thresholds, optional
+        The engine's numeric thresholds (which solver 'auto' picks, when LOBPCG stops or
+        hands over, ...); None: the defaults, or the instance made active by the caller.
 
     Attributes
     ----------
@@ -276,7 +276,15 @@ class CCAEngine:
     def __init__(self, X, Y, *, solver="auto", center=False, tol=None, max_rank=None,
                  precond_rank=None, random_state=None, merge_duplicates=True,
                  adaptive_rank=True, lowrank_y=False, preconditioner="auto", certify=False,
-                 verbose=0):
+                 verbose=0, thresholds=None):
+        self.thresholds = check_thresholds(thresholds)
+        with applied(self.thresholds):
+            self._init(X, Y, solver, center, tol, max_rank, precond_rank, random_state,
+                       merge_duplicates, adaptive_rank, lowrank_y, preconditioner, certify,
+                       verbose)
+
+    def _init(self, X, Y, solver, center, tol, max_rank, precond_rank, random_state,
+              merge_duplicates, adaptive_rank, lowrank_y, preconditioner, certify, verbose):
         solver = check_choice(solver, "solver", SOLVERS)
         self.certify = check_bool("certify", certify)
         self.preconditioner = check_choice(preconditioner, "preconditioner", PRECONDITIONERS)
@@ -314,7 +322,7 @@ class CCAEngine:
             self.solver_, self.solver_reason_ = _auto_solver(n, d1, d2)
         else:
             self.solver_, self.solver_reason_ = solver, "requested"
-        self.tol = (DEFAULT_TOL.get(self.solver_, 1e-8) if tol is None
+        self.tol = (_default_tol(self.solver_) if tol is None
                     else check_tolerance(tol, "tol"))
         self.max_rank = (_default_max_rank(n, d1) if max_rank is None
                          else check_positive_int(max_rank, "max_rank"))
@@ -358,6 +366,7 @@ class CCAEngine:
         return report
 
     # -- cached inverses --------------------------------------------------------------------
+    @_with_thresholds
     def y_inverse(self, tau):
         """The whitenable inverse of C_yy for ``tau`` (dense up to 10,000 features)."""
         tau = check_tau(tau)
@@ -369,16 +378,16 @@ class CCAEngine:
                                          max_dim=None)
             elif self.lowrank_y:
                 inv = RegularizedInverse(self.yfactor, tau, "randomized",
-                                         rank=min(d2, 2048), name="Cyy")
+                                         rank=min(d2, active().lowrank_y_rank), name="Cyy")
             else:
                 # a low-rank whitener would make every solver approximate beyond what its
                 # error estimate sees (percents off with estimates far below tol:
                 # docs/engine.md): refused rather than answered wrongly
-                n = self.Y.shape[0]
+                n, cap = self.Y.shape[0], active().y_dense_max
                 raise ValueError(
-                    f"Y has {d2:,} features and {n:,} rows, both more than {Y_DENSE_MAX:,}: "
+                    f"Y has {d2:,} features and {n:,} rows, both more than {cap:,}: "
                     f"the reduced problem whitens C_yy by a dense Cholesky factor (or its "
-                    f"n x n dual form) only up to {Y_DENSE_MAX:,}. Give the view with fewer "
+                    f"n x n dual form) only up to {cap:,}. Give the view with fewer "
                     f"features as Y (SparseCCA does this itself when X has fewer features "
                     f"than Y), or reduce Y's features (e.g. a higher min_count)")
             self._say(f"tau={tau:g} C_yy^-1 ({inv.method}, {d2:,} x {d2:,}) in "
@@ -386,6 +395,7 @@ class CCAEngine:
             self._yinv = {tau: inv}  # one tau at a time: dense factors are d2 x d2
         return self._yinv[tau]
 
+    @_with_thresholds
     def x_inverse(self, tau, rank=None, tail="auto"):
         """The inverse of C_xx used by ``solver_`` for ``tau`` (cached).
 
@@ -420,7 +430,7 @@ class CCAEngine:
                 inv = RegularizedInverse(self.xfactor, tau, "randomized", rank=rank,
                                          tail=tail, name="Cxx")
             else:
-                default = PRECOND_RANK if self.precond_rank is None else self.precond_rank
+                default = active().precond_rank if self.precond_rank is None else self.precond_rank
                 inv = RegularizedInverse(self.xfactor, tau, "iterative", tail=tail,
                                          rank=default if rank is None else rank,
                                          tol=max(np.sqrt(self.tol) / 10.0, 1e-14),
@@ -440,6 +450,7 @@ class CCAEngine:
             self._say(f"tau={tau:g} C_xx^-1 ({how}) in {time.perf_counter() - t0:.1f} s")
         return self._xinv[key]
 
+    @_with_thresholds
     def exact_preconditioner_fits(self):
         """Whether LOBPCG (and block CG) is preconditioned by the dense inverse of C_xx
         rather than by the low-rank-plus-diagonal model (always with
@@ -451,8 +462,8 @@ class CCAEngine:
         measured in the exact norm and LOBPCG takes a few steps instead of tens or
         hundreds.  The factor, of size s = min(n, d1), costs s^3 / 3 flops and is formed
         per tau, so it is used while s is no larger than the factor of C_yy that every solve
-        pays, or below EXACT_PRECOND_SMALL (2048, negligible), and at most
-        EXACT_PRECOND_MAX (8192).  Beyond that it costs more than the steps it saves where
+        pays, or below ``exact_precond_small`` (2048, negligible), and at most
+        ``exact_precond_max`` (8192).  Beyond that it costs more than the steps it saves where
         the model preconditions well (independent count features, a tau near 1).  The
         measurements behind the rule are in docs/engine.md.
 
@@ -464,13 +475,15 @@ class CCAEngine:
             return self.preconditioner == "dense"
         n = self.X.shape[0] - int(self.center)
         paid = min(n, self.Y.shape[1])  # the size of C_yy's dense factor
-        return self._exact_size() <= min(EXACT_PRECOND_MAX, max(paid, EXACT_PRECOND_SMALL))
+        t = active()
+        return self._exact_size() <= min(t.exact_precond_max, max(paid, t.exact_precond_small))
 
+    @_with_thresholds
     def exact_rescue_fits(self):
         """Whether a LOBPCG too slow under the low-rank-plus-diagonal model is resumed
         with the dense inverse of C_xx as its preconditioner (``on_stall`` of
         :func:`reduced_cca`): with ``preconditioner='auto'``, while min(n, d1) <=
-        EXACT_PRECOND_MAX, whether or not :meth:`exact_preconditioner_fits` gave it the
+        active().exact_precond_max, whether or not :meth:`exact_preconditioner_fits` gave it the
         factor from the start.  Too slow means stalled, or a rate of progress that predicts
         more steps than the factor costs (``rescue_cost``, from :meth:`_rescue_cost`).
 
@@ -484,7 +497,7 @@ class CCAEngine:
         """
         if self.preconditioner != "auto":
             return False  # 'dense' has the factor from the start, 'low-rank' never
-        return self._exact_size() <= EXACT_PRECOND_MAX
+        return self._exact_size() <= active().exact_precond_max
 
     def _exact_size(self):
         """The order min(n, d1) of the dense factor of C_xx (d1 after merging duplicate
@@ -535,6 +548,7 @@ class CCAEngine:
         return 0.0 if tau in self._xexact else dense_factor_cost(self._exact_size())
 
     # -- solving ----------------------------------------------------------------------------
+    @_with_thresholds
     def solve(self, M, tau, n_components, *, strategy="auto"):
         """Projections for C_xy = Xc^T M at regularisation ``tau``.
 
@@ -656,11 +670,12 @@ class CCAEngine:
         d1, d2 = self.n_merged_features_, self.Y.shape[1]
         lobpcg = strategy == "lobpcg" or (strategy == "auto" and lobpcg_fits(d1, d2, k))
         if not lobpcg:
-            return (PRECOND_RANK if self.precond_rank is None else self.precond_rank), "auto"
+            rank = active().precond_rank if self.precond_rank is None else self.precond_rank
+            return rank, "auto"
         if self.precond_rank is not None:
             return self.precond_rank, "diagonal"
         n = self.X.shape[0]
-        return (PRECOND_RANK if n < d1 else PRECOND_RANK_LOBPCG), "diagonal"
+        return (active().precond_rank if n < d1 else active().precond_rank_lobpcg), "diagonal"
 
     def _solve_randomized(self, cross, yinv, tau, k, strategy, omega_max=None):
         """The low-rank-plus-ridge model of C_xx, corrected until the error estimate <= tol.
@@ -684,7 +699,8 @@ class CCAEngine:
                                           and lobpcg_fits(d1, d2, k))
         # as a preconditioner the factor need not be large (a larger one saves hardly any
         # LOBPCG step and costs more than the steps it saves)
-        r = min(cap, max(RANDOMIZED_REFINE_RANK if refine else 256, 2 * k))
+        t = active()
+        r = min(cap, max(t.randomized_refine_rank if refine else t.randomized_start_rank, 2 * k))
         r = r if self.adaptive_rank else cap
         # resume from the rank an earlier solve (other tau or M) ended with
         r = min(cap, max(r, getattr(self, "_last_rank", 0)))
@@ -717,7 +733,7 @@ class CCAEngine:
         if refine and not exhausted:
             # the factor with the diagonal tail: the identity tail (the model's choice when
             # n < d1, exact on the null space of X) preconditions LOBPCG poorly (on text
-            # views it may not converge in LOBPCG_MAXITER steps where the diagonal tail does
+            # views it may not converge in lobpcg_maxiter steps where the diagonal tail does
             # in tens)
             xinv = self._precondition_exactly(self.x_inverse(tau, rank=r, tail="diagonal"),
                                               tau)
@@ -851,6 +867,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
         Progress on stdout: 1 reports the problem and solver, each factorisation with its
         time, LOBPCG every 10 steps (relative residual and error estimate against their
         targets) and the outcome; 2 every step.
+    thresholds : Thresholds, optional
+        The engine's numeric thresholds (``sparsecca.linalg.Thresholds``: sizes, ratios
+        and step counts of its rules), in force during ``fit``, ``fit_path`` and
+        ``transform``; None: the defaults.
 
     Attributes
     ----------
@@ -990,7 +1010,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
 
     def __init__(self, n_components=2, *, tau=0.1, solver="auto", center=False, tol=None,
                  max_rank=None, preconditioner="auto", certify=False, random_state=None,
-                 verbose=0):
+                 verbose=0, thresholds=None):
         self.n_components = n_components
         self.tau = tau
         self.solver = solver
@@ -1001,10 +1021,11 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self.certify = certify
         self.random_state = random_state
         self.verbose = verbose
+        self.thresholds = thresholds
 
     def _engine(self, X, Y):
         """(engine, swapped): the engine gets (Y, X) when only that order keeps C_yy's
-        whitener dense (Y with more than Y_DENSE_MAX features and rows, X with fewer
+        whitener dense (Y with more than ``y_dense_max`` features and rows, X with fewer
         features than Y); CCA is symmetric in its views, so the result is swapped back."""
         check_choice(self.solver, "solver", SOLVERS)
         check_bool("center", self.center)
@@ -1013,8 +1034,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
             X, Y = Y, X
         engine = CCAEngine(X, Y, solver=self.solver, center=bool(self.center), tol=self.tol,
                            max_rank=self.max_rank, preconditioner=self.preconditioner,
-                           certify=self.certify,
-                           random_state=self.random_state, verbose=self.verbose)
+                           certify=self.certify, random_state=self.random_state,
+                           verbose=self.verbose, thresholds=self.thresholds)
         if swapped:
             engine._say(_swap_note())
         return engine, swapped
@@ -1033,6 +1054,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
         -------
         self
         """
+        with applied(check_thresholds(self.thresholds)):
+            return self._fit(X, Y)
+
+    def _fit(self, X, Y):
         tau = check_tau(self.tau)
         _check_n_components_early(self.n_components, X, Y)
         engine, swapped = self._engine(X, Y)
@@ -1056,6 +1081,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
         -------
         list of fitted SparseCCA (copies of self with ``tau`` set), in the order of ``taus``
         """
+        with applied(check_thresholds(self.thresholds)):
+            return self._fit_path(X, Y, taus)
+
+    def _fit_path(self, X, Y, taus):
         taus = _check_taus(taus)
         _check_n_components_early(self.n_components, X, Y)
         engine, swapped = self._engine(X, Y)
@@ -1112,8 +1141,21 @@ class SparseCCA(PersistMixin, ParamsMixin):
             raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet; "
                                  f"call fit(X, Y) first")
 
+    def _persist_params(self):
+        """The parameters as JSON; ``thresholds`` as the dict of its fields."""
+        params = self.get_params()
+        if isinstance(params.get("thresholds"), Thresholds):
+            params["thresholds"] = dataclasses.asdict(params["thresholds"])
+        return to_json(params, "params")["__dict__"]
+
     def _check_state(self):
         """Validate what load() restored: shapes, dtypes, finite values, consistent scalars."""
+        if isinstance(self.thresholds, dict):
+            try:
+                self.thresholds = Thresholds(**self.thresholds)
+            except TypeError as exc:
+                raise ModelFormatError(f"parameter thresholds: {exc}") from None
+        check_thresholds(self.thresholds)
         check_choice(self.solver, "solver", SOLVERS)
         check_choice(self.preconditioner, "preconditioner", PRECONDITIONERS)
         check_tau(self.tau)
@@ -1192,6 +1234,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
         x_scores : (m, k) array, or (x_scores, y_scores) when Y is given
         """
         self._check_fitted()
+        with applied(check_thresholds(self.thresholds)):
+            return self._transform(X, Y)
+
+    def _transform(self, X, Y):
         X = check_matrix(X, "X")
         if X.shape[1] != self.x_weights_.shape[0]:
             raise ValueError(f"X must have {self.x_weights_.shape[0]} features as in fit, "
@@ -1245,9 +1291,6 @@ class SparseCCA(PersistMixin, ParamsMixin):
                     input_tags=InputTags(sparse=True))
 
 
-#: _training_correlations computes directly when the mean would cancel more than this
-#: share of a projection's second moment (more than six digits of its variance)
-MOMENT_CANCEL_MAX = 1.0 - 1e-6
 
 
 def _training_correlations(engine, A, B, res):
@@ -1267,7 +1310,8 @@ def _training_correlations(engine, A, B, res):
             mx = engine.column_sums("X") @ A / n
             my = engine.column_sums("Y") @ B / n
             cx, cy = n * mx * mx, n * my * my
-            if np.all(cx <= MOMENT_CANCEL_MAX * xx) and np.all(cy <= MOMENT_CANCEL_MAX * yy):
+            cancel = active().moment_cancel_max
+            if np.all(cx <= cancel * xx) and np.all(cy <= cancel * yy):
                 xx, yy, xy = xx - cx, yy - cy, xy - n * mx * my
             else:
                 moments = None
@@ -1322,7 +1366,7 @@ def _check_taus(taus):
 
 def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
              max_rank=None, preconditioner="auto", certify=False, random_state=None, M=None,
-             verbose=0):
+             verbose=0, thresholds=None):
     """Regularised CCA for a grid of tau values, reusing the tau-independent factorisations.
 
     Parameters
@@ -1331,8 +1375,8 @@ def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
     taus : list, tuple or 1-D array of floats in [0, 1]
         The results come in this order (a set, having none, is refused).
     n_components : int
-    solver, center, tol, max_rank, preconditioner, certify, random_state, verbose : as in
-        :class:`SparseCCA`
+    solver, center, tol, max_rank, preconditioner, certify, random_state, verbose,
+    thresholds : as in :class:`SparseCCA`
     M : (n, d2), optional
         Cross-covariance factor (default Y).
 
@@ -1378,7 +1422,7 @@ def cca_path(X, Y, taus, n_components, *, solver="auto", center=False, tol=None,
     _check_n_components_early(n_components, X, Y)
     engine = CCAEngine(X, Y, solver=solver, center=center, tol=tol, max_rank=max_rank,
                        preconditioner=preconditioner, certify=certify,
-                       random_state=random_state, verbose=verbose)
+                       random_state=random_state, verbose=verbose, thresholds=thresholds)
     M = engine.Y if M is None else M
     return [engine.solve(M, tau, n_components) for tau in taus]
 

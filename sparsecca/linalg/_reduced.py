@@ -46,6 +46,7 @@ from ._gram import CrossCovariance, RegularizedGram
 from ._inverse import RegularizedInverse
 from ._rsvd import _orth, _project_out, randomized_svd
 from ._threads import run_pair, small_blas, tall_matmul, tall_tmatmul
+from ._thresholds import active, applied
 from ._validation import (
     check_choice,
     check_n_components,
@@ -57,13 +58,6 @@ __all__ = ["CCAResult", "SolverToleranceError", "reduced_cca"]
 
 STRATEGIES = ("auto", "full", "dual", "operator", "krylov", "lobpcg")
 
-#: 'auto' uses the full Galerkin matrix up to this many output features
-FULL_MAX_D2 = 2500
-#: _top_eigh takes all eigenpairs (divide and conquer) up to this order, or for a quarter
-#: of them or more, and the top k alone (MRRR subset) beyond: divide and conquer is the
-#: faster for the small matrices of LOBPCG's Rayleigh-Ritz steps, the subset for a few
-#: eigenpairs of a large one
-EIGH_FULL_MAX = 400
 
 
 class CCAResult(tuple):
@@ -193,7 +187,7 @@ def _top_eigh(H, k):
     H = 0.5 * (H + H.T)
     m = H.shape[0]
     with small_blas(0):
-        if k < m and m > EIGH_FULL_MAX and 4 * k < m:
+        if k < m and m > active().eigh_full_max and 4 * k < m:
             w, V = la.eigh(H, subset_by_index=[m - k, m - 1], check_finite=False)
         else:
             w, V = la.eigh(H, driver="evd", check_finite=False)
@@ -249,7 +243,7 @@ def _check_reduced_cca(xinv, yinv, cross, n_components, oversamples, tol, omega_
 def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples=None,
                 n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None, start=None,
                 callback=None, omega_max=None, on_stall=None, rescue_cost=None,
-                certify=False, self_check="warn"):
+                certify=False, self_check="warn", thresholds=None):
     """Solve Eq. 14-15 given fitted inverse operators and a cross-covariance.
 
     This is the low-level entry point: the rerankers call it repeatedly with different
@@ -306,7 +300,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     on_stall : callable, optional
         'lobpcg' under the low-rank-plus-diagonal preconditioner of an iterative or
         randomized ``xinv``: called as ``on_stall(steps)`` when LOBPCG stalls (its largest
-        residual gained less than 2x in LOBPCG_STALL_WINDOW steps; or, given
+        residual gained less than 2x in ``lobpcg_stall_window`` steps; or, given
         ``rescue_cost``, when it is too slow), it returns a 'dense'
         RegularizedInverse of the same C_xx (or None).  LOBPCG then resumes from its stalled
         block preconditioned by it (``xinv.use_exact``: the residuals are also measured in
@@ -314,11 +308,11 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         understates the exact one on text views with nearly collinear features, and a
         stalled LOBPCG is where that shows (docs/engine.md).
     rescue_cost : float, optional
-        With ``on_stall``: the modelled seconds of its dense factor (s^3 / 3 / FACTOR_FLOPS
+        With ``on_stall``: the modelled seconds of its dense factor (s^3 / 3 / ``factor_flops``
         for a factor of order s, as the engine passes; 0 when it is at hand).  LOBPCG then
-        also hands over before it stalls, once the rate of its last LOBPCG_SWITCH_WINDOW
+        also hands over before it stalls, once the rate of its last ``lobpcg_switch_window``
         steps predicts more steps than the factor and a resumed solve cost, both in the
-        flop model of this module (SPARSE_FLOPS, DENSE_FLOPS): the stall test alone hands
+        flop model of this module (``sparse_flops``, ``dense_flops``): the stall test alone hands
         over late, after many slow steps.  The decision uses modelled costs, not clocks, so
         a fit is reproducible.
     certify : bool, default False
@@ -332,7 +326,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         the measured ratio, when the lower bounds fail it.  ``lobpcg_error`` is then that of
         the upper bounds.  Costs a few to some tens of products with C_xx per check
         (``certify_steps``).  When a failed check's lower bounds are no better than half
-        those of a check CERTIFY_STALL_STEPS or more steps earlier, the exact norms do not
+        those of a check ``certify_stall_steps`` or more steps earlier, the exact norms do not
         fall under the model's preconditioning: LOBPCG stops unconverged with a warning (or,
         when it may raise a stall, hands it to ``on_stall``'s dense factor or the
         fallback).
@@ -346,6 +340,9 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         'randomized' one, whose model of C_xx^-1 can leave the correlations well below the
         exact ones.  'off' is for a caller that applies its own test (:class:`SparseCCA`).
         'krylov' and 'lobpcg' warn on their own stopping tests.
+    thresholds : Thresholds, optional
+        The numeric thresholds of the solve (None: the instance in force, by default the
+        defaults).
 
     Returns
     -------
@@ -355,7 +352,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         (the best start of a neighbouring solve), ``lobpcg_converged``, and the final
         ``lobpcg_residual`` (largest relative Ritz residual of the first k pairs) and
         ``lobpcg_error`` (its squared residual over the gap, at least its last step's rise
-        over LOBPCG_JUMP_RATIO: the estimated relative error of the correlations, half that
+        over ``lobpcg_jump_ratio``: the estimated relative error of the correlations, half that
         of omega), ``rescued_after``, the steps after
         which ``on_stall``'s dense factor took over, when it did, and with ``certify``
         ``certify_steps`` (preconditioned CG steps of the exact-norm checks) and
@@ -427,6 +424,15 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     >>> bool(np.allclose(fast.correlations, res.correlations, rtol=1e-6))
     True
     """
+    with applied(thresholds):
+        return _reduced_cca(xinv, yinv, cross, n_components, strategy, oversamples, n_iter,
+                            tol, random_state, approx_xinv, start, callback, omega_max,
+                            on_stall, rescue_cost, certify, self_check)
+
+
+def _reduced_cca(xinv, yinv, cross, n_components, strategy, oversamples, n_iter, tol,
+                 random_state, approx_xinv, start, callback, omega_max, on_stall, rescue_cost,
+                 certify, self_check):
     k, p = _check_reduced_cca(xinv, yinv, cross, n_components, oversamples, tol, omega_max,
                               callback, on_stall, rescue_cost)
     certify = check_bool("certify", certify)
@@ -446,13 +452,13 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         if xinv.method == "dense":
             strategy = "dual" if _dual_ready(xinv, yinv, cross) else "full"
         elif xinv.method == "randomized":
-            strategy = "full" if d2 <= FULL_MAX_D2 else "krylov"
+            strategy = "full" if d2 <= active().full_max_d2 else "krylov"
         else:
             # LOBPCG on the pencil (no inner solves), falling back to 'full' if it stalls
             # (saturated, clustered correlations); 'full' when the block would not be thin
             # (LOBPCG is the fastest of the three where it fits: docs/engine.md)
             strategy = "lobpcg" if lobpcg_fits(d1, d2, k, p) else "full"
-            fallback = d2 <= FULL_MAX_D2
+            fallback = d2 <= active().full_max_d2
     if strategy == "dual" and not _dual_ready(xinv, yinv, cross):
         raise ValueError("strategy='dual' needs a 'dense' inverse of C_xx in its dual (n x n) "
                          "form (n < d1), a 'dense' inverse of C_yy and a cross-covariance "
@@ -670,56 +676,13 @@ def _default_oversamples(k):
     return max(10, k // 2)
 
 
-#: LOBPCG iterations before it gives up (and 'auto' falls back to 'full')
-LOBPCG_MAXITER = 300
-#: LOBPCG counts as stalled (and 'auto' falls back to 'full') after less than 2x progress
-#: of its largest relative residual over this many steps
-LOBPCG_STALL_WINDOW = 40
-#: the hand-over to a dense factor (``rescue_cost`` of reduced_cca): the window of steps
-#: whose progress gives LOBPCG's rate, the steps a resumed solve is assumed to take (about
-#: what a solve preconditioned by the dense factor from the start takes: docs/engine.md)
-#: and the fraction of the modelled cost the predicted steps must exceed (see
-#: _switch_budget)
-LOBPCG_SWITCH_WINDOW = 15
-LOBPCG_SWITCH_STEPS = 10
-LOBPCG_SWITCH_MARGIN = 0.5
-#: the cost model of the hand-over: sparse products, dense BLAS-3 products and the dense
-#: Cholesky factor in flops per second (their ratios matter, not their absolute values:
-#: the model is compared with the clock in docs/engine.md)
-SPARSE_FLOPS = 4e9
-DENSE_FLOPS = 6e10
-FACTOR_FLOPS = 3e10
-#: LOBPCG's dense C_xy W_y^T is kept up to this size and d2 <= FULL_MAX_D2 (an operator
-#: beyond).  Forming it costs d1 columns of triangular solves with the d2 x d2 factor of
-#: C_yy, an operator step about 2 (k + p): past a few thousand output features the build
-#: outweighs what it saves over the steps of a solve
-LOBPCG_DENSE_CT_BYTES = 512 * 2**20
-#: directions of the LOBPCG basis whose normalised Gram eigenvalue falls below this are
-#: dropped (numerically dependent: converged residuals, a collapsed P block)
-LOBPCG_DROP = 1e-10
-#: LOBPCG keeps its blocks in float32 when tol >= this: it stops at relative residuals of
-#: sqrt(tol) >= 1e-2, four orders above where float32 rounding (6e-8 per product, ~1e-5
-#: for a Gram block summed over 10^5 rows) would hold it, and its BLAS-3 products and
-#: triangular solves -- nearly all of its time -- run at twice the speed in half the
-#: memory.  The result does not inherit the rounding: _finalize redoes the Rayleigh-Ritz
-#: step in float64 in the exact metrics.
-LOBPCG_SINGLE_TOL = 1e-4
-#: LOBPCG_DROP for float32 blocks, above the ~1e-5 rounding of their Gram matrices
-LOBPCG_DROP_SINGLE = 1e-5
-#: the gap in LOBPCG's error estimate is that to the block's last Ritz value, which stands
-#: for the rest of the spectrum only once the block has found it: while a step still raises
-#: a wanted correlation by more than this many times the estimate, the estimate is not
-#: trusted (the estimate counts as that rise over this ratio).  At their last step settled
-#: problems rise by at most a few times their estimate; a cluster of saturated
-#: correlations wider than the block (n < d1) rose by two orders of magnitude more, with an
-#: estimate far below its error (docs/engine.md)
-LOBPCG_JUMP_RATIO = 10.0
 
-#: a Ritz value may exceed the cap omega_max on the eigenvalues (plain CCA: 1 / (1 - tau)^2)
-#: by the rounding of float32 blocks; beyond this relative margin LOBPCG has broken down
-LOBPCG_CAP_SLACK = 1e-3
-_LOBPCG_ERROR = (f"squared residual over the gap, at least the last step's rise / "
-                 f"{LOBPCG_JUMP_RATIO:g}")
+
+
+def _lobpcg_error_name():
+    """What LOBPCG's error estimate is, for its warnings."""
+    return (f"squared residual over the gap, at least the last step's rise / "
+            f"{active().lobpcg_jump_ratio:g}")
 
 
 class WarmBlock:
@@ -753,13 +716,13 @@ class WarmBlock:
 
 def dense_factor_cost(size):
     """Modelled seconds of a dense Cholesky factor of order ``size`` (``rescue_cost``)."""
-    return float(size) ** 3 / 3.0 / FACTOR_FLOPS
+    return float(size) ** 3 / 3.0 / active().factor_flops
 
 
 def _switch_budget(xinv, cross, m, rescue_cost):
     """The predicted LOBPCG steps beyond which handing over to a dense factor of modelled
-    cost ``rescue_cost`` (seconds) pays: the factor and LOBPCG_SWITCH_STEPS resumed steps,
-    in modelled steps under the model, times LOBPCG_SWITCH_MARGIN.  A step is modelled as
+    cost ``rescue_cost`` (seconds) pays: the factor and active().lobpcg_switch_steps resumed steps,
+    in modelled steps under the model, times active().lobpcg_switch_margin.  A step is modelled as
     a product with C_xx (sparse: 4 nnz(X) m flops) and the two with C_xy W_y^T (4 d1 d2 m,
     BLAS-3); a resumed step adds the two triangular solves with the factor, of order
     s = min(n, d1) (4 s^2 m).  The rate of the last steps predicts too few steps rather
@@ -768,16 +731,17 @@ def _switch_budget(xinv, cross, m, rescue_cost):
     d1, d2 = cross.shape
     f = xinv.factor
     size = min(f.n_samples - int(f.center), d1)
-    step = 4.0 * f._src.nnz * m / SPARSE_FLOPS + 4.0 * d1 * d2 * m / DENSE_FLOPS
-    resumed = step + 4.0 * size * size * m / DENSE_FLOPS
-    return LOBPCG_SWITCH_MARGIN * (float(rescue_cost) + LOBPCG_SWITCH_STEPS * resumed) / step
+    t = active()
+    step = 4.0 * f._src.nnz * m / t.sparse_flops + 4.0 * d1 * d2 * m / t.dense_flops
+    resumed = step + 4.0 * size * size * m / t.dense_flops
+    return t.lobpcg_switch_margin * (float(rescue_cost) + t.lobpcg_switch_steps * resumed) / step
 
 
 def _predicted_steps(history, thresh, window=None):
     """Steps LOBPCG still needs to bring its largest relative residual (``history``, one
     value per step so far) to ``thresh`` at the geometric rate of its best value over the
     last ``window`` steps (inf without progress)."""
-    w = LOBPCG_SWITCH_WINDOW if window is None else window
+    w = active().lobpcg_switch_window if window is None else window
     best = np.minimum.accumulate(np.asarray(history, dtype=np.float64))
     if best[-1] <= thresh:
         return 0.0
@@ -804,7 +768,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     selection of Stathopoulos & Wu 2002, which keeps LOBPCG stable once residuals are tiny).
 
     Stops when, for the first k Ritz pairs, ||r||_T / theta <= sqrt(tol) and
-    max(||r||_T^2 / (2 gap theta_k), rise / LOBPCG_JUMP_RATIO) <= tol (the correlations
+    max(||r||_T^2 / (2 gap theta_k), rise / ``lobpcg_jump_ratio``) <= tol (the correlations
     are sqrt(theta); rise is the largest relative rise of a wanted correlation in the last
     step, which flags a gap estimate not settled yet), with the
     residual measured in the preconditioner's norm (T ~ C^-1: exact when ``xinv`` was
@@ -817,7 +781,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     bounds of the exact norms (:func:`_exact_norm_bounds`); a failed check scales the
     model's norms by the exact-over-model ratio it measured for the following steps.
 
-    At tol >= LOBPCG_SINGLE_TOL (the randomized solver's 1e-3) the blocks, their images and
+    At tol >= ``lobpcg_single_tol`` (the randomized solver's 1e-3) the blocks, their images and
     the C_yy factor's triangular solves are float32, and so are the products with sparse
     factors (accumulated in float32: ~2x faster; centred ones while the mean does not
     dominate the data, ``_covariance_as`` / ``_cross_as``); the Rayleigh-Ritz
@@ -835,10 +799,10 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     """
     d1, d2 = cross.shape
     m = min(k + p, d2)
-    maxiter = LOBPCG_MAXITER
+    maxiter = active().lobpcg_maxiter
     C = xinv.covariance
     precond = xinv.precondition
-    wdt = np.float32 if single and tol >= LOBPCG_SINGLE_TOL else np.float64
+    wdt = np.float32 if single and tol >= active().lobpcg_single_tol else np.float64
 
     def cast(Z):
         return np.ascontiguousarray(Z, dtype=wdt)
@@ -846,7 +810,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     warm = None
     if isinstance(start, WarmBlock):
         warm, start = (start, None) if start.X.shape[1] >= m else (None, start.X)
-    dense_ct = 8 * d1 * d2 <= LOBPCG_DENSE_CT_BYTES and d2 <= FULL_MAX_D2
+    dense_ct = 8 * d1 * d2 <= active().lobpcg_dense_ct_bytes and d2 <= active().full_max_d2
     if dense_ct and warm is not None and _keeps_dense(cross):
         # a warm solve takes 0-2 steps: whitening a d2-row block per product with the kept
         # dense X^T M costs less than whitening all d1 rows of C_xy once
@@ -928,7 +892,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     futile = None
     while it < maxiter:
         if theta.size < k or (omega_max is not None
-                              and theta[k - 1] > omega_max * (1.0 + LOBPCG_CAP_SLACK)):
+                              and theta[k - 1] > omega_max * (1.0 + active().lobpcg_cap_slack)):
             # fewer than k independent Ritz vectors after a step (the rank of C_xy was
             # checked at the start), or a Ritz value above the cap that bounds every
             # eigenvalue: the working precision has lost C_xx (a tau far below the scale
@@ -957,9 +921,9 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         floor = 0.0
         if last is not None:
             # Ritz values only rise: a rise far above the estimate means the gap is not
-            # settled yet (LOBPCG_JUMP_RATIO)
+            # settled yet (lobpcg_jump_ratio)
             rise = 0.5 * float(np.max((theta[:k] - last) / np.maximum(theta[:k], 1e-300)))
-            floor = rise / LOBPCG_JUMP_RATIO
+            floor = rise / active().lobpcg_jump_ratio
             quad = max(quad, floor)
         last = theta[:k].copy()
         if callback is not None:
@@ -985,7 +949,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
             # unless the exact norms do not fall at all while the model's do (this happens
             # on large text views: the lower bounds can stay put over many checks)
             low = test.error(lower)
-            earlier = [q for i, q in checks if i <= it - CERTIFY_STALL_STEPS]
+            earlier = [q for i, q in checks if i <= it - active().certify_stall_steps]
             checks.append((it, low))
             if earlier and low > 0.5 * min(earlier):
                 futile = low
@@ -1007,15 +971,15 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         history.append(float(rel[:k].max()) / np.sqrt(scale))
         # the largest residual is not monotone (a Ritz vector entering the top k restarts
         # it), and plateaus of 10-20 steps precede steady progress: stalled means less
-        # than 2x in the last LOBPCG_STALL_WINDOW steps (slow but steady progress, 2x per
+        # than 2x in the last lobpcg_stall_window steps (slow but steady progress, 2x per
         # few tens of steps, still beats the block CG fallback)
-        w = LOBPCG_STALL_WINDOW
+        w = active().lobpcg_stall_window
         if raise_stalled and len(history) >= w + 20 and min(history[-w:]) > 0.5 * min(
                 history[:-w]):
             raise _Stalled(it, X)
         # a dense factor at hand (on_stall): hand over as soon as the steps this rate still
         # needs cost more than it (see reduced_cca's rescue_cost)
-        if (switch_budget is not None and len(history) > LOBPCG_SWITCH_WINDOW
+        if (switch_budget is not None and len(history) > active().lobpcg_switch_window
                 and _predicted_steps(history, thresh / np.sqrt(scale)) > switch_budget):
             raise _Stalled(it, X, slow=True)
         # columns converged far beyond the target leave the search block, and so do the
@@ -1023,14 +987,14 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         # residual directions are noise; when none is left the basis cannot improve
         # (under certify every column stays: a column far past the model's target has not
         # passed the exact norm's)
-        active = (check_exact | (rel > 1e-2 * thresh)) & (
+        live = (check_exact | (rel > active().lobpcg_active_ratio * thresh)) & (
             theta > 1e-12 * max(float(theta[0]), 1e-300))
-        if not active.any():
+        if not live.any():
             converged = True
             break
         if images is not None:  # a step follows: on in the working precision
             X, CX, UX, images = cast(X), cast(CX), cast(UX), None
-        W = cast(W[:, active])
+        W = cast(W[:, live])
         if Ctd is not None:
             # the sparse C W (scipy releases the GIL) overlaps the dense Ct^T W
             CW, UW = run_pair(lambda W=W: _covariance_as(C, W, wdt), lambda W=W: Ctd.T @ W)
@@ -1042,7 +1006,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
             UW = ctT(W)
         blocks = ([X, W], [CX, CW], [UX, UW])
         if P is not None:
-            blocks = tuple(b + [q[:, active]] for b, q in zip(blocks, (P, CP, UP)))
+            blocks = tuple(b + [q[:, live]] for b, q in zip(blocks, (P, CP, UP)))
         X, CX, UX, theta, (P, CP, UP) = _rayleigh_ritz(*blocks, m)
         it += 1
     if not converged:
@@ -1051,13 +1015,14 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
         if futile is not None:
             why = (f"LOBPCG stopped after {it} steps: certify's check in the exact C_xx^-1 "
                    f"norm found the error estimate no smaller than {futile:.3g} (tol = "
-                   f"{tol:g}) over the last {CERTIFY_STALL_STEPS} or more steps, while the "
+                   f"{tol:g}) over the last {active().certify_stall_steps} or more steps, "
+                   f"while the "
                    f"low-rank model's norm fell; the model preconditions the exact norm too "
                    f"poorly here. Use solver='iterative' or preconditioner='dense' for a "
                    f"certified solve")
         else:
             why = (f"LOBPCG did not meet its stopping test in {maxiter} iterations: "
-                   f"{_unmet(float(rel[:k].max()), thresh, quad, tol, _LOBPCG_ERROR)}")
+                   f"{_unmet(float(rel[:k].max()), thresh, quad, tol, _lobpcg_error_name())}")
         warnings.warn(why, RuntimeWarning, stacklevel=3)
     A = X[:, :k]
     B = Wy.rmatmat(UX[:, :k])  # b = W_y^T Ct^T a (Eq. 15 up to the scale _finalize fixes)
@@ -1069,15 +1034,6 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     return A, B, theta[:k], it, stats
 
 
-#: preconditioned CG steps of one exact-norm check (certify) before it counts as failed
-#: (undecided: LOBPCG goes on): where the model preconditions well, a few tens of steps
-#: bring the upper bounds within 10% of the lower ones; where it does not, more steps do
-#: not settle them either (docs/engine.md)
-CERTIFY_MAXSTEPS = 40
-#: certify gives up (warns, or hands a stall to reduced_cca's rescue) when a failed check's
-#: lower bound of the exact-norm estimate is above half that of a check at least this many
-#: LOBPCG steps earlier: the exact norms no longer fall
-CERTIFY_STALL_STEPS = 20
 
 
 class _StoppingTest:
@@ -1104,7 +1060,7 @@ class _StoppingTest:
         return None if ok else False
 
 
-def _exact_norm_bounds(C, precond, R, W, tau, dtype, judge, maxsteps=CERTIFY_MAXSTEPS):
+def _exact_norm_bounds(C, precond, R, W, tau, dtype, judge, maxsteps=None):
     """Lower and upper bounds of ||r_i||^2_{C^-1} per column of R, by preconditioned CG.
 
     For any Z, q = 2 r^T z - z^T C z = ||r||^2_{C^-1} - ||z - C^-1 r||^2_C is a lower
@@ -1119,6 +1075,7 @@ def _exact_norm_bounds(C, precond, R, W, tau, dtype, judge, maxsteps=CERTIFY_MAX
     lower, upper : (b,) float64;  steps : int;  verdict : True, False or None (undecided
     after ``maxsteps``)
     """
+    maxsteps = active().certify_maxsteps if maxsteps is None else maxsteps
     R = np.ascontiguousarray(R, dtype=dtype)
     Z = np.array(W, dtype=dtype)
     CZ = _covariance_as(C, Z, dtype)
@@ -1227,7 +1184,7 @@ def _rayleigh_ritz(S, CS, US, m, extra=()):
     with small_blas(0):
         lam, Q = la.eigh(0.5 * (Gn + Gn.T), driver="evd", check_finite=False)
     single = S[0].dtype == np.float32
-    keep = lam > (LOBPCG_DROP_SINGLE if single else LOBPCG_DROP) * lam.max()
+    keep = lam > (active().lobpcg_drop_single if single else active().lobpcg_drop) * lam.max()
     Z = (Q[:, keep] / np.sqrt(lam[keep])) / dg[:, None]  # basis coefficients, (tot, r)
     Hr = Z.T @ H @ Z
     theta, Yr = _top_eigh(0.5 * (Hr + Hr.T), min(m, Z.shape[1]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import scipy.linalg as la
@@ -99,13 +101,21 @@ def zipf_dir(shared_data):
     return d
 
 
+@pytest.fixture
+def set_thresholds():
+    """``set_thresholds(**changes)`` makes the active Thresholds with ``changes`` applied
+    the one in force for the rest of the test (engines given no ``thresholds`` use it)."""
+    from sparsecca.linalg._thresholds import active, applied
+
+    with contextlib.ExitStack() as stack:
+        yield lambda **changes: stack.enter_context(applied(active().replace(**changes)))
+
+
 @pytest.fixture(params=["exact", "lowrank"])
-def preconditioner(request, monkeypatch):
+def preconditioner(request, set_thresholds):
     """Both preconditioners of the fast solvers' LOBPCG: the dense factor of C_xx, which
     CCAEngine's rule gives every small test problem, and the low-rank-plus-diagonal model
     (the rule switched off), which large problems get."""
     if request.param == "lowrank":
-        import sparsecca.linalg._cca as cca_module
-
-        monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 0)
+        set_thresholds(exact_precond_max=0)
     return request.param
