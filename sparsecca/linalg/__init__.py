@@ -43,7 +43,8 @@ from ._errors import (
 )
 from ._gram import CrossCovariance, GramStats, RegularizedGram, centred_projection, column_mean
 from ._inverse import GramFactor, RegularizedInverse, block_cg
-from ._reduced import CCAResult, reduced_cca
+from ._reduced import reduced_cca
+from ._result import CCAResult
 from ._rsvd import SVDInfo, adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
 
 __all__ = [

@@ -33,7 +33,10 @@ from ._gram import (
     column_sums,
 )
 from ._inverse import TAILS, GramFactor, RegularizedInverse
-from ._reduced import CCAResult, dense_factor_cost, lobpcg_fits, reduced_cca
+from ._lobpcg import lobpcg_fits
+from ._reduced import reduced_cca
+from ._result import CCAResult
+from ._stopping import dense_factor_cost
 from ._threads import small_blas
 from ._thresholds import Thresholds, active, applied, check_thresholds
 from ._validation import (

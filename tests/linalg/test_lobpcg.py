@@ -13,7 +13,8 @@ import pytest
 import scipy.sparse as sp
 
 import sparsecca.linalg._gram as gram_mod
-import sparsecca.linalg._reduced as reduced_mod
+import sparsecca.linalg._lobpcg as lobpcg_mod
+import sparsecca.linalg._stopping as stopping_mod
 import sparsecca.linalg._threads as split_mod
 from sparsecca.linalg import CCAEngine, RankDeficientError, SparseCCA, cca_path, reduced_cca
 from sparsecca.linalg._gram import CrossCovariance, RegularizedGram
@@ -278,14 +279,14 @@ def test_predicted_steps_against_counting_the_geometric_decay():
     for rate in (0.3, 0.5, 0.9):
         # a plateau, then steady progress at ``rate`` (the best value so far counts)
         history = [0.5, 0.7, 0.6] + [0.5 * rate ** i for i in range(1, 16)]
-        predicted = reduced_mod._predicted_steps(history, thresh, window=10)
+        predicted = stopping_mod._predicted_steps(history, thresh, window=10)
         r, steps = history[-1], 0
         while r > thresh:  # count the steps of the same decay
             r *= rate
             steps += 1
         assert steps - 1 < predicted <= steps
-    assert reduced_mod._predicted_steps([0.1] * 12 + [0.2], thresh, window=10) == np.inf
-    assert reduced_mod._predicted_steps([0.1] * 12 + [1e-7], thresh, window=10) == 0.0
+    assert stopping_mod._predicted_steps([0.1] * 12 + [0.2], thresh, window=10) == np.inf
+    assert stopping_mod._predicted_steps([0.1] * 12 + [1e-7], thresh, window=10) == 0.0
 
 
 def _handing_over(cost, give_factor=True, strategy="lobpcg"):
@@ -368,7 +369,7 @@ def test_warm_start_from_the_previous_block():
                                          r"got one of \(240, 41\)"):
         reduced_cca(it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4),
                     CrossCovariance(it._xdata, it.Y), 6, strategy="lobpcg",
-                    start=reduced_mod.WarmBlock(warm.X, warm.GX, np.zeros((41, 1)), None))
+                    start=lobpcg_mod.WarmBlock(warm.X, warm.GX, np.zeros((41, 1)), None))
     # a tau grid warm-starts each tau from the previous one and still matches dense
     path = cca_path(X, Y, [0.2, 0.6, 0.9], 6, solver="iterative", tol=1e-12, random_state=0)
     for tau, res in zip([0.2, 0.6, 0.9], path):
@@ -379,7 +380,7 @@ def test_warm_start_from_the_previous_block():
     ref = dense.solve(Y, 0.4, 6).correlations
     xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
     cross = CrossCovariance(it._xdata, it.Y)
-    m = 6 + reduced_mod._default_oversamples(6)
+    m = 6 + lobpcg_mod._default_oversamples(6)
     rng = np.random.default_rng(3)
     for width in (m, 2):
         res = reduced_cca(xinv, yinv, cross, 6, strategy="lobpcg", tol=1e-12,
@@ -766,7 +767,7 @@ def test_indefinite_preconditioner_leaves_the_residual_unknown():
     v = rng.standard_normal(50)
     v -= (v @ r) / (r @ r) * r
     W[:, 2] = v - 0.1 * np.finfo(np.float32).eps * np.linalg.norm(v) / np.linalg.norm(r) * r
-    rn = reduced_mod._preconditioned_norms(R, W)
+    rn = lobpcg_mod._preconditioned_norms(R, W)
     np.testing.assert_allclose(rn[0], np.linalg.norm(R[:, 0]), rtol=1e-6)
     assert rn[1] == np.inf and rn[2] == 0.0
 
@@ -775,10 +776,10 @@ def test_unmet_stopping_test_names_the_part_that_failed():
     # a saturated cluster: the residual within its target, the squared residual over a tiny
     # gap not (the warning once claimed the residual target was missed, quoting a residual
     # below it)
-    msg = reduced_mod._unmet(1.36e-4, 3.2e-4, 2.2e-5, 1e-7)
+    msg = stopping_mod._unmet(1.36e-4, 3.2e-4, 2.2e-5, 1e-7)
     assert msg == ("relative residual 0.000136 (within 0.00032), error estimate (squared "
                    "residual over the gap) 2.2e-05 (above 1e-07)")
-    assert "(above 0.00032)" in reduced_mod._unmet(1e-3, 3.2e-4, 1e-9, 1e-7)
+    assert "(above 0.00032)" in stopping_mod._unmet(1e-3, 3.2e-4, 1e-9, 1e-7)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -804,7 +805,7 @@ def test_exact_norm_bounds_enclose_the_dense_norm(dtype, tau):
         seen.append((bound, n2.copy()))
         return None
 
-    lower, upper, steps, verdict = reduced_mod._exact_norm_bounds(
+    lower, upper, steps, verdict = lobpcg_mod._exact_norm_bounds(
         C, precond, R, precond(R), tau, dtype, judge, maxsteps=30)
     assert verdict is None and steps == 30
     slack = 1e-4 if dtype == np.float32 else 1e-10
@@ -832,7 +833,7 @@ def test_certify_verdicts_stop_the_check():
             calls.append(b)
             return answer if (b == bound and len(calls) > 4) else None
 
-        *_, steps, verdict = reduced_mod._exact_norm_bounds(
+        *_, steps, verdict = lobpcg_mod._exact_norm_bounds(
             C, lambda B: B, R, R.copy(), 0.5, np.float64, judge)
         assert verdict is answer and 0 < steps <= 3
 
@@ -843,7 +844,7 @@ def test_certify_gives_up_when_the_exact_norms_do_not_fall(monkeypatch):
     with a warning that names certify and the way out, not at the step limit; the
     estimate is then the first-order bound, which is not claimed to meet tol."""
     X, Y = count_problem(900, 240, 40, seed=14)
-    real = reduced_mod._exact_norm_bounds
+    real = lobpcg_mod._exact_norm_bounds
     first = []
 
     def stuck(C, precond, R, W, tau, dtype, judge, **kw):
@@ -853,7 +854,7 @@ def test_certify_gives_up_when_the_exact_norms_do_not_fall(monkeypatch):
         lower = np.full_like(lower, first[0])
         return lower, np.full_like(upper, np.inf), steps, judge(lower, "lower")
 
-    monkeypatch.setattr(reduced_mod, "_exact_norm_bounds", stuck)
+    monkeypatch.setattr(lobpcg_mod, "_exact_norm_bounds", stuck)
     engine = CCAEngine(X, Y, solver="iterative", preconditioner="low-rank", certify=True,
                        random_state=0)
     with pytest.warns(RuntimeWarning, match=r"certify's check in the exact C_xx\^-1 norm.*"
