@@ -32,7 +32,8 @@ Errors
     view whose column means dominate its spread cancels digits)
 """
 
-from ._cca import CCAEngine, SparseCCA, cca_path
+from ._cca import SparseCCA, cca_path
+from ._engine import CCAEngine
 from ._errors import (
     CentringPrecisionWarning,
     FactorizationError,

@@ -304,119 +304,63 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
                 n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None, start=None,
                 callback=None, omega_max=None, on_stall=None, rescue_cost=None,
                 certify=False, self_check="warn", thresholds=None):
-    """Solve Eq. 14-15 given fitted inverse operators and a cross-covariance.
-
-    This is the low-level entry point: the rerankers call it repeatedly with different
-    cross-covariance factors M (C_xy = X^T M) but the same fitted ``xinv`` / ``yinv``.
+    """Solve Eq. 14-15 given fitted inverse operators and a cross-covariance (the low-level
+    entry point: repeated solves with different C_xy = X^T M and the same inverses).
 
     Parameters
     ----------
     xinv : RegularizedInverse of C_xx (any method)
-    yinv : RegularizedInverse of C_yy ('dense' or 'randomized': a whitener is needed), with
-        the tau, the centring and the number of samples of ``xinv``
-    cross : (d1, d2) LinearOperator, C_xy (e.g. :class:`CrossCovariance`, whose centring
-        and number of samples must match the inverses')
+    yinv : RegularizedInverse of C_yy ('dense' or 'randomized'), as ``xinv`` in tau,
+        centring and samples;  cross : (d1, d2) LinearOperator, C_xy (:class:`CrossCovariance`)
     n_components : int in [1, min(d1, d2)]
     strategy : {'auto', 'full', 'dual', 'operator', 'krylov', 'lobpcg'}
-        'auto': for a dense ``xinv`` 'dual' when it is in its dual (n x n) form (n < d1),
-        else 'full'; for a randomized one 'full' while d2 <= 2500, else 'krylov'; for an
-        iterative one 'lobpcg' when its block is thin (:func:`lobpcg_fits`), else 'full'
-        ('lobpcg' falls back to 'full' if it stalls and d2 <= 2500, after ``on_stall``'s
-        dense factor, if any, did not help).  'lobpcg' also takes a randomized ``xinv``
-        (its factor preconditions the exact pencil).
+        'auto': dense ``xinv``: 'dual' in its dual (n x n) form, else 'full'; randomized:
+        'full' while d2 <= ``full_max_d2``, else 'krylov'; iterative: 'lobpcg' when its
+        block is thin (falling back to 'full' if it stalls and d2 <= ``full_max_d2``),
+        else 'full'.  'lobpcg' also takes a randomized ``xinv`` (its preconditioner).
     oversamples : int, optional
-        Extra directions for the randomized SVD / Krylov / LOBPCG block (default
-        max(10, k // 2)).
-    n_iter : int or 'auto'
-        Power iterations of the randomized SVD ('operator').
+        Extra directions of the randomized SVD / Krylov / LOBPCG block (max(10, k // 2)).
+    n_iter : int or 'auto', the power iterations of the randomized SVD ('operator')
     tol : float
-        'krylov', 'lobpcg': stop when every relative Ritz residual of the first k pairs is
-        below sqrt(tol) and their squared residual over the spectral gap below tol.
+        'krylov', 'lobpcg': stop at relative Ritz residuals of sqrt(tol) and squared
+        residuals over the gap of tol.
     random_state : None, int, numpy Generator or RandomState
     approx_xinv : RegularizedInverse, optional
-        'krylov': a cheap whitenable approximation of C_xx^-1 for the starting subspace
-        (default: the low-rank preconditioner inside an iterative ``xinv``).
+        'krylov': a cheap whitener for the starting subspace (default: the preconditioner).
     start : (d1, b) array or WarmBlock, optional
-        'lobpcg': a starting block, e.g. the one a solve at a neighbouring tau ended with
-        (``CCAResult.lobpcg_block``, or ``CCAResult.lobpcg_warm``: the same block with its
-        tau-independent images, which spare the products with it).  With b >= k + p it
-        replaces the model's own guess (a neighbouring problem's Ritz block is the better
-        start, and the guess costs a Galerkin matrix); narrower, it is added to the guess.
-        Only the number of steps depends on it: LOBPCG stops at the same tolerance either
-        way.
+        'lobpcg': a starting block, e.g. ``CCAResult.lobpcg_warm`` of a solve at a
+        neighbouring tau (with its tau-independent images).  With b >= k + p it replaces
+        the model's own guess, narrower it joins it; only the number of steps depends on it.
     callback : callable, optional
-        'lobpcg': called as ``callback(step, residual, error)`` at each convergence check
-        (``step`` LOBPCG steps taken so far; ``residual`` the largest relative Ritz residual
-        of the first k pairs, stopping at sqrt(tol); ``error`` its squared-residual estimate
-        of the correlations' relative error, stopping at tol).  For progress reports.
+        'lobpcg': ``callback(step, residual, error)`` at each convergence check (the largest
+        relative Ritz residual and the error estimate, stopping at sqrt(tol) and tol).
     omega_max : float, optional
-        An upper bound of every eigenvalue omega that the caller knows.  Plain CCA with one
-        tau on both sides has 1 / (1 - tau)^2: a^T C_xy b <= ||Xc a|| ||Yc b|| <=
-        sqrt(a^T Cxx a b^T Cyy b) / (1 - tau).  Ritz values are lower bounds of the
-        eigenvalues, so once the k-th is within the bound, every correlation is known to
-        that accuracy: LOBPCG then also stops when 1 - sqrt(theta_k / omega_max) <= tol / 2
-        (saturated clusters, whose residuals converge slowly), and the result carries
-        ``ceiling_error``, the same bound from the final correlations.
+        A known cap of every eigenvalue (plain CCA: 1 / (1 - tau)^2): LOBPCG also stops
+        once its k-th Ritz value is within tol / 2 of it; the result has ``ceiling_error``.
     on_stall : callable, optional
-        'lobpcg' under the low-rank-plus-diagonal preconditioner of an iterative or
-        randomized ``xinv``: called as ``on_stall(steps)`` when LOBPCG stalls (its largest
-        residual gained less than 2x in ``lobpcg_stall_window`` steps; or, given
-        ``rescue_cost``, when it is too slow), it returns a 'dense'
-        RegularizedInverse of the same C_xx (or None).  LOBPCG then resumes from its stalled
-        block preconditioned by it (``xinv.use_exact``: the residuals are also measured in
-        the exact norm from then on) before any fallback to 'full'.  The model's norm
-        understates the exact one on text views with nearly collinear features, and a
-        stalled LOBPCG is where that shows (docs/engine.md).
+        'lobpcg' under the low-rank model: ``on_stall(steps)`` returns a 'dense' inverse of
+        C_xx (or None) that preconditions LOBPCG from its stalled (or slow) block on.
     rescue_cost : float, optional
-        With ``on_stall``: the modelled seconds of its dense factor (s^3 / 3 / ``factor_flops``
-        for a factor of order s, as the engine passes; 0 when it is at hand).  LOBPCG then
-        also hands over before it stalls, once the rate of its last ``lobpcg_switch_window``
-        steps predicts more steps than the factor and a resumed solve cost, both in the
-        flop model of this module (``sparse_flops``, ``dense_flops``): the stall test alone hands
-        over late, after many slow steps.  The decision uses modelled costs, not clocks, so
-        a fit is reproducible.
+        With ``on_stall``: the modelled seconds of its dense factor (0 when at hand).
     certify : bool, default False
-        'lobpcg' under the low-rank-plus-diagonal preconditioner: before it stops, check its
-        stopping test with the residuals measured in the exact C_xx^-1 norm instead of the
-        model's, which understates it (in squared norm from a little on independent count
-        features to over an order of magnitude for some columns of text views; see
-        docs/engine.md).  Preconditioned CG on C_xx Z = R, started from the model's solve,
-        gives a lower and an upper bound of each ||r||^2_{C^-1} (:func:`_exact_norm_bounds`):
-        LOBPCG stops once the upper bounds meet the test, and goes on, its norms scaled by
-        the measured ratio, when the lower bounds fail it.  ``lobpcg_error`` is then that of
-        the upper bounds.  Costs a few to some tens of products with C_xx per check
-        (``certify_steps``).  When a failed check's lower bounds are no better than half
-        those of a check ``certify_stall_steps`` or more steps earlier, the exact norms do not
-        fall under the model's preconditioning: LOBPCG stops unconverged with a warning (or,
-        when it may raise a stall, hands it to ``on_stall``'s dense factor or the
-        fallback).
-
+        'lobpcg' under the low-rank model: a passed stopping test is checked again in the
+        exact C_xx^-1 norm.  These rules are in :mod:`sparsecca.linalg._stopping`.
     self_check : {'warn', 'raise', 'off'}, default 'warn'
-        For the strategies without a stopping test of their own ('full', 'dual',
-        'operator'): when the a-posteriori error estimate max_j residual_norms[j] /
-        correlations[j] (tightened by ``ceiling_error`` when ``omega_max`` is given)
-        exceeds ``tol``, warn (RuntimeWarning) or raise (:class:`SolverToleranceError`).
-        The estimate is exact for a 'dense' inverse of C_xx and an upper bound for a
-        'randomized' one, whose model of C_xx^-1 can leave the correlations well below the
-        exact ones.  'off' is for a caller that applies its own test (:class:`SparseCCA`).
-        'krylov' and 'lobpcg' warn on their own stopping tests.
+        For 'full', 'dual' and 'operator': when the a-posteriori error estimate max_j
+        residual_norms[j] / correlations[j] (or ``ceiling_error``) exceeds ``tol``, warn
+        (RuntimeWarning) or raise (:class:`SolverToleranceError`); exact for a 'dense'
+        inverse of C_xx, an upper bound for a 'randomized' one.  'off': the caller tests.
     thresholds : Thresholds, optional
-        The numeric thresholds of the solve (None: the instance in force, by default the
-        defaults).
+        The numeric thresholds of the solve (None: the ones in force).
 
     Returns
     -------
     CCAResult
-        For 'lobpcg' also ``lobpcg_block``, the final (d1, k + p) block in LOBPCG's working
-        precision (``lobpcg_dtype``), ``lobpcg_warm``, that block as a :class:`WarmBlock`
-        (the best start of a neighbouring solve), ``lobpcg_converged``, and the final
-        ``lobpcg_residual`` (largest relative Ritz residual of the first k pairs) and
-        ``lobpcg_error`` (its squared residual over the gap, at least its last step's rise
-        over ``lobpcg_jump_ratio``: the estimated relative error of the correlations, half that
-        of omega), ``rescued_after``, the steps after
-        which ``on_stall``'s dense factor took over, when it did, and with ``certify``
-        ``certify_steps`` (preconditioned CG steps of the exact-norm checks) and
-        ``norm_ratio`` (the largest exact-over-model squared norm ratio they measured).
+        For 'lobpcg' also ``lobpcg_block`` (the final (d1, k + p) block, ``lobpcg_dtype``),
+        ``lobpcg_warm`` (it as a :class:`WarmBlock`), ``lobpcg_converged``,
+        ``lobpcg_residual`` and ``lobpcg_error`` (the two stopping quantities at exit),
+        ``rescued_after`` (the steps after which ``on_stall``'s dense factor took over) and
+        with ``certify`` ``certify_steps`` and ``norm_ratio``.
 
     Raises
     ------
@@ -425,35 +369,19 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         one pair of views (different taus, centring or rows).
     RankDeficientError
         If C_xy has fewer than ``n_components`` nonzero correlations.
-
     SolverToleranceError
         With ``self_check='raise'``, when the residual test fails (see ``self_check``).
 
     Warns
     -----
     RuntimeWarning
-        When an iterative strategy ('krylov', 'lobpcg') stops without meeting its stopping
-        test (iteration limit, or ``certify`` finding that the exact norms do not fall), and
+        When 'krylov' or 'lobpcg' stops without meeting its stopping test, and
         (``self_check='warn'``) when a direct strategy's residuals miss ``tol``.
-
-    Notes
-    -----
-    With whiteners W_x, W_y (W^T W = C^-1) the generalised eigenproblem of Eq. 11,
-
-        C_xy b = sqrt(omega) C_xx a,   C_xy^T a = sqrt(omega) C_yy b,
-
-    is the SVD of T = W_x C_xy W_y^T, or the symmetric eigenproblem of W_y C_xy^T C_xx^-1
-    C_xy W_y^T (Eq. 14), with a = C_xx^-1 C_xy b / sqrt(omega) (Eq. 15).  Every strategy
-    ends with a Rayleigh-Ritz step in the exact metrics, so A^T C_xx A = I and B^T C_yy B
-    = I hold to rounding, the correlations are achieved values (lower bounds of the exact
-    ones), and ``residual_norms`` bound their errors a posteriori.
 
     References
     ----------
-    J. Jagarlamudi and H. Daume III (2012).  Low-dimensional discriminative reranking.
-    Proceedings of NAACL-HLT 2012, pp. 699-709 (Eq. 11, 14, 15).
-    A. V. Knyazev, "Toward the optimal preconditioned eigensolver: locally optimal block
-    preconditioned conjugate gradient method", SIAM J. Sci. Comput. 23(2), 517-541, 2001.
+    J. Jagarlamudi and H. Daume III (2012), NAACL-HLT 2012, pp. 699-709 (Eq. 11, 14, 15);
+    A. V. Knyazev (2001), SIAM J. Sci. Comput. 23(2), 517-541 (LOBPCG).
 
     Examples
     --------
@@ -474,8 +402,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     >>> bool(np.allclose(A.T @ Cxx @ A, np.eye(2)))
     True
 
-    LOBPCG with an iterative inverse (preconditioned by a rank-5 factor) agrees to its
-    tolerance:
+    LOBPCG with an iterative inverse (a rank-5 preconditioner) agrees to its tolerance:
 
     >>> xinv = RegularizedInverse(X, tau, "iterative", rank=5, random_state=0)
     >>> fast = reduced_cca(xinv, yinv, cross, 2, tol=1e-8, random_state=0)

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_THRESHOLDS", "Thresholds", "active", "applied"]
+__all__ = ["DEFAULT_THRESHOLDS", "Thresholds", "active", "applied", "with_own_thresholds"]
 
 
 @dataclass(frozen=True)
@@ -181,3 +182,13 @@ def applied(thresholds: Thresholds | None):
         yield thresholds
     finally:
         _ACTIVE.reset(token)
+
+
+def with_own_thresholds(method):
+    """Decorate a public method to run under ``self.thresholds`` (None: keep the current)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with applied(self.thresholds):
+            return method(self, *args, **kwargs)
+
+    return wrapper
