@@ -336,7 +336,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
         k = _check_distinct_columns(
             engine, check_n_components(self.n_components, *_user_dims(engine, swapped)),
             "Y" if swapped else "X")
-        res = engine.solve(engine.Y, tau, k)
+        res = engine._solve(engine.Y, tau, k)
         self._set_result(engine, res, tau, swapped)
         return self
 
@@ -366,7 +366,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
         out = []
         for tau in taus:
             est = type(self)(**{**self.get_params(), "tau": tau})
-            est._set_result(engine, engine.solve(engine.Y, tau, k), tau, swapped)
+            est._set_result(engine, engine._solve(engine.Y, tau, k), tau, swapped)
             out.append(est)
         return out
 

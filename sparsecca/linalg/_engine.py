@@ -24,9 +24,10 @@ from ._gram import (
     column_sums,
 )
 from ._inverse import TAILS, GramFactor, RegularizedInverse
+from ._lobpcg import _default_oversamples
 from ._preconditioning import _preconditioner_used, _Preconditioning
 from ._randomized_solve import _error_estimate, solve_randomized
-from ._reduced import reduced_cca
+from ._reduced import STRATEGIES, SolveOptions, solve_reduced
 from ._result import CCAResult
 from ._threads import small_blas
 from ._thresholds import active, applied, check_thresholds, with_own_thresholds
@@ -316,7 +317,9 @@ class CCAEngine(_Preconditioning):
     @with_own_thresholds
     def y_inverse(self, tau):
         """The whitenable inverse of C_yy for ``tau`` (dense up to 10,000 features)."""
-        tau = check_tau(tau)
+        return self._y_inverse(check_tau(tau))
+
+    def _y_inverse(self, tau):
         if tau not in self._yinv:
             d2 = self.Y.shape[1]
             t0 = time.perf_counter()
@@ -361,9 +364,10 @@ class CCAEngine(_Preconditioning):
         -------
         RegularizedInverse
         """
-        tau = check_tau(tau)
-        rank = check_positive_int(rank, "rank", allow_none=True)
-        tail = check_choice(tail, "tail", TAILS + ("auto",))
+        return self._x_inverse(check_tau(tau), check_positive_int(rank, "rank", allow_none=True),
+                               check_choice(tail, "tail", TAILS + ("auto",)))
+
+    def _x_inverse(self, tau, rank=None, tail="auto"):
         key = (tau, rank, tail)
         if key not in self._xinv:
             t0 = time.perf_counter()
@@ -432,6 +436,10 @@ class CCAEngine(_Preconditioning):
                              f"got {M.shape[1]}")
         k = _check_distinct_columns(
             self, check_n_components(n_components, self.X.shape[1], self.Y.shape[1]))
+        return self._solve(M, tau, k, check_choice(strategy, "strategy", STRATEGIES), plain)
+
+    def _solve(self, M, tau, k, strategy="auto", plain=True):
+        """:meth:`solve` on validated arguments (``plain``: M is the engine's Y)."""
         t0 = time.perf_counter()
         if plain:
             # plain CCA: one operator for every tau, so X^T Y is formed once (the engine
@@ -460,23 +468,18 @@ class CCAEngine(_Preconditioning):
         return res
 
     def _solve_with(self, cross, tau, k, strategy, omega_max=None):
-        yinv = self.y_inverse(tau)
+        yinv = self._y_inverse(tau)
         if self.solver_ == "randomized":
             return solve_randomized(self, cross, yinv, tau, k, strategy, omega_max)
         rank, tail = (self._preconditioner(k, strategy) if self.solver_ == "iterative"
                       else (None, "auto"))
-        xinv = self.x_inverse(tau, rank=rank, tail=tail)
+        xinv = self._x_inverse(tau, rank=rank, tail=tail)
         if self.solver_ == "iterative":
             xinv = self._precondition_exactly(xinv, tau)
         # LOBPCG starts from the block the previous solve ended with (a tau grid, the
         # rerankers' sequence of M) instead of its own preconditioned guess; only LOBPCG
         # returns a block, so a dense engine never has one
-        res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
-                          random_state=self._rng, start=self._warm,
-                          callback=self._lobpcg_report(tau), omega_max=omega_max,
-                          on_stall=self._on_stall(xinv, tau),
-                          rescue_cost=self._rescue_cost(tau), certify=self.certify,
-                          self_check="off")
+        res = self._reduce(xinv, yinv, cross, k, strategy, tau, omega_max)
         self._keep_warm(res)
         err = _error_estimate(res)
         res.__dict__.update(solver=self.solver_, error_estimate=err,
@@ -490,6 +493,17 @@ class CCAEngine(_Preconditioning):
                 f"can overstate the error of an accurate solve many times over; compare "
                 f"with solver='dense' where it fits", RuntimeWarning, stacklevel=4)
         return res
+
+    def _reduce(self, xinv, yinv, cross, k, strategy, tau, omega_max, refine=True):
+        """:func:`solve_reduced` with the engine's options; ``refine``: a LOBPCG solve with
+        the engine's warm start, progress report, stall rescue and ``certify``."""
+        opts = SolveOptions(tol=self.tol, oversamples=_default_oversamples(k),
+                            random_state=self._rng, omega_max=omega_max)
+        if not refine:
+            return solve_reduced(xinv, yinv, cross, k, strategy, opts)
+        opts.callback, opts.certify = self._lobpcg_report(tau), self.certify
+        return solve_reduced(xinv, yinv, cross, k, strategy, opts, self._warm,
+                             self._on_stall(xinv, tau), self._rescue_cost(tau))
 
     def column_sums(self, which):
         """Column sums of the given X or Y ('X' or 'Y'), (d,) float64 (cached)."""

@@ -10,7 +10,6 @@ import numpy as np
 
 from ._lobpcg import lobpcg_fits
 from ._preconditioning import _preconditioner_used
-from ._reduced import reduced_cca
 from ._thresholds import active
 
 __all__ = []
@@ -58,10 +57,9 @@ def solve_randomized(self, cross, yinv, tau, k, strategy, omega_max=None):
             exhausted = f.range_error_ == 0.0 and r >= f.rank_
             if not exhausted:
                 break
-        xinv = self.x_inverse(tau, rank=r)
+        xinv = self._x_inverse(tau, rank=r)
         exhausted = f.range_error_ == 0.0 and xinv.rank_ >= f.rank_
-        res = reduced_cca(xinv, yinv, cross, k, strategy=strategy, tol=self.tol,
-                          random_state=self._rng, omega_max=omega_max, self_check="off")
+        res = self._reduce(xinv, yinv, cross, k, strategy, tau, omega_max, refine=False)
         err = _error_estimate(res)
         history.append((xinv.rank_, err))
         if err <= self.tol or exhausted or r >= cap:
@@ -74,17 +72,12 @@ def solve_randomized(self, cross, yinv, tau, k, strategy, omega_max=None):
         # n < d1, exact on the null space of X) preconditions LOBPCG poorly (on text
         # views it may not converge in lobpcg_maxiter steps where the diagonal tail does
         # in tens)
-        xinv = self._precondition_exactly(self.x_inverse(tau, rank=r, tail="diagonal"),
+        xinv = self._precondition_exactly(self._x_inverse(tau, rank=r, tail="diagonal"),
                                           tau)
         # LOBPCG's start is the block of the previous solve (a tau grid), or else the
         # model's solution (the top eigenvectors of its Galerkin matrix, or a
         # randomized SVD of its whitened operator)
-        res = reduced_cca(xinv, yinv, cross, k, strategy="lobpcg", tol=self.tol,
-                          random_state=self._rng, start=self._warm,
-                          callback=self._lobpcg_report(tau), omega_max=omega_max,
-                          on_stall=self._on_stall(xinv, tau),
-                          rescue_cost=self._rescue_cost(tau), certify=self.certify,
-                          self_check="off")
+        res = self._reduce(xinv, yinv, cross, k, "lobpcg", tau, omega_max)
         self._keep_warm(res)
         n_refine = res.n_iter
         err = _error_estimate(res)

@@ -132,9 +132,16 @@ def _check_reduced_cca(xinv, yinv, cross, n_components, strategy, oversamples, n
                         n_iter=n_iter, random_state=random_state, approx_xinv=approx_xinv,
                         callback=callback, omega_max=omega_max,
                         certify=check_bool("certify", certify))
-    strategy = _check_strategy(xinv, yinv, cross, k, opts,
-                               check_choice(strategy, "strategy", STRATEGIES))
+    strategy = check_choice(strategy, "strategy", STRATEGIES)
     return k, strategy, _check_start(start, d1, d2), opts
+
+
+def solve_reduced(xinv, yinv, cross, k, strategy, opts, start=None, on_stall=None,
+                  rescue_cost=None):
+    """:func:`reduced_cca` on arguments validated by the caller (``opts``: SolveOptions;
+    ``strategy`` one of STRATEGIES, which this resolves and checks against the inverses)."""
+    strategy = _check_strategy(xinv, yinv, cross, k, opts, strategy)
+    return _dispatch(xinv, yinv, cross, k, strategy, start, opts, on_stall, rescue_cost)
 
 
 def _check_strategy(xinv, yinv, cross, k, opts, strategy):
@@ -416,7 +423,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
             xinv, yinv, cross, n_components, strategy, oversamples, n_iter, tol, random_state,
             approx_xinv, start, callback, omega_max, on_stall, rescue_cost, certify)
         self_check = check_choice(self_check, "self_check", ("warn", "raise", "off"))
-        res = _dispatch(xinv, yinv, cross, k, strategy, start, opts, on_stall, rescue_cost)
+        res = solve_reduced(xinv, yinv, cross, k, strategy, opts, start, on_stall, rescue_cost)
         if self_check != "off" and res.strategy in ("full", "dual", "operator"):
             _check_residuals(res, tol, xinv, self_check)
         return res
