@@ -6,19 +6,10 @@ eigenproblem of Eq. 11 becomes the SVD of
     T = W_x C_xy W_y^T,   T = U diag(s) V^T,   omega = s^2,  b = W_y^T v,  a = W_x^T u,
 
 equivalently the symmetric d2 x d2 problem  G = W_y C_xy^T C_xx^-1 C_xy W_y^T = V diag(omega) V^T
-with a = C_xx^-1 C_xy b / sqrt(omega) (Eq. 15).  Three strategies:
+with a = C_xx^-1 C_xy b / sqrt(omega) (Eq. 15).  The strategies:
 
-``full``      Z = C_xx^-1 (C_xy W_y^T) for all d2 columns, then a dense eigh of the d2 x d2
-              Galerkin matrix (C_xy W_y^T)^T Z -- for d2 up to a few thousand.
-``dual``      n < d1: C_xx^-1 through the Cholesky factor of the n x n (1 - tau) Xc Xc^T +
-              tau I, the d2 x d2 Galerkin matrix from an (n x d2) block; with n < d2 too
-              the whole problem is an r x r eigenproblem in n-space (linear-kernel CCA).
-``operator``  randomized SVD of T as a LinearOperator (needs a whitener of C_xx); fast but
-              only as accurate as the randomized SVD of a slowly decaying spectrum allows.
-``krylov``    block Krylov-Schur (Davidson) iteration on G with the C_xx^-1 products of
-              ``xinv``, started from the operator solution (with the preconditioner as
-              whitener for an iterative ``xinv``), run until the Ritz residuals meet
-              sqrt(tol) -- for d2 too large for ``full``.
+``full``, ``dual``, ``operator``, ``krylov``: the direct strategies and block Davidson on
+              G (:mod:`._strategies`, which describes them).
 ``lobpcg``    an iterative ``xinv`` without inner solves: LOBPCG (Knyazev 2001) on the
               d1 x d1 pencil (C_xy C_yy^-1 C_xy^T, C_xx), whose top eigenpairs are (omega,
               a), preconditioned by the low-rank-plus-diagonal inverse of C_xx.  One C_xx
