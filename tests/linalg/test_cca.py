@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparsecca.linalg import CCAEngine, SparseCCA, cca_path
-from sparsecca.linalg._thresholds import Thresholds
+from sparsecca.linalg._thresholds import Thresholds, active
 
 from .conftest import count_problem, covariances, dense_problem, eigh_reference, max_sin_angle
 
@@ -333,6 +333,30 @@ def test_correlations_can_exceed_one_with_tau():
     assert m.correlations_[0] <= 1.0 / (1.0 - tau) + 1e-12
     np.testing.assert_allclose(m.eigenvalues_, m.correlations_ ** 2)
     assert np.all(np.abs(m.empirical_correlations_) <= 1.0)
+
+
+def test_thresholds_parameter_is_in_force_during_the_fit_only(tmp_path):
+    X, Y = count_problem(200, 30, 12, seed=12)
+    default = SparseCCA(3, tau=0.3, random_state=0).fit(X, Y)
+    assert default.solver_ == "dense"
+    # 'auto' picks the iterative solver above auto_dense_max = 10 (min(n, d1) = 30)
+    small = Thresholds(auto_dense_max=10)
+    model = SparseCCA(3, tau=0.3, random_state=0, thresholds=small).fit(X, Y)
+    assert model.solver_ == "iterative" and "min(n, d1) = 30 > 10" in model.solver_reason_
+    np.testing.assert_allclose(model.correlations_, default.correlations_, rtol=1e-6)
+    assert active() == Thresholds()  # restored after the fit
+    # the engine and cca_path take it too
+    assert CCAEngine(X, Y, thresholds=small).solver_ == "iterative"
+    (res,) = cca_path(X, Y, [0.3], 3, random_state=0, thresholds=small)
+    assert res.solver == "iterative"
+    # saved with the model, as a Thresholds again
+    model.save(tmp_path / "m.npz")
+    loaded = SparseCCA.load(tmp_path / "m.npz")
+    assert loaded.thresholds == small
+    np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+    with pytest.raises(TypeError, match="thresholds must be None or a sparsecca.linalg."
+                                        "Thresholds, got dict"):
+        SparseCCA(3, thresholds={"auto_dense_max": 10}).fit(X, Y)
 
 
 def test_estimator_api():
