@@ -74,11 +74,12 @@ def _exact(X, Y, k):
 
 
 @pytest.fixture
-def few_lobpcg_steps(monkeypatch):
+def few_lobpcg_steps():
     """A deliberately bad solve: LOBPCG gets 2 steps (its fallbacks remain)."""
-    import sparsecca.linalg._reduced as red
+    from sparsecca.linalg._thresholds import active, applied
 
-    monkeypatch.setattr(red, "LOBPCG_MAXITER", 2)
+    with applied(active().replace(lobpcg_maxiter=2)):
+        yield
 
 
 def _meets_or_says(corr, exact, estimate, tol, msgs):

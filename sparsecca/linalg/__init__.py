@@ -32,7 +32,8 @@ Errors
     view whose column means dominate its spread cancels digits)
 """
 
-from ._cca import CCAEngine, SparseCCA, cca_path
+from ._cca import SparseCCA, cca_path
+from ._engine import CCAEngine
 from ._errors import (
     CentringPrecisionWarning,
     FactorizationError,
@@ -43,7 +44,8 @@ from ._errors import (
 )
 from ._gram import CrossCovariance, GramStats, RegularizedGram, centred_projection, column_mean
 from ._inverse import GramFactor, RegularizedInverse, block_cg
-from ._reduced import CCAResult, reduced_cca
+from ._reduced import reduced_cca
+from ._result import CCAResult
 from ._rsvd import SVDInfo, adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
 from ._thresholds import Thresholds
 

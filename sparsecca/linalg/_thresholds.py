@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_THRESHOLDS", "Thresholds", "active", "applied"]
+__all__ = ["DEFAULT_THRESHOLDS", "Thresholds", "active", "applied", "with_own_thresholds"]
 
 
 @dataclass(frozen=True)
@@ -42,16 +43,25 @@ class Thresholds:
     """
 
     # -- solver choice (CCAEngine / SparseCCA) ---------------------------------------------
-    #: 'auto' factors C_xx densely up to this many input features
+    #: 'auto' solves densely while min(n, d1) is at most this (O(min(n, d1)^3) flops, d^2
+    #: memory): up to it a dense factorisation takes seconds, where an iterative solve on
+    #: text views with nearly collinear features can need hundreds of iterations
     auto_dense_max: int = 8000
     #: C_yy is whitened by a dense Cholesky up to this many output features
     y_dense_max: int = 10_000
-    #: default rank of the iterative solver's preconditioner (block CG / LOBPCG)
+    #: rank of the low-rank whitener of a C_yy beyond ``y_dense_max`` (``lowrank_y``)
+    lowrank_y_rank: int = 2048
+    #: default rank of the iterative solver's preconditioner (block CG / LOBPCG; the second
+    #: for LOBPCG when n > d1)
     precond_rank: int = 128
     precond_rank_lobpcg: int = 32
     #: smallest rank of the randomized factor when it preconditions LOBPCG (max(this, 2 k))
     randomized_refine_rank: int = 128
-    #: the exact (dense) preconditioner is used up to this factor size ...
+    #: first rank of the randomized model that is solved as it is (doubled until tol)
+    randomized_start_rank: int = 256
+    #: LOBPCG is preconditioned by the exact (dense Cholesky) inverse of C_xx instead of the
+    #: low-rank-plus-diagonal model while its factor, of size min(n, d1), is at most this
+    #: and no larger than C_yy's factor or ``exact_precond_small`` ...
     exact_precond_max: int = 8192
     #: ... and always up to this one (its cost is negligible beside any solve)
     exact_precond_small: int = 2048
@@ -79,23 +89,48 @@ class Thresholds:
     dense_single_thread_min: int = 16_000
 
     # -- the reduced problem (_reduced) ----------------------------------------------------
+    #: 'auto' uses the full Galerkin matrix up to this many output features
     full_max_d2: int = 2500
+    #: the top-k eigenpairs of a symmetric matrix come from a full divide-and-conquer eigh up
+    #: to this order (or for k >= order / 4), from the MRRR subset beyond
     eigh_full_max: int = 400
+    #: LOBPCG steps before it gives up (and 'auto' falls back to 'full')
     lobpcg_maxiter: int = 300
+    #: LOBPCG counts as stalled after less than 2x progress of its largest relative
+    #: residual over this many steps
     lobpcg_stall_window: int = 40
+    #: the hand-over to a dense factor: the window of steps whose progress gives LOBPCG's
+    #: rate, the steps a resumed solve is assumed to take and the fraction of the modelled
+    #: cost the predicted steps must exceed
     lobpcg_switch_window: int = 15
     lobpcg_switch_steps: int = 10
     lobpcg_switch_margin: float = 0.5
+    #: the cost model of the hand-over (flops per second of sparse products, dense BLAS-3
+    #: products and the dense Cholesky factor; their ratios matter)
     sparse_flops: float = 4e9
     dense_flops: float = 6e10
     factor_flops: float = 3e10
+    #: LOBPCG's dense C_xy W_y^T is kept up to this size (and d2 <= ``full_max_d2``)
     lobpcg_dense_ct_bytes: int = 512 * 2**20
+    #: directions of the LOBPCG basis whose normalised Gram eigenvalue falls below this are
+    #: dropped (numerically dependent); the second for float32 blocks
     lobpcg_drop: float = 1e-10
-    lobpcg_single_tol: float = 1e-4
     lobpcg_drop_single: float = 1e-5
+    #: LOBPCG keeps its blocks in float32 when tol >= this (it stops at relative residuals
+    #: of sqrt(tol), far above float32 rounding; _finalize redoes the last step in float64)
+    lobpcg_single_tol: float = 1e-4
+    #: a step that raises a wanted correlation by more than this many times the error
+    #: estimate means the gap is not settled (the estimate counts as the rise over it)
     lobpcg_jump_ratio: float = 10.0
+    #: relative margin by which a Ritz value may exceed omega_max before LOBPCG counts as
+    #: broken down (the rounding of float32 blocks)
     lobpcg_cap_slack: float = 1e-3
+    #: columns whose relative residual is below this times the target leave the search block
+    lobpcg_active_ratio: float = 1e-2
+    #: preconditioned CG steps of one exact-norm check (certify) before it is undecided
     certify_maxsteps: int = 40
+    #: certify gives up when a failed check's lower bound is above half that of a check at
+    #: least this many LOBPCG steps earlier
     certify_stall_steps: int = 20
 
     # -- randomized SVD (_rsvd) ------------------------------------------------------------
@@ -147,3 +182,13 @@ def applied(thresholds: Thresholds | None):
         yield thresholds
     finally:
         _ACTIVE.reset(token)
+
+
+def with_own_thresholds(method):
+    """Decorate a public method to run under ``self.thresholds`` (None: keep the current)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with applied(self.thresholds):
+            return method(self, *args, **kwargs)
+
+    return wrapper

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import scipy.linalg as la
 import scipy.sparse as sp
 
-from sparsecca.linalg._thresholds import Thresholds, applied
+from sparsecca.linalg._thresholds import applied
 
 
 def count_problem(n, d1, d2, *, seed=0, latent=8, density=(8, 5), dtype=np.float64):
@@ -101,29 +103,21 @@ def zipf_dir(shared_data):
     return d
 
 
+@pytest.fixture
+def set_thresholds():
+    """``set_thresholds(**changes)`` makes the active Thresholds with ``changes`` applied
+    the one in force for the rest of the test (engines given no ``thresholds`` use it)."""
+    from sparsecca.linalg._thresholds import active
+
+    with contextlib.ExitStack() as stack:
+        yield lambda **changes: stack.enter_context(applied(active().replace(**changes)))
+
+
 @pytest.fixture(params=["exact", "lowrank"])
-def preconditioner(request, monkeypatch):
+def preconditioner(request, set_thresholds):
     """Both preconditioners of the fast solvers' LOBPCG: the dense factor of C_xx, which
     CCAEngine's rule gives every small test problem, and the low-rank-plus-diagonal model
     (the rule switched off), which large problems get."""
     if request.param == "lowrank":
-        import sparsecca.linalg._cca as cca_module
-
-        monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 0)
+        set_thresholds(exact_precond_max=0)
     return request.param
-
-
-@pytest.fixture
-def thresholds():
-    """``thresholds(**changes)``: the defaults with ``changes`` are the active thresholds
-    until the test ends (instead of patching module constants)."""
-    blocks = []
-
-    def use(**changes):
-        block = applied(Thresholds().replace(**changes))
-        block.__enter__()
-        blocks.append(block)
-
-    yield use
-    for block in reversed(blocks):
-        block.__exit__(None, None, None)

@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparsecca.linalg import CCAEngine, SparseCCA, cca_path
+from sparsecca.linalg._thresholds import Thresholds, active
 
 from .conftest import count_problem, covariances, dense_problem, eigh_reference, max_sin_angle
 
@@ -334,12 +335,37 @@ def test_correlations_can_exceed_one_with_tau():
     assert np.all(np.abs(m.empirical_correlations_) <= 1.0)
 
 
+def test_thresholds_parameter_is_in_force_during_the_fit_only(tmp_path):
+    X, Y = count_problem(200, 30, 12, seed=12)
+    default = SparseCCA(3, tau=0.3, random_state=0).fit(X, Y)
+    assert default.solver_ == "dense"
+    # 'auto' picks the iterative solver above auto_dense_max = 10 (min(n, d1) = 30)
+    small = Thresholds(auto_dense_max=10)
+    model = SparseCCA(3, tau=0.3, random_state=0, thresholds=small).fit(X, Y)
+    assert model.solver_ == "iterative" and "min(n, d1) = 30 > 10" in model.solver_reason_
+    np.testing.assert_allclose(model.correlations_, default.correlations_, rtol=1e-6)
+    assert active() == Thresholds()  # restored after the fit
+    # the engine and cca_path take it too
+    assert CCAEngine(X, Y, thresholds=small).solver_ == "iterative"
+    (res,) = cca_path(X, Y, [0.3], 3, random_state=0, thresholds=small)
+    assert res.solver == "iterative"
+    # saved with the model, as a Thresholds again
+    model.save(tmp_path / "m.npz")
+    loaded = SparseCCA.load(tmp_path / "m.npz")
+    assert loaded.thresholds == small
+    np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+    with pytest.raises(TypeError, match="thresholds must be None or a sparsecca.linalg."
+                                        "Thresholds, got dict"):
+        SparseCCA(3, thresholds={"auto_dense_max": 10}).fit(X, Y)
+
+
 def test_estimator_api():
     X, Y = count_problem(200, 30, 12, seed=12)
     est = SparseCCA(4, tau=0.3, solver="auto", random_state=0)
     assert est.get_params() == dict(n_components=4, tau=0.3, solver="auto", center=False,
                                     tol=None, max_rank=None, preconditioner="auto",
-                                    certify=False, random_state=0, verbose=0)
+                                    certify=False, random_state=0, verbose=0,
+                                    thresholds=None)
     assert not hasattr(est, "x_weights_")
     with pytest.raises(AttributeError, match="not fitted yet"):
         est.transform(X)
@@ -530,14 +556,12 @@ def test_dual_strategy_matches_full(center, dense_m, d2, tau):
                                atol=1e-8 * np.abs(full.x_weights).max())
 
 
-def test_wide_output_view_is_swapped_not_approximated(monkeypatch):
-    # Y with more than Y_DENSE_MAX features and rows: SparseCCA solves (Y, X), since CCA is
+def test_wide_output_view_is_swapped_not_approximated(set_thresholds):
+    # Y with more than y_dense_max features and rows: SparseCCA solves (Y, X), since CCA is
     # symmetric in its views, and returns the weights in the caller's order.  Before, C_yy
     # was whitened by a low-rank factor and every solver was off (zipf 50K x 30K given as Y:
     # 14.6%, estimates 9e-4 and 5e-9)
-    import sparsecca.linalg._cca as cca_module
-
-    monkeypatch.setattr(cca_module, "Y_DENSE_MAX", 25)
+    set_thresholds(y_dense_max=25)
     X, Y = count_problem(150, 18, 40, seed=4)
     tau, k = 0.5, 5
     Cxx, Cyy, Cxy = covariances(X, Y, tau)
@@ -573,19 +597,18 @@ def test_wide_output_view_is_swapped_not_approximated(monkeypatch):
 @pytest.mark.parametrize("solver,n,d1,d2,small,fits", [
     ("randomized", 400, 80, 100, 0, True),  # d1 <= d2: no larger than C_yy's factor
     ("randomized", 400, 120, 100, 0, False),  # d1 > d2: larger than the factor paid already
-    ("randomized", 400, 120, 100, 120, True),  # ... but small (EXACT_PRECOND_SMALL)
+    ("randomized", 400, 120, 100, 120, True),  # ... but small (exact_precond_small)
     ("randomized", 60, 200, 100, 0, True),  # the dual n x n form of C_xx
     ("iterative", 400, 80, 100, 0, True),  # the same rule for the iterative solver
     ("iterative", 400, 120, 100, 0, False),
-    ("iterative", 400, 80, 100, -1, False)])  # beyond EXACT_PRECOND_MAX (-1: set to 50)
-def test_exact_preconditioner_rule(solver, n, d1, d2, small, fits, monkeypatch, capsys):
-    import sparsecca.linalg._cca as cca_module
-
-    monkeypatch.setattr(cca_module, "EXACT_PRECOND_SMALL", max(small, 0))
+    ("iterative", 400, 80, 100, -1, False)])  # beyond exact_precond_max (-1: set to 50)
+def test_exact_preconditioner_rule(solver, n, d1, d2, small, fits, capsys):
+    rule = Thresholds(exact_precond_small=max(small, 0))
     if small < 0:
-        monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 50)
+        rule = rule.replace(exact_precond_max=50)
     X, Y = count_problem(n, d1, d2, seed=12)
-    engine = CCAEngine(X, Y, solver=solver, random_state=0, verbose=1, max_rank=40)
+    engine = CCAEngine(X, Y, solver=solver, random_state=0, verbose=1, max_rank=40,
+                       thresholds=rule)
     assert engine.exact_preconditioner_fits() is fits
     k = 3
     res = engine.solve(Y, 0.5, k)
@@ -600,16 +623,14 @@ def test_exact_preconditioner_rule(solver, n, d1, d2, small, fits, monkeypatch, 
 
 @pytest.mark.parametrize("solver", ["randomized", "iterative"])
 @pytest.mark.parametrize("option,rule", [
-    ("low-rank", {"EXACT_PRECOND_MAX": 0}),  # the rule's model, with no stall rescue
-    ("dense", {"EXACT_PRECOND_SMALL": 8192})])  # the rule's dense factor from the start
-def test_preconditioner_option_overrides_the_rule(solver, option, rule, monkeypatch):
-    import sparsecca.linalg._cca as cca_module
-
+    ("low-rank", {"exact_precond_max": 0}),  # the rule's model, with no stall rescue
+    ("dense", {"exact_precond_small": 8192})])  # the rule's dense factor from the start
+def test_preconditioner_option_overrides_the_rule(solver, option, rule):
     # d1 = 120 > d2 = 100 (and not small): the rule gives the model, but would rescue a
     # stall
-    monkeypatch.setattr(cca_module, "EXACT_PRECOND_SMALL", 0)
+    base = Thresholds(exact_precond_small=0)
     X, Y = count_problem(400, 120, 100, seed=12)
-    kw = dict(solver=solver, random_state=0, max_rank=40)
+    kw = dict(solver=solver, random_state=0, max_rank=40, thresholds=base)
     auto = CCAEngine(X, Y, **kw)
     assert not auto.exact_preconditioner_fits() and auto.exact_rescue_fits()
     chosen = CCAEngine(X, Y, preconditioner=option, **kw)
@@ -618,9 +639,7 @@ def test_preconditioner_option_overrides_the_rule(solver, option, rule, monkeypa
     res = chosen.solve(Y, 0.5, 3)
     assert res.preconditioner == option
     # the same solve as the rule's thresholds set to give that preconditioner
-    for name, value in rule.items():
-        monkeypatch.setattr(cca_module, name, value)
-    ref = CCAEngine(X, Y, **kw).solve(Y, 0.5, 3)
+    ref = CCAEngine(X, Y, **{**kw, "thresholds": base.replace(**rule)}).solve(Y, 0.5, 3)
     assert ref.preconditioner == option
     np.testing.assert_array_equal(res.x_weights, ref.x_weights)
     np.testing.assert_array_equal(res.correlations, ref.correlations)
@@ -654,16 +673,14 @@ def test_one_dense_preconditioner_at_a_time_across_tau():
     assert [inv.exact_preconditioner for inv in engine._xinv.values()] == [True, False]
 
 
-def test_solver_reason_says_what_preconditioned(monkeypatch):
-    import sparsecca.linalg._cca as cca_module
-
+def test_solver_reason_says_what_preconditioned():
     X, Y = count_problem(400, 80, 100, seed=16)
     dense = SparseCCA(3, tau=0.5, solver="dense").fit(X, Y)
     assert "preconditioned" not in dense.solver_reason_
     fast = SparseCCA(3, tau=0.5, solver="iterative", random_state=0).fit(X, Y)
     assert fast.solver_reason_.endswith("; preconditioned by the dense factor of C_xx")
-    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 0)
-    model = SparseCCA(3, tau=0.5, solver="iterative", random_state=0).fit(X, Y)
+    model = SparseCCA(3, tau=0.5, solver="iterative", random_state=0,
+                      thresholds=Thresholds(exact_precond_max=0)).fit(X, Y)
     assert model.solver_reason_.endswith("; preconditioned by the low-rank-plus-diagonal "
                                          "model of C_xx^-1")
     # the randomized model solved as it is (no LOBPCG): nothing preconditioned

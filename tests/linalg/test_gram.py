@@ -242,13 +242,13 @@ def test_dense_product_is_the_stored_part_of_x_transpose_m_and_cached_read_only(
 @pytest.mark.parametrize("xdtype", [np.float32, np.float64])
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
 @pytest.mark.parametrize("center", [False, True])
-def test_products_in_single_precision(center, fmt, xdtype, split, thresholds):
+def test_products_in_single_precision(center, fmt, xdtype, split, set_thresholds):
     """matmat_as(V, float32) (LOBPCG's single-precision steps) is float32 and within float32
     rounding of the float64 products (times the centring's amplification bound); float64
     gives the operators' own products exactly.  Sparse factors accumulate in float32 from
     float32 copies of their values (shared index arrays), centred ones too while the bound
     allows; anything else rounds the float64 product."""
-    thresholds(split_min_flops=1 if split else 10**12)
+    set_thresholds(split_min_flops=1 if split else 10**12)
     X, M = _inputs(fmt, xdtype, seed=4)
     C = RegularizedGram(X, 0.3, center=center)
     K = CrossCovariance(X, M, center=center)

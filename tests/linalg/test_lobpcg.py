@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import sparsecca.linalg._cca as cca_module
-import sparsecca.linalg._reduced as reduced_mod
+import sparsecca.linalg._lobpcg as lobpcg_mod
+import sparsecca.linalg._stopping as stopping_mod
 import sparsecca.linalg._threads as split_mod
 from sparsecca.linalg import CCAEngine, RankDeficientError, SparseCCA, cca_path, reduced_cca
 from sparsecca.linalg._gram import CrossCovariance, RegularizedGram
 from sparsecca.linalg._threads import run_pair, tall_matmul, tall_tmatmul
+from sparsecca.linalg._thresholds import active
 
 from .conftest import count_problem, covariances, eigh_reference, max_sin_angle
 
@@ -78,13 +79,13 @@ def test_arbitrary_cross_factor():
     np.testing.assert_allclose(a.correlations, b.correlations, rtol=1e-9)
 
 
-def test_operator_cross_and_randomized_start_give_the_same_answer(monkeypatch):
+def test_operator_cross_and_randomized_start_give_the_same_answer(set_thresholds):
     X, Y = count_problem(900, 240, 40, seed=14)
     _, it = _engine_pair(X, Y, tol=1e-12)
     base = it.solve(Y, 0.4, 6)
     # C_xy W_y^T as an operator (large d1 x d2), which also takes the randomized starting
     # block; a fresh engine, so that no warm start hides the cold path
-    monkeypatch.setattr(reduced_mod, "LOBPCG_DENSE_CT_BYTES", 0)
+    set_thresholds(lobpcg_dense_ct_bytes=0)
     _, cold = _engine_pair(X, Y, tol=1e-12)
     other = cold.solve(Y, 0.4, 6, strategy="lobpcg")
     assert other.n_iter > 0
@@ -93,8 +94,9 @@ def test_operator_cross_and_randomized_start_give_the_same_answer(monkeypatch):
 
 @pytest.mark.parametrize("cross", ["dense_ct", "kept_dense", "factored"])
 @pytest.mark.parametrize("center", [False, True, "dominant"])
-def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center, thresholds):
-    """tol >= LOBPCG_SINGLE_TOL keeps the blocks in float32 (dense C_xy W_y^T, or the
+def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, set_thresholds, cross,
+                                                     center):
+    """tol >= lobpcg_single_tol keeps the blocks in float32 (dense C_xy W_y^T, or the
     operator with a float32 copy of the C_yy factor and C_xy through the kept dense X^T M or
     its sparse factors, whose products then accumulate in float32, centred too unless the
     mean dominates the data); the answer, finished in float64, is within tol of the dense
@@ -108,9 +110,9 @@ def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center,
     single = center != "dominant"
     center = bool(center)
     if cross != "dense_ct":
-        monkeypatch.setattr(reduced_mod, "LOBPCG_DENSE_CT_BYTES", 0)
+        set_thresholds(lobpcg_dense_ct_bytes=0)
     if cross == "factored":
-        thresholds(dense_cross_cache_bytes=0)
+        set_thresholds(dense_cross_cache_bytes=0)
     tau, k, tol = 0.4, 8, 1e-3
     dense, it = _engine_pair(X, Y, tol=tol, center=center)
     res = it.solve(Y, tau, k, strategy="lobpcg")
@@ -132,7 +134,7 @@ def test_single_precision_lobpcg_meets_its_tolerance(monkeypatch, cross, center,
     np.testing.assert_allclose(A.T @ Cxx @ A, np.eye(k), atol=max(1e3, 10 * amp) * EPS)
     np.testing.assert_allclose(B.T @ Cyy @ B, np.eye(k), atol=1e3 * EPS)
     # below the threshold the same call stays in float64
-    _, it64 = _engine_pair(X, Y, tol=reduced_mod.LOBPCG_SINGLE_TOL / 2)
+    _, it64 = _engine_pair(X, Y, tol=active().lobpcg_single_tol / 2)
     assert it64.solve(Y, tau, k, strategy="lobpcg").lobpcg_dtype == np.float64
 
 
@@ -168,12 +170,12 @@ def test_rank_deficient_cross_covariance():
     assert isinstance(info.value, ValueError)
 
 
-def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
+def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(set_thresholds):
     X, Y = count_problem(900, 240, 40, seed=15)
     # preconditioned by the low-rank model (with the exact factor two steps converge)
-    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 0)
+    set_thresholds(exact_precond_max=0)
     dense, it = _engine_pair(X, Y, tol=1e-12)
-    monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", 2)
+    set_thresholds(lobpcg_maxiter=2)
     with pytest.warns(RuntimeWarning, match=r"LOBPCG did not meet its stopping test in 2 "
                                             r"iterations: relative residual \S+ \(above "
                                             r"\S+\), error estimate .* \(above"):
@@ -192,28 +194,27 @@ def test_unconverged_lobpcg_warns_and_auto_falls_back_to_full(monkeypatch):
                                rtol=1e-9)
 
 
-def _stalling(monkeypatch, maxiter=5):
+def _stalling(monkeypatch, set_thresholds, maxiter=5):
     """LOBPCG preconditioned by the low-rank model (the dense factor is not given from the
     start) that stalls -- stops unconverged -- after ``maxiter`` steps, with the stall
-    rescue on (min(n, d1) <= EXACT_PRECOND_MAX); the rescue lifts the step budget."""
-    monkeypatch.setattr(cca_module, "EXACT_PRECOND_SMALL", 0)
-    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 8192)
-    monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", maxiter)
+    rescue on (min(n, d1) <= exact_precond_max); the rescue lifts the step budget."""
+    set_thresholds(exact_precond_small=0, exact_precond_max=8192, lobpcg_maxiter=maxiter)
     exact_inverse = CCAEngine._exact_inverse
 
     def lifting(self, tau):
-        monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", 300)
+        set_thresholds(lobpcg_maxiter=300)
         return exact_inverse(self, tau)
 
     monkeypatch.setattr(CCAEngine, "_exact_inverse", lifting)
 
 
 @pytest.mark.parametrize("solver", ["iterative", "randomized"])
-def test_stalled_lobpcg_resumes_with_the_dense_factor(monkeypatch, capsys, solver):
+def test_stalled_lobpcg_resumes_with_the_dense_factor(monkeypatch, set_thresholds, capsys,
+                                                      solver):
     X, Y = count_problem(900, 240, 40, seed=15)
     tol = 1e-12 if solver == "iterative" else 1e-6
     dense = CCAEngine(X, Y, solver="dense")
-    _stalling(monkeypatch)
+    _stalling(monkeypatch, set_thresholds)
     eng = CCAEngine(X, Y, solver=solver, random_state=0, tol=tol, max_rank=32, verbose=1)
     assert not eng.exact_preconditioner_fits() and eng.exact_rescue_fits()
     with warnings.catch_warnings():
@@ -234,7 +235,7 @@ def test_stalled_lobpcg_resumes_with_the_dense_factor(monkeypatch, capsys, solve
     assert again.preconditioner == "dense"
     np.testing.assert_allclose(again.correlations, res.correlations, rtol=10 * tol)
     # the estimator says so
-    _stalling(monkeypatch)
+    _stalling(monkeypatch, set_thresholds)
     model = SparseCCA(6, tau=0.4, solver=solver, random_state=0, tol=tol, max_rank=32)
     model.fit(X, Y)
     assert model.solver_reason_.endswith(
@@ -242,10 +243,10 @@ def test_stalled_lobpcg_resumes_with_the_dense_factor(monkeypatch, capsys, solve
         "was too slow, then by the dense factor of C_xx")
 
 
-def test_no_stall_rescue_beyond_its_size(monkeypatch):
+def test_no_stall_rescue_beyond_its_size(monkeypatch, set_thresholds):
     X, Y = count_problem(900, 240, 40, seed=15)
-    _stalling(monkeypatch)
-    monkeypatch.setattr(cca_module, "EXACT_PRECOND_MAX", 239)  # min(n, d1) = 240
+    _stalling(monkeypatch, set_thresholds)
+    set_thresholds(exact_precond_max=239)  # min(n, d1) = 240
     it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
     assert not it.exact_rescue_fits()
     res = it.solve(Y, 0.4, 6)  # 'auto': block CG takes over, as without the rescue
@@ -253,9 +254,8 @@ def test_no_stall_rescue_beyond_its_size(monkeypatch):
     assert not it._xexact  # no dense factor was formed
 
 
-def test_on_stall_returning_none_resumes_under_the_model(monkeypatch):
+def test_on_stall_returning_none_resumes_under_the_model():
     X, Y = count_problem(900, 240, 40, seed=15)
-    monkeypatch.setattr(reduced_mod, "LOBPCG_MAXITER", 2)
     it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
     xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
     cross = CrossCovariance(it._xdata, it.Y)
@@ -265,10 +265,10 @@ def test_on_stall_returning_none_resumes_under_the_model(monkeypatch):
         calls.append(steps)
 
     # an explicit 'lobpcg' has no fallback: after the stall it goes on from its block
-    # (another LOBPCG_MAXITER steps), and then warns that it did not converge
+    # (another lobpcg_maxiter steps), and then warns that it did not converge
     with pytest.warns(RuntimeWarning, match="LOBPCG did not meet its stopping test"):
         res = reduced_cca(xinv, yinv, cross, 6, strategy="lobpcg", tol=1e-12,
-                          on_stall=on_stall)
+                          on_stall=on_stall, thresholds=active().replace(lobpcg_maxiter=2))
     assert calls == [2] and res.n_iter == 4 and not xinv.exact_preconditioner
     assert res.strategy == "lobpcg" and not res.lobpcg_converged
 
@@ -278,23 +278,21 @@ def test_predicted_steps_against_counting_the_geometric_decay():
     for rate in (0.3, 0.5, 0.9):
         # a plateau, then steady progress at ``rate`` (the best value so far counts)
         history = [0.5, 0.7, 0.6] + [0.5 * rate ** i for i in range(1, 16)]
-        predicted = reduced_mod._predicted_steps(history, thresh, window=10)
+        predicted = stopping_mod._predicted_steps(history, thresh, window=10)
         r, steps = history[-1], 0
         while r > thresh:  # count the steps of the same decay
             r *= rate
             steps += 1
         assert steps - 1 < predicted <= steps
-    assert reduced_mod._predicted_steps([0.1] * 12 + [0.2], thresh, window=10) == np.inf
-    assert reduced_mod._predicted_steps([0.1] * 12 + [1e-7], thresh, window=10) == 0.0
+    assert stopping_mod._predicted_steps([0.1] * 12 + [0.2], thresh, window=10) == np.inf
+    assert stopping_mod._predicted_steps([0.1] * 12 + [1e-7], thresh, window=10) == 0.0
 
 
-def _handing_over(cost, monkeypatch, give_factor=True, strategy="lobpcg"):
+def _handing_over(cost, give_factor=True, strategy="lobpcg"):
     """reduced_cca under the low-rank model with an on_stall that gives the dense factor
     (or declines, ``give_factor=False``); the hand-over rule sees 3 steps and asks for no
-    resumed steps, so the budget is LOBPCG_SWITCH_MARGIN x the factor's cost in modelled
+    resumed steps, so the budget is lobpcg_switch_margin x the factor's cost in modelled
     steps (0 for cost 0).  Returns the result, on_stall's calls and ``xinv``."""
-    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_WINDOW", 3)
-    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_STEPS", 0)
     X, Y = count_problem(900, 240, 40, seed=15)
     it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
     xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
@@ -306,38 +304,38 @@ def _handing_over(cost, monkeypatch, give_factor=True, strategy="lobpcg"):
         return it._exact_inverse(0.4) if give_factor else None
 
     res = reduced_cca(xinv, yinv, CrossCovariance(it._xdata, it.Y), 6, strategy=strategy,
-                      tol=1e-12, on_stall=on_stall, rescue_cost=cost)
+                      tol=1e-12, on_stall=on_stall, rescue_cost=cost,
+                      thresholds=active().replace(lobpcg_switch_window=3,
+                                                  lobpcg_switch_steps=0))
     dense = CCAEngine(X, Y, solver="dense").solve(Y, 0.4, 6)
     np.testing.assert_allclose(res.correlations, dense.correlations, rtol=1e-10)
     return res, calls, xinv
 
 
-def test_lobpcg_hands_over_when_its_rate_predicts_more_steps_than_the_factor_costs(
-        monkeypatch):
+def test_lobpcg_hands_over_when_its_rate_predicts_more_steps_than_the_factor_costs():
     # a factor at hand (cost 0): handed over as soon as the rate is measured (3 steps)
-    res, calls, _ = _handing_over(0.0, monkeypatch)
+    res, calls, _ = _handing_over(0.0)
     assert calls == [3] and res.rescued_after == 3 and res.lobpcg_converged
     assert res.lobpcg_error <= 1e-12
     # a costly one: LOBPCG converges under the model (19 steps), never asking
-    res, calls, _ = _handing_over(1e9, monkeypatch)
+    res, calls, _ = _handing_over(1e9)
     assert calls == [] and "rescued_after" not in res.__dict__ and res.lobpcg_converged
 
 
-def test_slow_lobpcg_without_a_factor_goes_on_under_the_model(monkeypatch):
+def test_slow_lobpcg_without_a_factor_goes_on_under_the_model():
     """A hand-over that on_stall declines (None) is no stall: 'auto' goes on with LOBPCG
     under the model instead of falling back to block CG."""
-    res, calls, xinv = _handing_over(0.0, monkeypatch, give_factor=False, strategy="auto")
+    res, calls, xinv = _handing_over(0.0, give_factor=False, strategy="auto")
     assert calls == [3] and res.strategy == "lobpcg" and res.lobpcg_converged
     assert "rescued_after" not in res.__dict__ and not xinv.exact_preconditioner
 
 
-def test_hand_over_is_reproducible_and_costed_by_the_model(monkeypatch):
+def test_hand_over_is_reproducible_and_costed_by_the_model(monkeypatch, set_thresholds):
     """The engine's rescue_cost is the modelled dense factor of order min(n, d1) (0 once it
     is at hand), and a fit that hands over gives bit-identical weights when repeated."""
-    _stalling(monkeypatch, maxiter=300)
-    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_WINDOW", 3)
-    monkeypatch.setattr(reduced_mod, "LOBPCG_SWITCH_STEPS", 0)
-    monkeypatch.setattr(reduced_mod, "FACTOR_FLOPS", 1e30)  # the factor costs nothing
+    _stalling(monkeypatch, set_thresholds, maxiter=300)
+    set_thresholds(lobpcg_switch_window=3, lobpcg_switch_steps=0,
+                   factor_flops=1e30)  # the factor costs nothing
     X, Y = count_problem(900, 240, 40, seed=15)
     runs = []
     for _ in range(2):
@@ -370,7 +368,7 @@ def test_warm_start_from_the_previous_block():
                                          r"got one of \(240, 41\)"):
         reduced_cca(it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4),
                     CrossCovariance(it._xdata, it.Y), 6, strategy="lobpcg",
-                    start=reduced_mod.WarmBlock(warm.X, warm.GX, np.zeros((41, 1)), None))
+                    start=lobpcg_mod.WarmBlock(warm.X, warm.GX, np.zeros((41, 1)), None))
     # a tau grid warm-starts each tau from the previous one and still matches dense
     path = cca_path(X, Y, [0.2, 0.6, 0.9], 6, solver="iterative", tol=1e-12, random_state=0)
     for tau, res in zip([0.2, 0.6, 0.9], path):
@@ -381,7 +379,7 @@ def test_warm_start_from_the_previous_block():
     ref = dense.solve(Y, 0.4, 6).correlations
     xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
     cross = CrossCovariance(it._xdata, it.Y)
-    m = 6 + reduced_mod._default_oversamples(6)
+    m = 6 + lobpcg_mod._default_oversamples(6)
     rng = np.random.default_rng(3)
     for width in (m, 2):
         res = reduced_cca(xinv, yinv, cross, 6, strategy="lobpcg", tol=1e-12,
@@ -768,7 +766,7 @@ def test_indefinite_preconditioner_leaves_the_residual_unknown():
     v = rng.standard_normal(50)
     v -= (v @ r) / (r @ r) * r
     W[:, 2] = v - 0.1 * np.finfo(np.float32).eps * np.linalg.norm(v) / np.linalg.norm(r) * r
-    rn = reduced_mod._preconditioned_norms(R, W)
+    rn = lobpcg_mod._preconditioned_norms(R, W)
     np.testing.assert_allclose(rn[0], np.linalg.norm(R[:, 0]), rtol=1e-6)
     assert rn[1] == np.inf and rn[2] == 0.0
 
@@ -777,10 +775,10 @@ def test_unmet_stopping_test_names_the_part_that_failed():
     # a saturated cluster: the residual within its target, the squared residual over a tiny
     # gap not (the warning once claimed the residual target was missed, quoting a residual
     # below it)
-    msg = reduced_mod._unmet(1.36e-4, 3.2e-4, 2.2e-5, 1e-7)
+    msg = stopping_mod._unmet(1.36e-4, 3.2e-4, 2.2e-5, 1e-7)
     assert msg == ("relative residual 0.000136 (within 0.00032), error estimate (squared "
                    "residual over the gap) 2.2e-05 (above 1e-07)")
-    assert "(above 0.00032)" in reduced_mod._unmet(1e-3, 3.2e-4, 1e-9, 1e-7)
+    assert "(above 0.00032)" in stopping_mod._unmet(1e-3, 3.2e-4, 1e-9, 1e-7)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -806,7 +804,7 @@ def test_exact_norm_bounds_enclose_the_dense_norm(dtype, tau):
         seen.append((bound, n2.copy()))
         return None
 
-    lower, upper, steps, verdict = reduced_mod._exact_norm_bounds(
+    lower, upper, steps, verdict = lobpcg_mod._exact_norm_bounds(
         C, precond, R, precond(R), tau, dtype, judge, maxsteps=30)
     assert verdict is None and steps == 30
     slack = 1e-4 if dtype == np.float32 else 1e-10
@@ -834,18 +832,18 @@ def test_certify_verdicts_stop_the_check():
             calls.append(b)
             return answer if (b == bound and len(calls) > 4) else None
 
-        *_, steps, verdict = reduced_mod._exact_norm_bounds(
+        *_, steps, verdict = lobpcg_mod._exact_norm_bounds(
             C, lambda B: B, R, R.copy(), 0.5, np.float64, judge)
         assert verdict is answer and 0 < steps <= 3
 
 
 def test_certify_gives_up_when_the_exact_norms_do_not_fall(monkeypatch):
     """A check whose lower bounds never fall (faked: all of en-brown's pattern, where the
-    exact norms stayed put while the model's fell) ends LOBPCG after CERTIFY_STALL_STEPS
+    exact norms stayed put while the model's fell) ends LOBPCG after certify_stall_steps
     with a warning that names certify and the way out, not at the step limit; the
     estimate is then the first-order bound, which is not claimed to meet tol."""
     X, Y = count_problem(900, 240, 40, seed=14)
-    real = reduced_mod._exact_norm_bounds
+    real = lobpcg_mod._exact_norm_bounds
     first = []
 
     def stuck(C, precond, R, W, tau, dtype, judge, **kw):
@@ -855,12 +853,12 @@ def test_certify_gives_up_when_the_exact_norms_do_not_fall(monkeypatch):
         lower = np.full_like(lower, first[0])
         return lower, np.full_like(upper, np.inf), steps, judge(lower, "lower")
 
-    monkeypatch.setattr(reduced_mod, "_exact_norm_bounds", stuck)
+    monkeypatch.setattr(lobpcg_mod, "_exact_norm_bounds", stuck)
     engine = CCAEngine(X, Y, solver="iterative", preconditioner="low-rank", certify=True,
                        random_state=0)
     with pytest.warns(RuntimeWarning, match=r"certify's check in the exact C_xx\^-1 norm.*"
                                             r"solver='iterative' or preconditioner='dense'"):
         res = engine.solve(Y, 0.4, 6, strategy="lobpcg")
     assert len(first) >= 2
-    assert reduced_mod.CERTIFY_STALL_STEPS <= res.n_iter < reduced_mod.LOBPCG_MAXITER
+    assert active().certify_stall_steps <= res.n_iter < active().lobpcg_maxiter
     assert not res.lobpcg_converged

@@ -92,7 +92,7 @@ def test_randomized_within_1e3_of_dense(wsj1000):
 
 @pytest.mark.parametrize("solver,tol", [("randomized", 1e-3), ("iterative", 1e-7)])
 def test_exact_preconditioner_meets_tol_where_the_model_misjudged(wsj_top2000, solver, tol):
-    """min(n, d1) = 2,000 (EXACT_PRECOND_SMALL): LOBPCG is preconditioned by the dense
+    """min(n, d1) = 2,000 (exact_precond_small): LOBPCG is preconditioned by the dense
     factor of C_xx and measures its residuals in the exact C_xx^-1 norm.  With the
     low-rank-plus-diagonal model instead, the model's norm understated the residuals: at
     tau = 0.1 the randomized solve stopped 9.0e-3 from the dense one with an error estimate

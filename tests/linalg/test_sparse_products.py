@@ -53,12 +53,12 @@ def _unsorted(X):
 @pytest.mark.parametrize("order", ["sorted", "unsorted"])
 @pytest.mark.parametrize("split", ["none", "rows", "output"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_products_match_dense_numpy(dtype, split, order, thresholds):
+def test_products_match_dense_numpy(dtype, split, order, set_thresholds):
     """X V, X^T U, X^T X V and X^T M equal float64 NumPy products of the dense matrices,
     in one piece or as row blocks (float32 storage accumulates in float64), whether
     or not the column indices are sorted within rows; X^T M and X^T X also as two blocks of
     output rows (sparse_pair_tmatmat beyond Thresholds.pair_split_max_bytes)."""
-    thresholds(split_min_flops=10**12 if split == "none" else 1,
+    set_thresholds(split_min_flops=10**12 if split == "none" else 1,
                pair_split_max_bytes=2**30 if split == "rows" else 0,
                pair_output_split_min_flops=0 if split == "output" else 1e30)
     X = _csr(dtype)

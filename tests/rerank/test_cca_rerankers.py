@@ -713,16 +713,17 @@ def test_dev_gold_of_another_tagset_refused(cls):
         cls(**FIXED).fit(train, foreign_gold(dev))
 
 
-def test_tag_view_too_wide_for_a_dense_whitener(monkeypatch):
+def test_tag_view_too_wide_for_a_dense_whitener():
     # the randomized solver whitens such a C_yy by a low-rank factor, part of its model (as
     # before); the exact solvers refuse instead of answering approximately
-    import sparsecca.linalg._cca as cca_module
+    from sparsecca.linalg._thresholds import Thresholds, applied
 
     train, dev, _ = lists()
-    monkeypatch.setattr(cca_module, "Y_DENSE_MAX", 50)
-    params = dict(FIXED, solver="randomized")
-    model = GenerativeReranker(**params).fit(train, dev)  # refused without the low-rank C_yy
-    assert model.y_weights_.shape[0] > 50
-    assert 0.5 < model.score(dev) <= 1.0
-    with pytest.raises(ValueError, match=r"Y has \d+ features and \d+ rows, both more than 50"):
-        GenerativeReranker(**dict(FIXED, solver="dense")).fit(train, dev)
+    with applied(Thresholds(y_dense_max=50)):
+        params = dict(FIXED, solver="randomized")
+        model = GenerativeReranker(**params).fit(train, dev)  # refused without the low-rank C_yy
+        assert model.y_weights_.shape[0] > 50
+        assert 0.5 < model.score(dev) <= 1.0
+        with pytest.raises(ValueError, match=r"Y has \d+ features and \d+ rows, both more than "
+                                             r"50"):
+            GenerativeReranker(**dict(FIXED, solver="dense")).fit(train, dev)

@@ -1,0 +1,412 @@
+"""The direct strategies of the reduced problem ('full', 'dual', 'operator') and 'krylov'.
+
+``full``      Z = C_xx^-1 (C_xy W_y^T) for all d2 columns, then a dense eigh of the d2 x d2
+              Galerkin matrix (C_xy W_y^T)^T Z -- for d2 up to a few thousand.
+``dual``      n < d1: C_xx^-1 through the Cholesky factor of the n x n (1 - tau) Xc Xc^T +
+              tau I, the d2 x d2 Galerkin matrix from an (n x d2) block; with n < d2 too
+              the whole problem is an r x r eigenproblem in n-space (linear-kernel CCA).
+``operator``  randomized SVD of T as a LinearOperator (needs a whitener of C_xx); fast but
+              only as accurate as the randomized SVD of a slowly decaying spectrum allows.
+``krylov``    block Krylov-Schur (Davidson) iteration on G with the C_xx^-1 products of
+              ``xinv``, started from the operator solution (with the preconditioner as
+              whitener for an iterative ``xinv``), run until the Ritz residuals meet
+              sqrt(tol) -- for d2 too large for ``full``.
+
+Also the dense and operator forms of C_xy W_y^T and the working-precision products that
+:mod:`._lobpcg` shares.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.linalg as la
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+from ._gram import CrossCovariance, RegularizedGram
+from ._inverse import RegularizedInverse
+from ._rsvd import _orth, _project_out, randomized_svd
+from ._stopping import _Stalled, _unmet
+from ._threads import small_blas
+from ._thresholds import active
+
+
+def _dense_cross(cross):
+    """C_xy as a dense (d1, d2) array (read-only: it may be the operator's cached copy).
+
+    A :class:`CrossCovariance` with sparse factors is formed from their rows (no n x d2
+    dense intermediate, see ``CrossCovariance.dense_product``); other operators by products
+    with identity columns, in chunks.
+    """
+    d1, d2 = cross.shape
+    xd, m = getattr(cross, "_x", None), getattr(cross, "_m", None)
+    if xd is not None and not (xd.sparse and sp.issparse(m)):
+        # a dense factor: one dense product Xc^T M
+        return xd.rmatmat(m.toarray() if sp.issparse(m) else m)
+    if _sparse_cross(cross):
+        return cross.toarray(max_dim=max(d1, d2))
+    out = np.empty((d1, d2))
+    step = max(1, min(d2, 512))
+    for j in range(0, d2, step):
+        E = np.zeros((d2, min(step, d2 - j)))
+        E[np.arange(j, j + E.shape[1]), np.arange(E.shape[1])] = 1.0
+        out[:, j:j + E.shape[1]] = cross @ E
+    return out
+
+
+def _dense_whitened_cross(cross, Wy, chunk_bytes=8 * 2**20, dtype=np.float64):
+    """Ct = C_xy W_y^T as a dense (d1, d2) array of ``dtype``, built by row blocks so that
+    the only full-size array is Ct itself (not C_xy and a transposed copy besides), unless
+    the operator keeps a small dense C_xy anyway (a tau grid whitens it once per tau).
+
+    Each block of ``chunk_bytes`` is whitened in place (larger blocks, copied twice in the
+    solve, raise the fit's peak memory)."""
+    d1, d2 = cross.shape
+    if not _sparse_cross(cross):
+        return np.ascontiguousarray(Wy.matmat(_dense_cross(cross).T).T, dtype=dtype)
+    u, v = cross.rank_one()
+    out = np.empty((d1, d2), dtype=dtype)
+    step = max(1, int(chunk_bytes // (8 * max(d2, 1))))
+    for lo in range(0, d1, step):
+        hi = min(d1, lo + step)
+        blk = cross.dense_rows(lo, hi)
+        if np.any(u):
+            blk -= np.outer(u[lo:hi], v)
+        out[lo:hi] = Wy.apply_to_rows(blk)
+    return out
+
+
+def _top_eigh(H, k):
+    """Top-k eigenpairs of a symmetric matrix, descending."""
+    H = 0.5 * (H + H.T)
+    m = H.shape[0]
+    with small_blas(0):
+        if k < m and m > active().eigh_full_max and 4 * k < m:
+            w, V = la.eigh(H, subset_by_index=[m - k, m - 1], check_finite=False)
+        else:
+            w, V = la.eigh(H, driver="evd", check_finite=False)
+            w, V = w[m - k:], V[:, m - k:]
+    return w[::-1], V[:, ::-1]
+
+
+def _keeps_dense(cross):
+    """Whether ``cross`` is a CrossCovariance that keeps a dense X^T M for its products."""
+    keeps = getattr(cross, "_keeps_dense", None)
+    return keeps is not None and keeps()
+
+
+def _sparse_cross(cross):
+    """True for a CrossCovariance with sparse factors (C_xy = sparse - rank one)."""
+    if not (hasattr(cross, "tosparse") and hasattr(cross, "rank_one")):
+        return False
+    xd, m = getattr(cross, "_x", None), getattr(cross, "_m", None)
+    return xd is None or (xd.sparse and sp.issparse(m))
+
+
+def _is_dual(inv):
+    return inv.method == "dense" and getattr(inv, "dense_space", None) == "dual"
+
+
+def _dual_ready(xinv, yinv, cross):
+    """C_xx^-1 dense in its dual (n x n) form, C_yy^-1 dense (either form), and C_xy =
+    Xc^T M with M at hand."""
+    if not (_is_dual(xinv) and yinv.method == "dense"):
+        return False
+    m = getattr(cross, "_m", None)
+    return m is not None and m.shape[0] == xinv.factor.n_samples == yinv.factor.n_samples
+
+
+def _approx_of(xinv):
+    """A whitenable cheap approximation of a RegularizedInverse: a 'randomized' one itself;
+    for an iterative one its preconditioner as a 'randomized' inverse sharing the same
+    low-rank factor."""
+    if xinv.method != "iterative":
+        return xinv
+    return RegularizedInverse(xinv.factor, xinv.tau, method="randomized", rank=xinv.rank_,
+                              tail="diagonal")
+
+
+def solve_direct(xinv, Wy, yinv, cross, k, strategy, opts):
+    """(A, B, omega, n_cg) of the strategies other than 'lobpcg' (``opts``: SolveOptions;
+    ``opts.fallback``: 'krylov' raises _Stalled instead of going on)."""
+    n_cg = 0
+    d1, d2 = cross.shape
+    if strategy == "full" and xinv.method == "randomized" and _sparse_cross(cross):
+        # Galerkin matrix straight from the stored C_xy (minus its rank-one centring term:
+        # the operator's kept dense X^T M when small, else the sparse one) and the
+        # low-rank-plus-diagonal form of C_xx^-1 (no whitened d1 x d2 block): the
+        # rerankers' repeated solves
+        u, v = cross.rank_one()
+        kept = getattr(cross, "kept_product", None)
+        G = xinv.sandwich(kept() if kept is not None else cross.tosparse(copy=False), u, v)
+        A, B, omega = _from_galerkin(G, xinv, Wy, cross, k)
+    elif strategy == "dual":
+        A, B, omega = _solve_dual(xinv, yinv, Wy, cross, k)
+    elif strategy == "full" and xinv.method == "dense" and d1 < d2:
+        A, B, omega = _solve_input_side(xinv, Wy, cross, k)
+    elif strategy == "full":
+        A, B, omega, n_cg = _solve_full(xinv, Wy, cross, k)
+    elif strategy == "operator":
+        Wx = xinv.inv_sqrt()
+        T = _WhitenedCross(Wx, cross, Wy)
+        U, s, Vt = randomized_svd(T, k, oversamples=opts.oversamples, n_iter=opts.n_iter,
+                                  random_state=opts.random_state)
+        A = Wx.rmatmat(U)
+        B = Wy.rmatmat(Vt.T)  # a = W_x^T u carries Eq. 15's 1 / sqrt(omega) already
+        omega = s * s
+    else:
+        A, B, omega, n_cg = _krylov(xinv, Wy, cross, k, opts.oversamples, opts.tol,
+                                    opts.random_state, opts.approx_xinv,
+                                    max_expansions=30 if opts.fallback else 100,
+                                    raise_stalled=opts.fallback)
+    return A, B, omega, n_cg
+
+
+def _solve_full(xinv, Wy, cross, k):
+    """'full' through the products of ``xinv``: Z = C_xx^-1 Ct for all d2 columns."""
+    Cxy = _dense_cross(cross)
+    Ct = np.ascontiguousarray(Wy.matmat(Cxy.T).T)  # C_xy W_y^T, (d1, d2)
+    del Cxy
+    Z, R = xinv.solve_with_residual(Ct)
+    n_cg = getattr(xinv, "n_iter_", 0)
+    # variational estimate of Ct^T Cxx^-1 Ct: its error -E^T Cxx E is second order in
+    # the error E of Z (and a lower bound); R = 0 for the direct inverses
+    H = Ct.T @ Z
+    if xinv.method == "iterative":
+        H += Z.T @ R
+    del R
+    omega, Vk = _top_eigh(H, k)
+    B = Wy.rmatmat(Vk)
+    A = Z @ Vk  # Eq. 15 up to the 1 / sqrt(omega) that _finalize's normalisation applies
+    return A, B, omega, n_cg
+
+
+def _from_galerkin(H0, xinv, Wy, cross, k):
+    """Projections from the unwhitened Galerkin matrix H0 = C_xy^T C_xx^-1 C_xy (d2 x d2).
+
+    The top-k eigenvectors V_k of W_y H0 W_y^T give b = W_y^T v and a = C_xx^-1 C_xy b (Eq.
+    15 up to the scale _finalize fixes).
+    """
+    H = Wy.matmat(np.ascontiguousarray(Wy.matmat(H0).T))  # W_y (.) W_y^T
+    omega, Vk = _top_eigh(H, k)
+    B = Wy.rmatmat(Vk)
+    return xinv.matmat(cross.matmat(B)), B, omega
+
+
+def _solve_input_side(xinv, Wy, cross, k):
+    """Eq. 14-15 by a d1 x d1 eigenproblem, for a dense C_xx^-1 and d1 < d2.
+
+    T = W_x C_xy W_y^T (W^T W = C^-1 for both whiteners) is d1 x d2: the Galerkin matrix
+    T^T T of 'full' (d2 x d2) and T T^T (d1 x d1) share their nonzero eigenvalues omega,
+    with T^T u / sqrt(omega) = v for T T^T u = omega u.  So a = W_x^T u and b = W_y^T T^T u
+    (Eq. 15 up to the scales _finalize fixes), and the eigendecomposition, the fit's
+    O(d^3) step, is of the smaller side (with many output features the d2 x d2 problem
+    would dominate the fit whatever d1).
+    """
+    Wx = xinv.inv_sqrt()
+    # C_xy W_y^T by row blocks, then W_x from the left; both d1 x d2 blocks are held briefly
+    T = Wx.matmat(_dense_whitened_cross(cross, Wy))
+    omega, U = _top_eigh(T @ T.T, k)
+    B = Wy.rmatmat(T.T @ U)
+    del T
+    return Wx.rmatmat(U), B, omega
+
+
+def _solve_dual(xinv, yinv, Wy, cross, k):
+    """Eq. 14-15 through the dual (n x n) form of C_xx^-1, for n < d1.
+
+    With Kc = Xc Xc^T and L the Cholesky factor of (1 - tau) Kc + tau I (held by ``xinv``),
+    Xc C_xx^-1 Xc^T = (I - tau (L L^T)^-1) / (1 - tau), so the Galerkin matrix is
+    C_xy^T C_xx^-1 C_xy = (M^T M - tau Z^T Z) / (1 - tau) with Z = L^-1 M, whitened by C_yy's
+    factor: no d1 x d2 block, no eigendecomposition of Kc.
+
+    With n < d2 as well (C_yy^-1 dual too) the whole problem is solved in n-space (kernel
+    CCA with linear kernels): with Xc = U_x diag(sqrt(l_x)) V_x^T, Xc C_xx^-1 Xc^T =
+    U_x G_x U_x^T, G_x = diag(l_x / ((1 - tau) l_x + tau)), so the nonzero omega are the
+    eigenvalues of the r x r matrix G_x^1/2 U_x^T (M C_yy^-1 M^T) U_x G_x^1/2 (r <= n), with
+    M C_yy^-1 M^T formed in n-space from the dual form of C_yy^-1.  Then b = C_yy^-1 M^T U_x
+    G_x^1/2 u and a = C_xx^-1 C_xy b: O(n^2 r) instead of a d2 x d2 problem.
+    """
+    tau = xinv.tau
+    M = cross._m
+    if not _is_dual(yinv):
+        Md = M.toarray() if sp.issparse(M) else np.asarray(M)
+        Md = np.asarray(Md, dtype=np.float64)
+        with small_blas(Md.shape[1]):
+            if tau == 1.0:  # C_xx = I: M^T Kc M
+                H = Md.T @ (xinv.factor._src.dense_outer_gram() @ Md)
+            else:
+                Z = la.solve_triangular(xinv._dual_chol, Md, lower=True, check_finite=False)
+                H = Md.T @ Md
+                H -= tau * (Z.T @ Z)
+                del Z
+                H /= 1.0 - tau
+        del Md
+        return _from_galerkin(H, xinv, Wy, cross, k)
+    Ux, lx, _ = xinv.factor.dual_eigh()
+    gx = np.sqrt(lx / ((1.0 - tau) * lx + tau))
+    W = Ux * gx  # U_x G_x^1/2, (n, r_x)
+    _, ly, Vy = yinv.factor.dual_eigh()
+    ty = yinv.tau
+    MV = np.asarray(M @ Vy, dtype=np.float64)  # (n, r_y)
+    if sp.issparse(M):
+        MM = np.asarray((M @ M.T).toarray(), dtype=np.float64)
+    else:
+        M64 = np.asarray(M, dtype=np.float64)
+        MM = M64 @ M64.T
+    # M C_yy^-1 M^T, C_yy^-1 = V_y diag(1 / ((1 - tau) l_y + tau)) V_y^T + (I - V_y V_y^T) / tau
+    # (tau > 0 here: with tau = 0 and n < d2 the dual inverse already refused a singular C_yy)
+    N = (MV / ((1.0 - ty) * ly + ty)) @ MV.T
+    N += (MM - MV @ MV.T) / ty
+    H = W.T @ N @ W
+    omega, Uk = _top_eigh(H, min(k, H.shape[0]))
+    B = yinv.matmat(np.asarray(M.T @ (W @ Uk), dtype=np.float64))
+    A = xinv.matmat(cross.matmat(B))
+    return A, B, omega
+
+
+class _WhitenedCross(LinearOperator):
+    """T = W_x C_xy W_y^T as a (d1, d2) operator.
+
+    ``work`` float32 runs the C_xy products (and whatever W_y does: pass its single
+    precision copy) in float32, for a starting guess that LOBPCG refines; the results are
+    float64 either way.
+    """
+
+    def __init__(self, Wx, cross, Wy, work=np.float64):
+        self.Wx, self.cross, self.Wy = Wx, cross, Wy
+        self.work = np.dtype(work)
+        super().__init__(dtype=np.float64, shape=cross.shape)
+
+    def _matmat(self, V):
+        V = np.ascontiguousarray(self.Wy.rmatmat(np.asarray(V)), dtype=self.work)
+        return self.Wx.matmat(np.asarray(_cross_as(self.cross, V, self.work), dtype=np.float64))
+
+    def _rmatmat(self, U):
+        U = np.ascontiguousarray(self.Wx.rmatmat(np.asarray(U)), dtype=self.work)
+        return np.asarray(self.Wy.matmat(_cross_as(self.cross, U, self.work, transpose=True)),
+                          dtype=np.float64)
+
+    def _matvec(self, v):
+        return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
+
+    def _rmatvec(self, u):
+        return self._rmatmat(np.asarray(u).reshape(-1, 1)).reshape(-1)
+
+    def _adjoint(self):
+        return _WhitenedCrossT(self)
+
+
+class _WhitenedCrossT(LinearOperator):
+    def __init__(self, T):
+        self.T_ = T
+        super().__init__(dtype=np.float64, shape=(T.shape[1], T.shape[0]))
+
+    def _matmat(self, U):
+        return self.T_._rmatmat(U)
+
+    def _rmatmat(self, V):
+        return self.T_._matmat(V)
+
+    def _matvec(self, u):
+        return self.T_._rmatvec(u)
+
+    def _rmatvec(self, v):
+        return self.T_._matvec(v)
+
+
+def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansions=100,
+            raise_stalled=False):
+    """Block Davidson (Krylov-Schur restarted) on G = W_y C_xy^T C_xx^-1 C_xy W_y^T.
+
+    Each expansion solves C_xx Z = C_xy W_y^T V for the new block only (block CG); the
+    variational form Ct^T Z + Z^T (Ct - C_xx Z) is used for the Rayleigh-Ritz matrix so that
+    the solve error perturbs the Ritz values only to second order.  (Loosening the early
+    solves -- inexact Davidson -- was tried and stagnated at the early solves' accuracy.)
+    """
+    d1, d2 = cross.shape
+    m = min(k + p, d2)
+    approx = _approx_of(xinv) if approx_xinv is None else approx_xinv
+    # starting subspace from the cheap whitened operator
+    T = _WhitenedCross(approx.inv_sqrt(), cross, Wy)
+    _, _, Vt = randomized_svd(T, m, oversamples=min(p, d2 - m), n_iter=2,
+                              random_state=random_state)
+    n_cg = 0
+
+    def apply(V):
+        nonlocal n_cg
+        Ct = cross.matmat(Wy.rmatmat(V))
+        Z, R = xinv.solve_with_residual(Ct)
+        n_cg += getattr(xinv, "n_iter_", 0)
+        GV = Wy.matmat(cross.rmatmat(Z))
+        return Ct, Z, R, GV
+
+    def rr_matrix(Ct, Z, R):
+        H = Ct.T @ Z + Z.T @ R  # = Ct^T C^-1 Ct - E^T C E for the solve error E
+        return 0.5 * (H + H.T)
+
+    V = _orth(np.ascontiguousarray(Vt.T))
+    Ct, Z, R, GV = apply(V)
+    max_basis = max(3 * m, m + 2 * k)
+    thresh = np.sqrt(tol)
+    history = []
+    for _ in range(max_expansions):
+        theta, S = _top_eigh(rr_matrix(Ct, Z, R), min(m, V.shape[1]))
+        Xr = V @ S
+        GX = GV @ S
+        Res = GX[:, :k] - Xr[:, :k] * theta[:k]
+        rn = np.linalg.norm(Res, axis=0)
+        rel = rn / np.maximum(np.abs(theta[:k]), 1e-300)
+        # the Ritz values of the wanted block are off by about ||r||^2 / gap, the gap to the
+        # rest of the spectrum (estimated by the next Ritz value): with saturated, clustered
+        # correlations (text views at a small tau: gaps of order 1e-5) sqrt(tol) residuals
+        # are not enough
+        gap = (theta[k - 1] - theta[k]) if theta.size > k else theta[k - 1]
+        quad = float(rn.max()) ** 2 / max(float(gap), 1e-300) / max(float(theta[k - 1]), 1e-300)
+        if rel.max() <= thresh and quad <= tol:
+            break
+        history.append(float(rel.max()))
+        if raise_stalled and len(history) >= 8 and min(history[-4:]) > 0.5 * min(history[:-4]):
+            raise _Stalled(n_cg)  # less than 2x progress in 4 expansions
+        if V.shape[1] + k > max_basis:  # thick restart on the Ritz block
+            V, GV, Z, Ct, R = Xr, GX, Z @ S, Ct @ S, R @ S
+        W = _project_out(Res.copy(), V)
+        nrm = np.linalg.norm(W, axis=0)
+        W = W[:, nrm > 1e-12 * max(float(nrm.max()), 1e-300)]
+        if W.shape[1] == 0:
+            break
+        W = _orth(_project_out(W, V))
+        Ctw, Zw, Rw, GW = apply(W)
+        V = np.hstack([V, W])
+        GV = np.hstack([GV, GW])
+        Z = np.hstack([Z, Zw])
+        Ct = np.hstack([Ct, Ctw])
+        R = np.hstack([R, Rw])
+    else:
+        if raise_stalled:
+            raise _Stalled(n_cg)
+        warnings.warn(f"the Krylov iteration did not meet its stopping test: "
+                      f"{_unmet(float(rel.max()), thresh, quad, tol)}", RuntimeWarning,
+                      stacklevel=3)
+    theta, S = _top_eigh(rr_matrix(Ct, Z, R), k)
+    B = Wy.rmatmat(V @ S)
+    A = Z @ S
+    return A, B, theta, n_cg
+
+
+def _covariance_as(C, V, dtype):
+    """C V in the working precision ``dtype`` (accumulated in it where C can: see
+    :meth:`RegularizedGram.matmat_as`)."""
+    if isinstance(C, RegularizedGram):
+        return C.matmat_as(V, dtype)
+    return np.ascontiguousarray(C.matmat(V), dtype=dtype)
+
+
+def _cross_as(cross, V, dtype, transpose=False):
+    """C_xy V (C_xy^T V with ``transpose``) in the working precision ``dtype`` (see
+    :meth:`CrossCovariance.matmat_as`; any other operator's product is rounded)."""
+    if isinstance(cross, CrossCovariance):
+        return cross.matmat_as(V, dtype, transpose)
+    return np.ascontiguousarray(cross.rmatmat(V) if transpose else cross.matmat(V), dtype=dtype)
