@@ -8,6 +8,7 @@ from ..exceptions import NotFittedError
 from ._base import BaseReranker, check_nbest, losses_of_choice, plateau_score, tune_weight
 from ._boosting import BoostingReranker, RegularizedBoostingReranker
 from ._cca import DiscriminativeReranker, GenerativeReranker, SoftenedReranker
+from ._cca_solve import RerankerToleranceWarning
 from ._hidden import HiddenVariableReranker
 from ._joint_features import JointFeatures
 from ._perceptron import PerceptronReranker
@@ -22,6 +23,7 @@ __all__ = [
     "NotFittedError",
     "PerceptronReranker",
     "RegularizedBoostingReranker",
+    "RerankerToleranceWarning",
     "SoftenedReranker",
     "check_nbest",
     "losses_of_choice",

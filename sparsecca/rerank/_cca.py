@@ -17,9 +17,6 @@ factorisation across every solve.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Sequence
-
 import numpy as np
 
 from .._params import ParamsMixin, check_bool, check_float, check_int
@@ -39,6 +36,8 @@ from ._base import (
     plateau_score,
     tune_weight,
 )
+from ._cca_solve import SolveLog
+from ._cca_views import check_view, clone_view, cosine_prefix_scores, view_problem
 from ._joint_features import check_grid, check_ints
 
 __all__ = ["GenerativeReranker", "SoftenedReranker", "DiscriminativeReranker"]
@@ -52,62 +51,6 @@ def _as_grid(name, value, *, low_open=False):
     """A number or a non-empty sequence of numbers in [0, 1] (``(0, 1]``), as an array."""
     return np.asarray(check_grid(name, value, 0.0, strict=low_open, high=1.0),
                       dtype=np.float64)
-
-
-# what each view argument may featurise, and how to say it: the input view is applied to
-# nbest.corpus, which holds the gold tags of dev and test, so a view reading tags would see
-# them; the output view is fitted on the gold tags but applied to the candidates' tag ids
-_VIEW_ROLES = {
-    "input_view": (frozenset({"words"}), "a view of the words (SuffixView, CharNgramView, "
-                                         "WordView, or an HStackView of them)"),
-    "output_view": (frozenset({"tags"}), "a view of tag sequences (TagNgramView, or an "
-                                         "HStackView of them)"),
-}
-
-
-def _view_problem(name, view):
-    """Why ``view`` cannot serve as ``name`` ('input_view' / 'output_view'), or None."""
-    reads, allowed = _VIEW_ROLES[name]
-    if isinstance(view, type):
-        return f"{name} must be {allowed}, got the class {view.__name__}; pass an instance"
-    if not all(callable(getattr(view, a, None)) for a in ("fit", "transform", "get_params")):
-        return f"{name} must be {allowed}, got {type(view).__name__} {view!r}"
-    kinds = getattr(view, "reads", None)
-    if kinds == reads:
-        return None
-    parts = getattr(view, "views", None)   # a stack of views (HStackView)
-    if kinds is None and parts is not None and (not isinstance(parts, Sequence)
-                                                or isinstance(parts, (str, bytes))):
-        what = f"whose views is a {type(parts).__name__}, not a list or tuple of views"
-    elif not isinstance(kinds, frozenset):
-        what = "which does not declare what it reads (a 'reads' attribute)"
-    else:
-        what = "which reads " + " and ".join(sorted(kinds)) if kinds else "which reads nothing"
-    leak = ("; applied to the dev and test corpora it would see their gold tags"
-            if name == "input_view" and kinds and "tags" in kinds else "")
-    return f"{name} must be {allowed}, got {type(view).__name__}, {what}{leak}"
-
-
-def _cosine_prefix_scores(PX, PY, cand_sent):
-    """cos(A_k^T x_i, B_k^T yhat_ij) for every prefix k = 1..K at once.
-
-    Parameters
-    ----------
-    PX : (n, K) projections of the sentences; PY : (n_candidates, K) of the candidates.
-
-    Returns
-    -------
-    (n_candidates, K) array; column k-1 uses the first k components.  A zero vector has
-    cosine 0 (it carries no evidence either way).
-    """
-    px = PX[cand_sent]
-    dots = np.cumsum(px * PY, axis=1)
-    nx = np.sqrt(np.cumsum(px * px, axis=1))
-    ny = np.sqrt(np.cumsum(PY * PY, axis=1))
-    den = nx * ny
-    out = np.zeros_like(dots)
-    np.divide(dots, den, out=out, where=den > 0)
-    return out
 
 
 def _rank_cause(rank, n_sentences, center):
@@ -133,7 +76,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         """Validate what load() restored (shapes against the views, finite values)."""
         # a stored view of the wrong kind (one reading tags as input_view_ would see gold tags)
         for name in ("input_view", "output_view"):
-            problem = _view_problem(name, getattr(self, name + "_"))
+            problem = view_problem(name, getattr(self, name + "_"))
             if problem is not None:
                 raise ModelFormatError(problem.replace(name, name + "_", 1))
         k = self.n_components_
@@ -191,11 +134,8 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         check_bool("progress", self.progress)
         check_int("w_window", self.w_window, 0)
         check_int("max_rank", self.max_rank, 1)
-        for name in ("input_view", "output_view"):
-            view = getattr(self, name)
-            problem = None if view is None else _view_problem(name, view)
-            if problem is not None:
-                raise TypeError(problem)
+        check_view("input_view", self.input_view)
+        check_view("output_view", self.output_view)
         return taus, lams, ks
 
     def _lam_grid(self):
@@ -220,10 +160,11 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
     def _cross_factor(self, Y, R, lam):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K, means):
-        """Projections (A, B, omega, info) for one (tau, lam); ``means`` = (mu_x, mu_y)."""
+    def _solve_family(self, log, Y, Yhat, train, tau, lam, K, means):
+        """Projections (A, B, omega, info) for one (tau, lam); ``means`` = (mu_x, mu_y);
+        ``log`` (a :class:`SolveLog`) runs the engine's solves."""
         R = aggregate_residuals(Y, Yhat, train.losses.astype(np.float64), train.sent_offsets)
-        A, B, omega, err = _solve(engine, self._cross_factor(Y, R, lam), tau, K)
+        A, B, omega, err = log.solve(self._cross_factor(Y, R, lam), tau, K)
         return A, B, omega, {"error": err}
 
     # -- fitting ---------------------------------------------------------------------------
@@ -240,28 +181,21 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         Returns
         -------
         self
+
+        Warns
+        -----
+        RerankerToleranceWarning
+            Once per fit, when the solves of some grid points missed the solver's tolerance
+            by their own residuals (the estimate of the selected point is ``solver_error_``).
         """
         taus, lams, ks = self._validate()
-        train = check_nbest(train, "train", need_gold=True)
-        if train.n_sentences < 2:   # one row of X and Y: no covariance to estimate
-            raise ValueError(f"train has {train.n_sentences} sentence; CCA needs at least 2")
-        tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or self.w is None
-        if dev is not None:
-            dev = check_nbest(dev, "dev", need_gold=True)
-            check_dev_tagset(train, dev)
-            if tuning:
-                check_tuning_dev(dev, "fix scalar tau and lam, k_grid=[n_components] and a "
-                                      "number for w")
-        elif tuning:
-            raise ValueError(
-                "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "
-                "them (scalar tau and lam, k_grid=[n_components], a number for w)")
+        train, dev = self._check_lists(train, dev, taus, lams, ks)
         # everything learned stays in locals until the grid is done: a refit that fails
         # (a rank-deficient solve, a bad dev list) leaves the previous fit intact and usable
         input_view = (SuffixView() if self.input_view is None
-                      else _clone_view(self.input_view))
+                      else clone_view(self.input_view))
         output_view = (TagNgramView() if self.output_view is None
-                       else _clone_view(self.output_view))
+                       else clone_view(self.output_view))
         views = (input_view, output_view)
         X = input_view.fit_transform(train.corpus)
         Y = output_view.fit_transform(train.corpus)
@@ -280,43 +214,9 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         # of the centred vector, A^T (x - mu_x) and B^T (yhat - mu_y)
         means = (column_mean(X) if self.center else np.zeros(X.shape[1]),
                  column_mean(Y) if self.center else np.zeros(Y.shape[1]))
-        if dev is not None:
-            Xd, Yhat_d = self._views(dev, "dev", views)
-        grid_acc = np.full((taus.size, lams.size), -np.inf)
-        best = None
-        points = [(a, b) for a in range(taus.size) for b in range(lams.size)]
-        from tqdm.auto import tqdm
-
-        # a point takes seconds: every update is drawn (no rate limit)
-        bar = tqdm(total=len(points), desc=type(self).__name__, unit="grid point",
-                   leave=False, mininterval=0, disable=not self.progress)
-        for a, b in points:
-            tau, lam = taus[a], lams[b]
-            try:
-                A, B, omega, info = self._solve_family(engine, Y, Yhat, train, tau, lam, K,
-                                                       means)
-            except RankDeficientError as exc:
-                # say it in the user's terms: K is n_components capped at min(d1, d2)
-                capped = (f" (capped at min(d1, d2) = {K}, d1 counting identical input "
-                          f"columns once)" if K != self.n_components else "")
-                at = f"tau={tau:g}" + (f", lam={lam:g}" if self._has_lam else "")
-                raise ValueError(
-                    f"n_components={self.n_components!r}{capped} exceeds the number of nonzero "
-                    f"canonical correlations at {at}: the cross-covariance has rank "
-                    f"{exc.rank}{_rank_cause(exc.rank, X.shape[0], self.center)}; give "
-                    f"n_components <= {exc.rank}") from None
-            if dev is None:
-                cand = (-np.inf, -np.inf, tau, lam, K, float(self.w), A, B, omega, info)
-            else:
-                score, acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks, means)
-                grid_acc[a, b] = acc
-                cand = (score, acc, tau, lam, k, w, A, B, omega, info)
-            if best is None or cand[0] > best[0] + PLATEAU_TIE:  # ties: the earlier point
-                best = cand
-            bar.set_postfix(tau=f"{tau:g}", lam=f"{lam:g}",
-                            best_dev=("-" if dev is None else f"{100 * best[1]:.2f}%"))
-            bar.update()
-        bar.close()
+        log = SolveLog(engine, type(self).__name__)
+        best, grid_acc = self._search(log, (Y, Yhat), train, dev, views, (taus, lams, ks), K,
+                                      means)
         _, acc, tau, lam, k, w, A, B, omega, info = best
         # the fit succeeded: only now does it replace the previous one
         self.input_view_, self.output_view_ = views
@@ -334,8 +234,78 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.dev_accuracy_ = None if dev is None else float(acc)
         self.grid_scores_ = None if dev is None else {
             "tau": taus.tolist(), "lam": lams.tolist(), "accuracy": grid_acc.tolist()}
-        # what dev chose on an edge of its grid (the grids are not widened here: each point
-        # is an eigenproblem, and k cannot pass n_components without a refit)
+        self.grid_edges_ = self._edges(dev, taus, lams, ks, tau, lam, k, w)
+        log.warn(self._point(tau, lam), self.solver_error_)
+        return self
+
+    def _check_lists(self, train, dev, taus, lams, ks):
+        """Validate ``fit``'s lists; dev is needed when anything is to be tuned."""
+        train = check_nbest(train, "train", need_gold=True)
+        if train.n_sentences < 2:   # one row of X and Y: no covariance to estimate
+            raise ValueError(f"train has {train.n_sentences} sentence; CCA needs at least 2")
+        tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or self.w is None
+        if dev is not None:
+            dev = check_nbest(dev, "dev", need_gold=True)
+            check_dev_tagset(train, dev)
+            if tuning:
+                check_tuning_dev(dev, "fix scalar tau and lam, k_grid=[n_components] and a "
+                                      "number for w")
+        elif tuning:
+            raise ValueError(
+                "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "
+                "them (scalar tau and lam, k_grid=[n_components], a number for w)")
+        return train, dev
+
+    def _point(self, tau, lam):
+        """A grid point in the user's terms."""
+        return f"tau={tau:g}" + (f", lam={lam:g}" if self._has_lam else "")
+
+    def _search(self, log, targets, train, dev, views, grids, K, means):
+        """The best grid point, as (score, dev accuracy, tau, lam, k, w, A, B, omega,
+        info), and the dev accuracies of the (tau, lam) grid."""
+        (Y, Yhat), (taus, lams, ks) = targets, grids
+        if dev is not None:
+            Xd, Yhat_d = self._views(dev, "dev", views)
+        grid_acc = np.full((taus.size, lams.size), -np.inf)
+        best = None
+        points = [(a, b) for a in range(taus.size) for b in range(lams.size)]
+        from tqdm.auto import tqdm
+
+        # a point takes seconds: every update is drawn (no rate limit)
+        bar = tqdm(total=len(points), desc=type(self).__name__, unit="grid point",
+                   leave=False, mininterval=0, disable=not self.progress)
+        for a, b in points:
+            tau, lam = taus[a], lams[b]
+            try:
+                A, B, omega, info = self._solve_family(log, Y, Yhat, train, tau, lam, K,
+                                                       means)
+            except RankDeficientError as exc:
+                # say it in the user's terms: K is n_components capped at min(d1, d2)
+                capped = (f" (capped at min(d1, d2) = {K}, d1 counting identical input "
+                          f"columns once)" if K != self.n_components else "")
+                raise ValueError(
+                    f"n_components={self.n_components!r}{capped} exceeds the number of nonzero "
+                    f"canonical correlations at {self._point(tau, lam)}: the cross-covariance "
+                    f"has rank {exc.rank}{_rank_cause(exc.rank, Y.shape[0], self.center)}; "
+                    f"give n_components <= {exc.rank}") from None
+            log.close_point(self._point(tau, lam))
+            if dev is None:
+                cand = (-np.inf, -np.inf, tau, lam, K, float(self.w), A, B, omega, info)
+            else:
+                score, acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks, means)
+                grid_acc[a, b] = acc
+                cand = (score, acc, tau, lam, k, w, A, B, omega, info)
+            if best is None or cand[0] > best[0] + PLATEAU_TIE:  # ties: the earlier point
+                best = cand
+            bar.set_postfix(tau=f"{tau:g}", lam=f"{lam:g}",
+                            best_dev=("-" if dev is None else f"{100 * best[1]:.2f}%"))
+            bar.update()
+        bar.close()
+        return best, grid_acc
+
+    def _edges(self, dev, taus, lams, ks, tau, lam, k, w):
+        """What dev chose on an edge of its grid (the grids are not widened here: each
+        point is an eigenproblem, and k cannot pass n_components without a refit)."""
         edges: list = []
         if dev is not None:
             note_edge(edges, "tau", taus, tau, low=0.0, high=1.0)
@@ -345,8 +315,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
             if self.w is None and w > _W_GRID_TOP - 1.0:
                 edges.append({"param": "w", "value": float(w), "side": "upper",
                               "tried": [0.0, _W_GRID_TOP], "widened": 0})
-        self.grid_edges_ = edges
-        return self
+        return edges
 
     def _set_info(self, info):
         """Record what the solve of the selected grid point reported."""
@@ -358,7 +327,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         The selection score is the plateau-averaged dev accuracy of :func:`tune_weight`
         (``w_window``), so k, tau and lam are compared on the same robust criterion as w.
         """
-        P = _cosine_prefix_scores(centred_projection(Xd, A, means[0]),
+        P = cosine_prefix_scores(centred_projection(Xd, A, means[0]),
                                   centred_projection(Yhat_d, B, means[1]), dev.cand_sentence)
         best = (-np.inf, -np.inf, None, None)
         for k in ks:
@@ -381,7 +350,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         self._check_fitted("x_weights_")
         nbest = check_nbest(nbest)
         X, Yhat = self._views(nbest)
-        P = _cosine_prefix_scores(centred_projection(X, self.x_weights_, self.x_mean_),
+        P = cosine_prefix_scores(centred_projection(X, self.x_weights_, self.x_mean_),
                                   centred_projection(Yhat, self.y_weights_, self.y_mean_),
                                   nbest.cand_sentence)
         return P[:, -1]
@@ -398,28 +367,6 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         if self._has_lam:
             out["lam"] = self.lam_
         return out
-
-
-def _solve(engine, M, tau, K):
-    """One engine solve; returns (A, B, omega, error estimate).
-
-    With ``solver='randomized'`` the X factor is capped at ``max_rank``: C_xx is then a
-    rank-r-plus-ridge operator (exact on the top r singular directions of X, tau * I beyond),
-    a deliberate extra regularisation for reranking.  The engine warns when its a-posteriori
-    error estimate exceeds its tolerance; here that is expected, so the estimate is recorded in
-    ``solver_error_`` instead of being printed once per grid point.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="randomized solver: estimated relative error",
-                                category=RuntimeWarning)
-        res = engine.solve(M, tau, K)
-    A, B, omega = res
-    err = getattr(res, "error_estimate", None)
-    return A, B, omega, (None if err is None else float(err))
-
-
-def _clone_view(view):
-    return type(view)(**view.get_params())
 
 
 class GenerativeReranker(_LowDimReranker):
@@ -442,7 +389,9 @@ class GenerativeReranker(_LowDimReranker):
         With ``solver='randomized'``, the largest rank of the X factor: C_xx is then exact on
         the top ``max_rank`` singular directions of X and tau * I beyond (a rank-plus-ridge
         regulariser; exact whenever rank(X) <= max_rank).  ``solver_error_`` records the
-        engine's a-posteriori error estimate against the exact regularised problem.
+        engine's a-posteriori error estimate against the exact regularised problem; when
+        the solves of some grid points miss the solver's tolerance, ``fit`` says so in one
+        :class:`RerankerToleranceWarning`.
     input_view, output_view : unfitted views
         Default ``SuffixView()`` (suffixes 2-4) and ``TagNgramView()`` (tag 1- and 2-grams).
         The input view must read the words only (its ``reads`` is ``{"words"}``:
@@ -468,6 +417,9 @@ class GenerativeReranker(_LowDimReranker):
     ----------
     x_weights_ : (d1, k) A;  y_weights_ : (d2, k) B;  eigenvalues_ : (k,) omega of Eq. 14
     n_components_, tau_, w_ : the tuned values;  solver_ : the engine solver used
+    solver_error_ : float or None
+        The engine's estimate of the relative error of the selected point's correlations
+        (its last solve's, for the discriminative model); None when it gives none.
     grid_scores_ : dict of the dev accuracies over the tau grid (for Figure 1)
     grid_edges_ : list of dict
         The tuned values (tau, lam, k, w) that lie on an edge of their dev grid, which is not
@@ -529,8 +481,8 @@ class GenerativeReranker(_LowDimReranker):
     def _lam_grid(self):
         return np.array([0.0])
 
-    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K, means):
-        A, B, omega, err = _solve(engine, Y, tau, K)
+    def _solve_family(self, log, Y, Yhat, train, tau, lam, K, means):
+        A, B, omega, err = log.solve(Y, tau, K)
         return A, B, omega, {"error": err}
 
 
@@ -671,18 +623,18 @@ class DiscriminativeReranker(_LowDimReranker):
         check_int("n_iter", self.n_iter, 0)
         return out
 
-    def _solve_family(self, engine, Y, Yhat, train, tau, lam, K, means):
+    def _solve_family(self, log, Y, Yhat, train, tau, lam, K, means):
         L = train.losses.astype(np.float64)
         alpha = L.copy()
         off = train.sent_offsets
         cand_sent = train.cand_sentence
-        X = engine.X
+        X = log.engine.X
         scale = (1.0 - lam) / lam
         xi_prev = None
         history = []
         for it in range(int(self.n_iter) + 1):
             R = aggregate_residuals(Y, Yhat, alpha, off)
-            A, B, omega, err = _solve(engine, (scale * Y + R).tocsr(), tau, K)
+            A, B, omega, err = log.solve((scale * Y + R).tocsr(), tau, K)
             if it == int(self.n_iter):
                 break
             # normalise to the length constraints ||X a|| = ||Y b|| = 1 (Eq. 4)

@@ -1,5 +1,6 @@
 """The three low-dimensional rerankers against slow references and the paper's identities."""
 
+import re
 from fractions import Fraction
 from functools import cache
 
@@ -727,3 +728,104 @@ def test_tag_view_too_wide_for_a_dense_whitener():
         with pytest.raises(ValueError, match=r"Y has \d+ features and \d+ rows, both more than "
                                              r"50"):
             GenerativeReranker(**dict(FIXED, solver="dense")).fit(train, dev)
+
+
+# -- solves that miss the solver's tolerance: one warning per fit -------------------------
+
+def _coarse(cls, **kw):
+    """A randomized model of C_xx of rank 2: every solve misses tol by its own residuals."""
+    params = dict(n_components=4, tau=(0.9, 0.99), k_grid=[2, 4], solver="randomized",
+                  max_rank=2, random_state=0)
+    if cls is not GenerativeReranker:
+        params["lam"] = (0.5, 0.75)
+    if cls is DiscriminativeReranker:
+        params["n_iter"] = 1
+    return cls(**{**params, **kw})
+
+
+def _warnings_of(fn):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, caught
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+def test_missed_tolerance_warns_once_per_fit(cls):
+    from sparsecca.rerank import RerankerToleranceWarning
+
+    train, dev, _ = lists()
+    model, caught = _warnings_of(lambda: _coarse(cls).fit(train, dev))
+    # one warning for the fit, none of the engine's per grid point
+    assert [w.category for w in caught] == [RerankerToleranceWarning], \
+        [str(w.message)[:200] for w in caught]
+    n_points = 2 if cls is GenerativeReranker else 4
+    point = rf"tau={model.tau_:g}" + ("" if cls is GenerativeReranker
+                                      else rf", lam={model.lam_:g}")
+    assert model.solver_error_ > 1e-3
+    assert re.match(rf"^{cls.__name__}: {n_points} of {n_points} grid points missed the "
+                    rf"randomized solver's tolerance tol = 0\.001 by their own residuals.*; "
+                    rf"the selected point \({point}\) has an estimated relative error of "
+                    rf"{model.solver_error_:.3g} \(solver_error_\); the model of C_xx is capped "
+                    rf"at rank max_rank=2", str(caught[0].message))
+    with pytest.warns(RerankerToleranceWarning, match=r"raise max_rank or use "
+                                                      r"solver='iterative'"):
+        _coarse(cls).fit(train, dev)
+    # the warning tells the truth: the exact solve (dense) finds larger correlations
+    exact = cls(**{**_coarse(cls).get_params(), "solver": "dense", "tau": model.tau_,
+                   "k_grid": [4], **({} if cls is GenerativeReranker
+                                     else {"lam": model.lam_})}).fit(train, dev)
+    if cls is not DiscriminativeReranker:   # (its later M differ with the first solve)
+        assert exact.eigenvalues_[0] > (1 + 1e-3) * model.eigenvalues_[0]
+    assert exact.solver_error_ is None or exact.solver_error_ < 1e-6
+
+
+@pytest.mark.parametrize("cls", [GenerativeReranker, SoftenedReranker, DiscriminativeReranker])
+def test_solves_within_tolerance_do_not_warn(cls):
+    train, dev, _ = lists()
+    _, caught = _warnings_of(lambda: _coarse(cls, solver="dense").fit(train, dev))
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+def test_experiment_says_it_once_per_fit():
+    from sparsecca._experiment import experiment_on_corpora
+    from sparsecca.rerank import RerankerToleranceWarning
+
+    corpus = synthetic_corpus(300, random_state=0)
+    rest, test = train_test_split(corpus, test_size=60, random_state=0)
+    train, dev = train_test_split(rest, test_size=60, random_state=1)
+    models = {c.__name__: _coarse(c) for c in (GenerativeReranker, SoftenedReranker,
+                                               DiscriminativeReranker)}
+    _, caught = _warnings_of(lambda: experiment_on_corpora(
+        train, dev, test, name="synth", k=3, folds=2, rerankers=models))
+    runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert [w.category for w in runtime] == [RerankerToleranceWarning] * 3
+    assert sorted(str(w.message).split(":")[0] for w in runtime) == sorted(models)
+
+
+@pytest.mark.slow
+def test_cli_train_reranker_says_it_once(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from sparsecca.data import write_conllu
+
+    corpus = synthetic_corpus(240, random_state=3)
+    train, dev = train_test_split(corpus, test_size=60, random_state=1)
+    write_conllu(train, tmp_path / "train.conllu")
+    write_conllu(dev, tmp_path / "dev.conllu")
+    TrigramHMM().fit(train).save(tmp_path / "hmm.npz")
+    env = {k: v for k, v in os.environ.items() if k != "SPARSECCA_DEBUG"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparsecca", "train-reranker", "--tagger",
+         str(tmp_path / "hmm.npz"), str(tmp_path / "train.conllu"),
+         str(tmp_path / "dev.conllu"), "--model", "softened", "-o", str(tmp_path / "r.npz"),
+         "-k", "3", "--folds", "2", "--n-components", "4", "--tau", "0.9,0.99", "--lam",
+         "0.5,0.75", "--max-rank", "2"], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr.count("RerankerToleranceWarning") == 1, proc.stderr[-3000:]
+    assert "RuntimeWarning:" not in proc.stderr   # none of the engine's, per grid point
+    assert "4 of 4 grid points missed" in proc.stderr
