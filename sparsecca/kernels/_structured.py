@@ -325,6 +325,79 @@ def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_i
     return c, n_wrong
 
 
+@numba.njit(**JIT_SERIAL)
+def _best_paths(sent_offsets, phi_indptr, phi_indices, phi_data, emit_indptr, emit_tags, emit_w,
+                cand_offsets, cand_tags, n_states, big_w, tri_dense, bos, eos, score, back, row,
+                prev, dense, out_tags, out_scores):
+    """1-best of every sentence (all non-empty) with fixed weights: the candidates' emission
+    scores (scattered per token in feature order, as a CSR product sums them), then
+    :func:`_best_path` per sentence; writes the tags in token order and each best score."""
+    cand_score = np.empty(cand_tags.size, dtype=np.float64)
+    for j in range(cand_offsets.size - 1):  # dense is all zero between tokens
+        for q in range(phi_indptr[j], phi_indptr[j + 1]):
+            f = phi_indices[q]
+            x = phi_data[q]
+            for u in range(emit_indptr[f], emit_indptr[f + 1]):
+                dense[emit_tags[u]] += x * emit_w[u]
+        for q in range(cand_offsets[j], cand_offsets[j + 1]):
+            cand_score[q] = dense[cand_tags[q]]
+        for u in range(phi_indptr[j], phi_indptr[j + 1]):  # leave dense all zero
+            f = phi_indices[u]
+            for v in range(emit_indptr[f], emit_indptr[f + 1]):
+                dense[emit_tags[v]] = 0.0
+    for i in range(sent_offsets.size - 1):
+        a = sent_offsets[i]
+        out_scores[i] = _best_path(a, sent_offsets[i + 1] - a, cand_offsets, cand_tags,
+                                   cand_score, n_states, big_w, tri_dense, bos, eos, score,
+                                   back, out_tags[a:], row, prev)
+
+
+def _max_pair_states(sent_offsets, cand_offsets):
+    """Most pair states of one sentence's lattice (EOS step included), at least 1."""
+    lengths = np.diff(sent_offsets)
+    nc = np.diff(cand_offsets)
+    before = np.ones_like(nc)  # candidates of the previous token (1: BOS)
+    before[1:] = nc[:-1]
+    before[sent_offsets[:-1][lengths > 0]] = 1
+    cs = np.concatenate([[0], np.cumsum(nc * before)])
+    last = nc[np.maximum(sent_offsets[1:] - 1, 0)] if nc.size else np.zeros_like(lengths)
+    per_sent = cs[sent_offsets[1:]] - cs[sent_offsets[:-1]] + np.where(lengths > 0, last, 0)
+    return max(int(per_sent.max()) if per_sent.size else 1, 1)
+
+
+def dense_trigrams(tri_indptr, tri_tags, tri_w, n_states):
+    """The trigram weights as a dense table (``(t2 * S + t1) * S + t``, 0 elsewhere), or None
+    when it would exceed ``_DENSE_TRIGRAMS`` entries."""
+    S = int(n_states)
+    if S ** 3 > _DENSE_TRIGRAMS:
+        return None
+    out = np.zeros(S ** 3)
+    ctx = np.repeat(np.arange(S * S, dtype=np.int64), np.diff(tri_indptr))
+    out[ctx * S + tri_tags] = tri_w
+    return out
+
+
+def best_sequences(X, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags, emit_w,
+                   bigram_w, tri_dense, bos, eos):
+    """The 1-best tag sequence of every sentence (none empty) of a trained perceptron, in one
+    kernel call: ``kbest_viterbi(..., k=1, trigrams="additive")`` with zero context
+    adjustment, on emission scores ``X @ W`` of the candidates, gives the same sequences and
+    scores.  The arguments are the fitted model's (trusted); ``tri_dense`` from
+    :func:`dense_trigrams`.  Returns ``(tags int32 in token order, scores float64 per
+    sentence)``."""
+    S = bigram_w.shape[0]
+    sent_offsets = np.ascontiguousarray(sent_offsets, dtype=np.int64)
+    n_pairs = _max_pair_states(sent_offsets, cand_offsets)
+    out_tags = np.zeros(cand_offsets.size - 1, dtype=np.int32)
+    out_scores = np.zeros(sent_offsets.size - 1)
+    _best_paths(sent_offsets, X.indptr.astype(np.int64), X.indices.astype(np.int32),
+                np.ascontiguousarray(X.data, dtype=np.float64), emit_indptr, emit_tags, emit_w,
+                cand_offsets, cand_tags, S, np.ascontiguousarray(bigram_w).ravel(), tri_dense,
+                bos, eos, np.zeros(n_pairs), np.zeros(n_pairs, dtype=np.int32),
+                np.zeros(S, dtype=np.int64), np.zeros(S), np.zeros(S), out_tags, out_scores)
+    return out_tags, out_scores
+
+
 def _average(w, wc, c):
     """Mean of the weight vectors after examples 1..c (the weights themselves when c = 0)."""
     if c == 0:
@@ -486,18 +559,12 @@ def _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tag
     beam_buf = (np.zeros(S), np.zeros(S + 1, dtype=np.int64), np.zeros(pred.size + 1, np.int64),
                 np.zeros(pred.size * width, np.int32), np.zeros(pred.size * width))
     # the dense trigram mirror of the fast decoder, when small enough
-    tri_dense = np.zeros(S ** 3 if S ** 3 <= _DENSE_TRIGRAMS else 0)
+    tri_dense = dense_trigrams(tri_indptr, tri_tags, np.zeros(tri_tags.size), S)
+    tri_dense = np.zeros(0) if tri_dense is None else tri_dense
     if beam > 0:
         n_pairs_max = pred.size * width * width + width
     else:
-        nc = np.diff(cand_offsets)
-        before = np.ones_like(nc)  # candidates of the previous token (1: BOS)
-        before[1:] = nc[:-1]
-        before[sent_offsets[:-1][lengths > 0]] = 1
-        cs = np.concatenate([[0], np.cumsum(nc * before)])
-        last = nc[np.maximum(sent_offsets[1:] - 1, 0)] if nc.size else np.zeros_like(lengths)
-        per_sent = cs[sent_offsets[1:]] - cs[sent_offsets[:-1]] + np.where(lengths > 0, last, 0)
-        n_pairs_max = int(per_sent.max()) if per_sent.size else 1
+        n_pairs_max = _max_pair_states(sent_offsets, cand_offsets)
     vit = (np.zeros(max(n_pairs_max, 1)), np.zeros(max(n_pairs_max, 1), dtype=np.int32),
            np.zeros(S, dtype=np.int64), np.zeros(S))
     c = 0
