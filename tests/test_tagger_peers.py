@@ -72,6 +72,16 @@ def test_crfsuite_small_and_targets(small):
 
 
 @pytest.mark.shared_data
+def test_repeat_keeps_the_fastest_times(shared_data, tmp_path):
+    out = tmp_path / "peers.json"
+    text = _run("--sets", "fr-sequoia:upos", "--max-sentences", 5, "--systems", "perceptron",
+                "--repeat", 2, "--out", out).stdout
+    r = json.loads(out.read_text())["results"]["fr-sequoia:upos"]["perceptron"]
+    assert r["status"] == "ok" and r["n_runs"] == 2
+    assert "the fastest of 2 run(s) per system" in text
+
+
+@pytest.mark.shared_data
 def test_failed_child_exits_1_after_the_table(shared_data):
     proc = _run("--sets", "fr-sequoia:upos", "--max-sentences", 5, "--systems", "hmm",
                 "--timeout", 0.01, status=1)
@@ -83,5 +93,6 @@ def test_missing_data_and_usage_errors(tmp_path):
     proc = _run("--sets", "no-such-set:upos", status=3)
     assert proc.stderr.startswith("missing data: ") and "no-such-set" in proc.stderr
     assert "| set |" not in proc.stdout
-    for bad in (["--sets", "fr-sequoia"], ["--systems", "nope"], ["--max-sentences", 0]):
+    for bad in (["--sets", "fr-sequoia"], ["--systems", "nope"], ["--max-sentences", 0],
+                ["--repeat", 0]):
         assert "error:" in _run(*bad, status=2).stderr
