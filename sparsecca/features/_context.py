@@ -130,7 +130,12 @@ class _TypeTable:
                 (index.setdefault(s.lower(), len(index)) for s in strings), dtype=np.int64,
                 count=len(strings))
             tok.lower = list(index)
-        local_col = vocab.ids(tok.type_names)
+        # columns of the names ``_fit`` counted (bias, the word features, then per offset the
+        # window names of every lowercased type and the two markers), else looked up
+        name_cols = getattr(tok, "name_cols", None)
+        n_local = len(tok.type_names)
+        local_col = (vocab.ids(tok.type_names) if name_cols is None
+                     else name_cols[1:1 + n_local])
         col = local_col[tok.type_local] if tok.type_local.size else tok.type_local
         known = col >= 0
         per_type = np.diff(tok.type_indptr)
@@ -141,8 +146,13 @@ class _TypeTable:
         window = params["window"]
         offsets = [d for d in range(-window, window + 1) if d != 0]
         tok.lower_window = np.zeros((len(tok.lower), len(offsets)), dtype=np.int64)
+        n_lower = len(tok.lower)
         for j, d in enumerate(offsets):
-            tok.lower_window[:, j] = vocab.ids(_window_names(d, tok.lower)[:-2])
+            if name_cols is None:
+                tok.lower_window[:, j] = vocab.ids(_window_names(d, tok.lower)[:-2])
+            else:
+                start = 1 + n_local + j * (n_lower + 2)
+                tok.lower_window[:, j] = name_cols[start:start + n_lower]
         return cls({w: i for i, w in enumerate(strings)}, indptr, col[known], lost,
                    tok.lower_window[tok.lower_of_type])
 
@@ -281,7 +291,11 @@ class ContextFeatures(BaseView):
             occ.append(np.bincount(nb, minlength=len(tok.lower) + 2).astype(np.int64))
         occ = np.concatenate(occ)
         keep = select_features(self, occ, min_count, None, corpus.n_sentences)
-        kept = sorted(names[i] for i in np.flatnonzero(keep))
+        # the names are distinct: sorting the kept ones gives every name its column
+        order = sorted(np.flatnonzero(keep).tolist(), key=names.__getitem__)
+        kept = [names[i] for i in order]
+        tok.name_cols = np.full(len(names), -1, dtype=np.int64)
+        tok.name_cols[order] = np.arange(len(order), dtype=np.int64)
         self._params = params
         self._table = None
         self.vocabulary_ = Vocabulary(kept)
