@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -26,17 +29,22 @@ _FLAGS = ("has_upper", "has_digit", "has_hyphen", "all_caps", "init_cap")
 _CACHE_TYPES = 1 << 18
 
 
+@functools.lru_cache(maxsize=None)
+def _affix_heads(k: int) -> tuple[str, str]:
+    return f"p{k}=", f"s{k}="
+
+
 def _word_features(word: str, affix: int) -> list[str]:
     """Features of one word type (the window features are added per token).
 
     The template of a name is the text before its first ``=`` (or the whole name for a
     flag), so no two templates can share a name.
     """
-    lower = word.lower()
-    out = ["w=" + word, "l=" + lower]
+    out = ["w=" + word, "l=" + word.lower()]
     for k in range(1, min(affix, len(word)) + 1):
-        out.append(f"p{k}={word[:k]}")
-        out.append(f"s{k}={word[-k:]}")
+        p, s = _affix_heads(k)
+        out.append(p + word[:k])
+        out.append(s + word[-k:])
     # the cheap string tests first: a word with only lower-case letters has no upper-case
     # one, an alphabetic word no digit
     if not word.islower() and any(c.isupper() for c in word):
@@ -122,21 +130,28 @@ class _TypeTable:
         """The rows of ``strings``, named here unless ``tok`` (the ``_Tokens`` of those
         types, without ``columns``) has named them; sets ``tok.lower_window``."""
         if tok is None:
+            # new types: each word feature looked up as named (no local vocabulary)
             tok = _Tokens.__new__(_Tokens)
-            tok.type_indptr, tok.type_local, tok.type_names = type_features(
-                strings, lambda w: _word_features(w, params["affix"]))
+            affix = params["affix"]
+            feats = [_word_features(w, affix) for w in strings]
+            tok.type_indptr = np.zeros(len(strings) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, feats), dtype=np.int64, count=len(strings)),
+                      out=tok.type_indptr[1:])
+            col = vocab.ids(itertools.chain.from_iterable(feats))
             index: dict[str, int] = {}
             tok.lower_of_type = np.fromiter(
                 (index.setdefault(s.lower(), len(index)) for s in strings), dtype=np.int64,
                 count=len(strings))
             tok.lower = list(index)
-        # columns of the names ``_fit`` counted (bias, the word features, then per offset the
-        # window names of every lowercased type and the two markers), else looked up
-        name_cols = getattr(tok, "name_cols", None)
-        n_local = len(tok.type_names)
-        local_col = (vocab.ids(tok.type_names) if name_cols is None
-                     else name_cols[1:1 + n_local])
-        col = local_col[tok.type_local] if tok.type_local.size else tok.type_local
+            name_cols = None
+        else:
+            # columns of the names ``_fit`` counted (bias, the word features, then per offset
+            # the window names of every lowercased type and the two markers), else looked up
+            name_cols = getattr(tok, "name_cols", None)
+            n_local = len(tok.type_names)
+            local_col = (vocab.ids(tok.type_names) if name_cols is None
+                         else name_cols[1:1 + n_local])
+            col = local_col[tok.type_local] if tok.type_local.size else tok.type_local
         known = col >= 0
         per_type = np.diff(tok.type_indptr)
         row = np.repeat(np.arange(per_type.size, dtype=np.int64), per_type)
