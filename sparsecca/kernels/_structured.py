@@ -65,19 +65,19 @@ def _bump(w, wc, u, delta, c):
 
 
 @numba.njit(**JIT_SERIAL)
-def _emission_scores(a, b, phi_indptr, phi_indices, phi_data, emit_indptr, emit_tags, emit_w,
+def _emission_scores(a, b, phi_indptr, phi_lo, phi_hi, phi_data, emit_tags, emit_w,
                      cand_offsets, cand_tags, out):
-    """``out[c] = X[j] @ W[:, cand_tags[c]]`` for the candidates ``c`` of tokens ``a:b``."""
+    """``out[c] = X[j] @ W[:, cand_tags[c]]`` for the candidates ``c`` of tokens ``a:b``
+    (``phi_lo[q]:phi_hi[q]``: the supported pairs of the feature of ``X``'s entry ``q``)."""
     for j in range(a, b):
         c0 = cand_offsets[j]
         c1 = cand_offsets[j + 1]
         for c in range(c0, c1):
             out[c] = 0.0
         for q in range(phi_indptr[j], phi_indptr[j + 1]):
-            f = phi_indices[q]
             x = phi_data[q]
-            lo = emit_indptr[f]
-            hi = emit_indptr[f + 1]
+            lo = phi_lo[q]
+            hi = phi_hi[q]
             for c in range(c0, c1):
                 u = _find(emit_tags, lo, hi, cand_tags[c])
                 if u >= 0:
@@ -85,11 +85,10 @@ def _emission_scores(a, b, phi_indptr, phi_indices, phi_data, emit_indptr, emit_
 
 
 @numba.njit(**JIT_SERIAL)
-def _update_emission(j, t, delta, c, phi_indptr, phi_indices, phi_data, emit_indptr, emit_tags,
-                     emit_w, emit_wc):
+def _update_emission(j, t, delta, c, phi_indptr, phi_lo, phi_hi, phi_data, emit_tags, emit_w,
+                     emit_wc):
     for q in range(phi_indptr[j], phi_indptr[j + 1]):
-        f = phi_indices[q]
-        u = _find(emit_tags, emit_indptr[f], emit_indptr[f + 1], t)
+        u = _find(emit_tags, phi_lo[q], phi_hi[q], t)
         if u >= 0:
             _bump(emit_w, emit_wc, u, delta * phi_data[q], c)
 
@@ -194,8 +193,8 @@ def _best_path(a, n, cand_offsets, cand_tags, cand_score, n_states, big_w, tri_d
 
 
 @numba.njit(**JIT_SERIAL)
-def _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_indices, phi_data,
-                  emit_indptr, emit_tags, emit_w, dense, top, loc_offsets, loc_tags, loc_score):
+def _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_lo, phi_hi, phi_data,
+                  emit_tags, emit_w, dense, top, loc_offsets, loc_tags, loc_score):
     """Lattice of tokens ``a:b``: the ``beam`` best tags of each token by emission score (ties
     to the lower tag), plus its gold tag, in ascending tag order, with their scores.
 
@@ -210,9 +209,8 @@ def _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_indices,
         for t in range(n_states):
             dense[t] = 0.0
         for q in range(phi_indptr[j], phi_indptr[j + 1]):
-            f = phi_indices[q]
             x = phi_data[q]
-            for u in range(emit_indptr[f], emit_indptr[f + 1]):
+            for u in range(phi_lo[q], phi_hi[q]):
                 dense[emit_tags[u]] += x * emit_w[u]
         n = 0
         for t in range(n_states):
@@ -251,8 +249,8 @@ def _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_indices,
 
 
 @numba.njit(**JIT_SERIAL)
-def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_indices,
-           phi_data, emit_indptr, emit_tags, emit_w, emit_wc, n_states, big_w, big_wc, ctx_adj,
+def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_lo, phi_hi,
+           phi_data, emit_tags, emit_w, emit_wc, n_states, big_w, big_wc, ctx_adj,
            tri_indptr, tri_tags, tri_w, tri_wc, bos, eos, c, cand_score, pred, score_buf, beam,
            dense, top, loc_offsets, loc_tags, loc_score, tri_dense, vit_score, vit_back, row,
            prev):
@@ -274,13 +272,13 @@ def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_i
         n = b - a
         if n > 0:
             if beam > 0:
-                _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_indices,
-                              phi_data, emit_indptr, emit_tags, emit_w, dense, top,
+                _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_lo, phi_hi,
+                              phi_data, emit_tags, emit_w, dense, top,
                               loc_offsets, loc_tags, loc_score)
                 lat_a, lat_offsets, lat_tags, lat_score = 0, loc_offsets, loc_tags, loc_score
             else:
-                _emission_scores(a, b, phi_indptr, phi_indices, phi_data, emit_indptr,
-                                 emit_tags, emit_w, cand_offsets, cand_tags, cand_score)
+                _emission_scores(a, b, phi_indptr, phi_lo, phi_hi, phi_data, emit_tags, emit_w,
+                                 cand_offsets, cand_tags, cand_score)
                 lat_a, lat_offsets, lat_tags, lat_score = a, cand_offsets, cand_tags, cand_score
             if tri_dense.size:
                 _best_path(lat_a, n, lat_offsets, lat_tags, lat_score, n_states, big_w,
@@ -300,10 +298,10 @@ def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_i
                     g = gold[a + m]
                     p = pred[m]
                     if g != p:
-                        _update_emission(a + m, g, 1.0, c, phi_indptr, phi_indices, phi_data,
-                                         emit_indptr, emit_tags, emit_w, emit_wc)
-                        _update_emission(a + m, p, -1.0, c, phi_indptr, phi_indices, phi_data,
-                                         emit_indptr, emit_tags, emit_w, emit_wc)
+                        _update_emission(a + m, g, 1.0, c, phi_indptr, phi_lo, phi_hi, phi_data,
+                                         emit_tags, emit_w, emit_wc)
+                        _update_emission(a + m, p, -1.0, c, phi_indptr, phi_lo, phi_hi, phi_data,
+                                         emit_tags, emit_w, emit_wc)
                 # ... and tag histories where the trigrams differ (EOS step included)
                 g2 = bos
                 g1 = bos
@@ -537,13 +535,19 @@ def structured_perceptron(X, gold_tags, sent_offsets, cand_offsets, cand_tags, e
     if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
         raise ValueError(f"orders must hold sentence indices in [0, {n_sent})")
     check_int("n_epochs", orders.shape[0], 0)
-    phi = (X.indptr.astype(np.int64), X.indices.astype(np.int32),
-           np.ascontiguousarray(X.data, dtype=np.float64))
-    return _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags, S,
+    # each entry of X with the bounds of its feature's supported pairs (the epoch reads them
+    # in token order instead of looking them up per feature); 0/1 float32 values stay float32
+    # (exact in the float64 products)
+    idx = np.int32 if emit_indptr[-1] < 2**31 else np.int64
+    phi = (X.indptr.astype(np.int64), emit_indptr[X.indices].astype(idx),
+           emit_indptr[X.indices + 1].astype(idx),
+           np.ascontiguousarray(X.data, dtype=np.float32 if X.dtype == np.float32
+                                else np.float64))
+    return _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_tags, S,
                 tri_indptr, tri_tags, bos, eos, orders, beam)
 
 
-def _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags, S,
+def _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_tags, S,
          tri_indptr, tri_tags, bos, eos, orders, beam):
     n_pairs, n_tri = emit_tags.size, tri_tags.size
     emit = [np.zeros(n_pairs), np.zeros(n_pairs)]
@@ -570,7 +574,7 @@ def _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tag
     c = 0
     for e in range(orders.shape[0]):
         c, n_wrong = _epoch(orders[e], sent_offsets, gold, cand_offsets, cand_tags, *phi,
-                            emit_indptr, emit_tags, *emit, S, *big, ctx_adj, tri_indptr,
+                            emit_tags, *emit, S, *big, ctx_adj, tri_indptr,
                             tri_tags, *tri, bos, eos, c, cand_score, pred, score_buf, beam,
                             *beam_buf, tri_dense, *vit)
         yield (_average(*emit, c), _average(*big, c).reshape(S, S), _average(*tri, c),
