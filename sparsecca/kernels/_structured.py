@@ -324,30 +324,39 @@ def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_l
 
 
 @numba.njit(**JIT_SERIAL)
-def _best_paths(sent_offsets, phi_indptr, phi_indices, phi_data, emit_indptr, emit_tags, emit_w,
+def _best_paths(sent_offsets, phi_indptr, phi_lo, phi_hi, phi_data, emit_tags, emit_w,
                 cand_offsets, cand_tags, n_states, big_w, tri_dense, bos, eos, score, back, row,
                 prev, dense, out_tags, out_scores):
     """1-best of every sentence (all non-empty) with fixed weights: the candidates' emission
-    scores (scattered per token in feature order, as a CSR product sums them), then
+    scores (scattered per token in feature order, as a CSR product sums them; ``phi_lo[q]:
+    phi_hi[q]`` are the supported pairs of the feature of ``X``'s entry ``q``), then
     :func:`_best_path` per sentence; writes the tags in token order and each best score."""
     cand_score = np.empty(cand_tags.size, dtype=np.float64)
-    for j in range(cand_offsets.size - 1):  # dense is all zero between tokens
+    for j in range(cand_offsets.size - 1):
+        for t in range(n_states):
+            dense[t] = 0.0
         for q in range(phi_indptr[j], phi_indptr[j + 1]):
-            f = phi_indices[q]
             x = phi_data[q]
-            for u in range(emit_indptr[f], emit_indptr[f + 1]):
+            for u in range(phi_lo[q], phi_hi[q]):
                 dense[emit_tags[u]] += x * emit_w[u]
         for q in range(cand_offsets[j], cand_offsets[j + 1]):
             cand_score[q] = dense[cand_tags[q]]
-        for u in range(phi_indptr[j], phi_indptr[j + 1]):  # leave dense all zero
-            f = phi_indices[u]
-            for v in range(emit_indptr[f], emit_indptr[f + 1]):
-                dense[emit_tags[v]] = 0.0
     for i in range(sent_offsets.size - 1):
         a = sent_offsets[i]
         out_scores[i] = _best_path(a, sent_offsets[i + 1] - a, cand_offsets, cand_tags,
                                    cand_score, n_states, big_w, tri_dense, bos, eos, score,
                                    back, out_tags[a:], row, prev)
+
+
+def _entry_pairs(X, emit_indptr):
+    """``(indptr, lo, hi, data)`` of a CSR ``X``: each entry with the bounds ``lo:hi`` of its
+    feature's supported pairs, so that a kernel reads them in token order instead of looking
+    them up per feature; 0/1 float32 values stay float32 (exact in the float64 products)."""
+    idx = np.int32 if emit_indptr[-1] < 2**31 else np.int64
+    return (X.indptr.astype(np.int64), emit_indptr[X.indices].astype(idx),
+            emit_indptr[X.indices + 1].astype(idx),
+            np.ascontiguousarray(X.data, dtype=np.float32 if X.dtype == np.float32
+                                 else np.float64))
 
 
 def _max_pair_states(sent_offsets, cand_offsets):
@@ -388,10 +397,9 @@ def best_sequences(X, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_t
     n_pairs = _max_pair_states(sent_offsets, cand_offsets)
     out_tags = np.zeros(cand_offsets.size - 1, dtype=np.int32)
     out_scores = np.zeros(sent_offsets.size - 1)
-    _best_paths(sent_offsets, X.indptr.astype(np.int64), X.indices.astype(np.int32),
-                np.ascontiguousarray(X.data, dtype=np.float64), emit_indptr, emit_tags, emit_w,
-                cand_offsets, cand_tags, S, np.ascontiguousarray(bigram_w).ravel(), tri_dense,
-                bos, eos, np.zeros(n_pairs), np.zeros(n_pairs, dtype=np.int32),
+    _best_paths(sent_offsets, *_entry_pairs(X, emit_indptr), emit_tags, emit_w, cand_offsets,
+                cand_tags, S, np.ascontiguousarray(bigram_w).ravel(), tri_dense, bos, eos,
+                np.zeros(n_pairs), np.zeros(n_pairs, dtype=np.int32),
                 np.zeros(S, dtype=np.int64), np.zeros(S), np.zeros(S), out_tags, out_scores)
     return out_tags, out_scores
 
@@ -535,14 +543,7 @@ def structured_perceptron(X, gold_tags, sent_offsets, cand_offsets, cand_tags, e
     if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
         raise ValueError(f"orders must hold sentence indices in [0, {n_sent})")
     check_int("n_epochs", orders.shape[0], 0)
-    # each entry of X with the bounds of its feature's supported pairs (the epoch reads them
-    # in token order instead of looking them up per feature); 0/1 float32 values stay float32
-    # (exact in the float64 products)
-    idx = np.int32 if emit_indptr[-1] < 2**31 else np.int64
-    phi = (X.indptr.astype(np.int64), emit_indptr[X.indices].astype(idx),
-           emit_indptr[X.indices + 1].astype(idx),
-           np.ascontiguousarray(X.data, dtype=np.float32 if X.dtype == np.float32
-                                else np.float64))
+    phi = _entry_pairs(X, emit_indptr)
     return _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_tags, S,
                 tri_indptr, tri_tags, bos, eos, orders, beam)
 
