@@ -69,6 +69,9 @@ def test_crfsuite_small_and_targets(small):
     assert "| fr-sequoia:upos | crfsuite L-BFGS | ok |" in text
     # the per-set target line: accuracy, train and tagging speed against crfsuite AP
     assert "- fr-sequoia:upos: accuracy " in text and "tagging " in text
+    assert "(CPU time: train " in text
+    for name in ("perceptron", "crf-ap"):
+        assert 0 < res[name]["train_cpu_s"] and 0 < res[name]["tag_cpu_s"]
 
 
 @pytest.mark.shared_data
