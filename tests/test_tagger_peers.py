@@ -69,6 +69,19 @@ def test_crfsuite_small_and_targets(small):
     assert "| fr-sequoia:upos | crfsuite L-BFGS | ok |" in text
     # the per-set target line: accuracy, train and tagging speed against crfsuite AP
     assert "- fr-sequoia:upos: accuracy " in text and "tagging " in text
+    assert "(CPU time: train " in text
+    for name in ("perceptron", "crf-ap"):
+        assert 0 < res[name]["train_cpu_s"] and 0 < res[name]["tag_cpu_s"]
+
+
+@pytest.mark.shared_data
+def test_repeat_keeps_the_fastest_times(shared_data, tmp_path):
+    out = tmp_path / "peers.json"
+    text = _run("--sets", "fr-sequoia:upos", "--max-sentences", 5, "--systems", "perceptron",
+                "--repeat", 2, "--out", out).stdout
+    r = json.loads(out.read_text())["results"]["fr-sequoia:upos"]["perceptron"]
+    assert r["status"] == "ok" and r["n_runs"] == 2
+    assert "the fastest of 2 run(s) per system" in text
 
 
 @pytest.mark.shared_data
@@ -83,5 +96,6 @@ def test_missing_data_and_usage_errors(tmp_path):
     proc = _run("--sets", "no-such-set:upos", status=3)
     assert proc.stderr.startswith("missing data: ") and "no-such-set" in proc.stderr
     assert "| set |" not in proc.stdout
-    for bad in (["--sets", "fr-sequoia"], ["--systems", "nope"], ["--max-sentences", 0]):
+    for bad in (["--sets", "fr-sequoia"], ["--systems", "nope"], ["--max-sentences", 0],
+                ["--repeat", 0]):
         assert "error:" in _run(*bad, status=2).stderr

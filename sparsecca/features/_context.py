@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -26,17 +29,22 @@ _FLAGS = ("has_upper", "has_digit", "has_hyphen", "all_caps", "init_cap")
 _CACHE_TYPES = 1 << 18
 
 
+@functools.lru_cache(maxsize=None)
+def _affix_heads(k: int) -> tuple[str, str]:
+    return f"p{k}=", f"s{k}="
+
+
 def _word_features(word: str, affix: int) -> list[str]:
     """Features of one word type (the window features are added per token).
 
     The template of a name is the text before its first ``=`` (or the whole name for a
     flag), so no two templates can share a name.
     """
-    lower = word.lower()
-    out = ["w=" + word, "l=" + lower]
+    out = ["w=" + word, "l=" + word.lower()]
     for k in range(1, min(affix, len(word)) + 1):
-        out.append(f"p{k}={word[:k]}")
-        out.append(f"s{k}={word[-k:]}")
+        p, s = _affix_heads(k)
+        out.append(p + word[:k])
+        out.append(s + word[-k:])
     # the cheap string tests first: a word with only lower-case letters has no upper-case
     # one, an alphabetic word no digit
     if not word.islower() and any(c.isupper() for c in word):
@@ -122,16 +130,28 @@ class _TypeTable:
         """The rows of ``strings``, named here unless ``tok`` (the ``_Tokens`` of those
         types, without ``columns``) has named them; sets ``tok.lower_window``."""
         if tok is None:
+            # new types: each word feature looked up as named (no local vocabulary)
             tok = _Tokens.__new__(_Tokens)
-            tok.type_indptr, tok.type_local, tok.type_names = type_features(
-                strings, lambda w: _word_features(w, params["affix"]))
+            affix = params["affix"]
+            feats = [_word_features(w, affix) for w in strings]
+            tok.type_indptr = np.zeros(len(strings) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, feats), dtype=np.int64, count=len(strings)),
+                      out=tok.type_indptr[1:])
+            col = vocab.ids(itertools.chain.from_iterable(feats))
             index: dict[str, int] = {}
             tok.lower_of_type = np.fromiter(
                 (index.setdefault(s.lower(), len(index)) for s in strings), dtype=np.int64,
                 count=len(strings))
             tok.lower = list(index)
-        local_col = vocab.ids(tok.type_names)
-        col = local_col[tok.type_local] if tok.type_local.size else tok.type_local
+            name_cols = None
+        else:
+            # columns of the names ``_fit`` counted (bias, the word features, then per offset
+            # the window names of every lowercased type and the two markers), else looked up
+            name_cols = getattr(tok, "name_cols", None)
+            n_local = len(tok.type_names)
+            local_col = (vocab.ids(tok.type_names) if name_cols is None
+                         else name_cols[1:1 + n_local])
+            col = local_col[tok.type_local] if tok.type_local.size else tok.type_local
         known = col >= 0
         per_type = np.diff(tok.type_indptr)
         row = np.repeat(np.arange(per_type.size, dtype=np.int64), per_type)
@@ -141,8 +161,13 @@ class _TypeTable:
         window = params["window"]
         offsets = [d for d in range(-window, window + 1) if d != 0]
         tok.lower_window = np.zeros((len(tok.lower), len(offsets)), dtype=np.int64)
+        n_lower = len(tok.lower)
         for j, d in enumerate(offsets):
-            tok.lower_window[:, j] = vocab.ids(_window_names(d, tok.lower)[:-2])
+            if name_cols is None:
+                tok.lower_window[:, j] = vocab.ids(_window_names(d, tok.lower)[:-2])
+            else:
+                start = 1 + n_local + j * (n_lower + 2)
+                tok.lower_window[:, j] = name_cols[start:start + n_lower]
         return cls({w: i for i, w in enumerate(strings)}, indptr, col[known], lost,
                    tok.lower_window[tok.lower_of_type])
 
@@ -281,7 +306,11 @@ class ContextFeatures(BaseView):
             occ.append(np.bincount(nb, minlength=len(tok.lower) + 2).astype(np.int64))
         occ = np.concatenate(occ)
         keep = select_features(self, occ, min_count, None, corpus.n_sentences)
-        kept = sorted(names[i] for i in np.flatnonzero(keep))
+        # the names are distinct: sorting the kept ones gives every name its column
+        order = sorted(np.flatnonzero(keep).tolist(), key=names.__getitem__)
+        kept = [names[i] for i in order]
+        tok.name_cols = np.full(len(names), -1, dtype=np.int64)
+        tok.name_cols[order] = np.arange(len(order), dtype=np.int64)
         self._params = params
         self._table = None
         self.vocabulary_ = Vocabulary(kept)

@@ -18,10 +18,11 @@ Decoding is the pair-state list Viterbi of :mod:`._viterbi` (``k = 1``) in its a
 trigram mode, over the candidate lattice of each sentence.
 
 Averaging (Collins 2002, section 2.5): the returned weights are the mean of the weight
-vectors after every training example (every sentence visit, empty sentences included),
-computed lazily: each weight keeps the running sum ``acc`` of its past values up to the
-example ``last`` at which it last changed, brought up to date before each change and once at
-the end of an epoch.
+vectors after every training example (every sentence visit, empty sentences included).  A
+change ``delta`` made during example ``c`` (0-based) is in the weights of examples
+``c + 1..C``, so after ``C`` examples the sum of the weight vectors is ``C w - sum c delta``:
+each weight keeps, beside its value, the sum ``wc`` of ``c * delta`` over its changes (one
+more add per change, nothing per example; exact in integers for 0/1 features).
 """
 
 from __future__ import annotations
@@ -57,27 +58,26 @@ def _find(indices, lo, hi, t):
 
 
 @numba.njit(**JIT_SERIAL)
-def _bump(w, acc, last, u, delta, c):
-    """``w[u] += delta`` at example ``c`` (0-based), keeping the lazy running sum exact."""
-    acc[u] += w[u] * (c - last[u])
-    last[u] = c
+def _bump(w, wc, u, delta, c):
+    """``w[u] += delta`` at example ``c`` (0-based), with ``wc[u] += c * delta``."""
     w[u] += delta
+    wc[u] += c * delta
 
 
 @numba.njit(**JIT_SERIAL)
-def _emission_scores(a, b, phi_indptr, phi_indices, phi_data, emit_indptr, emit_tags, emit_w,
+def _emission_scores(a, b, phi_indptr, phi_lo, phi_hi, phi_data, emit_tags, emit_w,
                      cand_offsets, cand_tags, out):
-    """``out[c] = X[j] @ W[:, cand_tags[c]]`` for the candidates ``c`` of tokens ``a:b``."""
+    """``out[c] = X[j] @ W[:, cand_tags[c]]`` for the candidates ``c`` of tokens ``a:b``
+    (``phi_lo[q]:phi_hi[q]``: the supported pairs of the feature of ``X``'s entry ``q``)."""
     for j in range(a, b):
         c0 = cand_offsets[j]
         c1 = cand_offsets[j + 1]
         for c in range(c0, c1):
             out[c] = 0.0
         for q in range(phi_indptr[j], phi_indptr[j + 1]):
-            f = phi_indices[q]
             x = phi_data[q]
-            lo = emit_indptr[f]
-            hi = emit_indptr[f + 1]
+            lo = phi_lo[q]
+            hi = phi_hi[q]
             for c in range(c0, c1):
                 u = _find(emit_tags, lo, hi, cand_tags[c])
                 if u >= 0:
@@ -85,45 +85,40 @@ def _emission_scores(a, b, phi_indptr, phi_indices, phi_data, emit_indptr, emit_
 
 
 @numba.njit(**JIT_SERIAL)
-def _update_emission(j, t, delta, c, phi_indptr, phi_indices, phi_data, emit_indptr, emit_tags,
-                     emit_w, emit_acc, emit_last):
+def _update_emission(j, t, delta, c, phi_indptr, phi_lo, phi_hi, phi_data, emit_tags, emit_w,
+                     emit_wc):
     for q in range(phi_indptr[j], phi_indptr[j + 1]):
-        f = phi_indices[q]
-        u = _find(emit_tags, emit_indptr[f], emit_indptr[f + 1], t)
+        u = _find(emit_tags, phi_lo[q], phi_hi[q], t)
         if u >= 0:
-            _bump(emit_w, emit_acc, emit_last, u, delta * phi_data[q], c)
+            _bump(emit_w, emit_wc, u, delta * phi_data[q], c)
 
 
 @numba.njit(**JIT_SERIAL)
-def _update_transition(t2, t1, t, delta, c, n_states, big_w, big_acc, big_last, tri_indptr,
-                       tri_tags, tri_w, tri_acc, tri_last, tri_dense):
-    _bump(big_w, big_acc, big_last, t1 * n_states + t, delta, c)
+def _update_transition(t2, t1, t, delta, c, n_states, big_w, big_wc, tri_indptr, tri_tags,
+                       tri_w, tri_wc, tri_dense):
+    _bump(big_w, big_wc, t1 * n_states + t, delta, c)
     ctx = t2 * n_states + t1
     u = _find(tri_tags, tri_indptr[ctx], tri_indptr[ctx + 1], t)
     if u >= 0:
-        _bump(tri_w, tri_acc, tri_last, u, delta, c)
+        _bump(tri_w, tri_wc, u, delta, c)
         if tri_dense.size:
             tri_dense[ctx * n_states + t] = tri_w[u]
 
 
 @numba.njit(**JIT_SERIAL)
 def _best_path(a, n, cand_offsets, cand_tags, cand_score, n_states, big_w, tri_dense, bos,
-               eos, score, back, pred):
+               eos, score, back, pred, row, prev):
     """1-best of the sentence made of tokens ``a:a + n`` (n >= 1) with a dense trigram table.
 
     The same recursion, summation order and tie-breaking (the first best predecessor, the
     first best final state) as ``_decode_sentence`` at ``k = 1`` in its additive mode with a
     zero context adjustment, so both return the same sequence; the transition score is one
     lookup instead of a search.  ``score`` and ``back`` hold at least the lattice's number of
-    pair states.
+    pair states, the scratch rows ``row`` (int64) and ``prev`` (float64) at least its most
+    candidates of a token.
     """
     S = n_states
     SS = S * S
-    width = 1
-    for m in range(n):
-        width = max(width, cand_offsets[a + m + 1] - cand_offsets[a + m])
-    row = np.empty(width, dtype=np.int64)
-    prev = np.empty(width, dtype=np.float64)
     # layer m holds the pair states (p, q): p a candidate of m - 1 (BOS for m = 0), q of m
     prev_off = 0
     prev_np = 1
@@ -198,47 +193,67 @@ def _best_path(a, n, cand_offsets, cand_tags, cand_score, n_states, big_w, tri_d
 
 
 @numba.njit(**JIT_SERIAL)
-def _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_indices, phi_data,
-                  emit_indptr, emit_tags, emit_w, dense, chosen, loc_offsets, loc_tags,
-                  loc_score):
+def _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_lo, phi_hi, phi_data,
+                  emit_tags, emit_w, dense, top, loc_offsets, loc_tags, loc_score):
     """Lattice of tokens ``a:b``: the ``beam`` best tags of each token by emission score (ties
-    to the lower tag), plus its gold tag, in ascending tag order, with their scores."""
+    to the lower tag), plus its gold tag, in ascending tag order, with their scores.
+
+    ``top`` (at least ``min(beam, n_states) + 1`` entries) holds the best tags so far in
+    descending score, ties in ascending tag order: tags are visited in ascending order and a
+    new one moves only past strictly lower scores.
+    """
     loc_offsets[0] = 0
     w = 0
     for m in range(b - a):
         j = a + m
         for t in range(n_states):
             dense[t] = 0.0
-            chosen[t] = False
         for q in range(phi_indptr[j], phi_indptr[j + 1]):
-            f = phi_indices[q]
             x = phi_data[q]
-            for u in range(emit_indptr[f], emit_indptr[f + 1]):
+            for u in range(phi_lo[q], phi_hi[q]):
                 dense[emit_tags[u]] += x * emit_w[u]
-        for _r in range(beam):
-            best = -1
-            for t in range(n_states):
-                if t != bos and t != eos and not chosen[t]:
-                    if best < 0 or dense[t] > dense[best]:
-                        best = t
-            if best < 0:
-                break
-            chosen[best] = True
-        chosen[gold[j]] = True
+        n = 0
         for t in range(n_states):
-            if chosen[t]:
-                loc_tags[w] = t
-                loc_score[w] = dense[t]
-                w += 1
+            if t == bos or t == eos:
+                continue
+            v = dense[t]
+            if n == beam and not v > dense[top[n - 1]]:
+                continue
+            p = n if n < beam else beam - 1
+            while p > 0 and v > dense[top[p - 1]]:
+                top[p] = top[p - 1]
+                p -= 1
+            top[p] = t
+            if n < beam:
+                n += 1
+        g = gold[j]
+        seen = False
+        for r in range(n):
+            if top[r] == g:
+                seen = True
+        if not seen:
+            top[n] = g
+            n += 1
+        for r in range(1, n):  # ascending tag order
+            t = top[r]
+            p = r
+            while p > 0 and top[p - 1] > t:
+                top[p] = top[p - 1]
+                p -= 1
+            top[p] = t
+        for r in range(n):
+            loc_tags[w] = top[r]
+            loc_score[w] = dense[top[r]]
+            w += 1
         loc_offsets[m + 1] = w
 
 
 @numba.njit(**JIT_SERIAL)
-def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_indices,
-           phi_data, emit_indptr, emit_tags, emit_w, emit_acc, emit_last, n_states, big_w,
-           big_acc, big_last, ctx_adj, tri_indptr, tri_tags, tri_w, tri_acc, tri_last, bos, eos,
-           c, cand_score, pred, score_buf, beam, dense, chosen, loc_offsets, loc_tags,
-           loc_score, tri_dense, vit_score, vit_back):
+def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_lo, phi_hi,
+           phi_data, emit_tags, emit_w, emit_wc, n_states, big_w, big_wc, ctx_adj,
+           tri_indptr, tri_tags, tri_w, tri_wc, bos, eos, c, cand_score, pred, score_buf, beam,
+           dense, top, loc_offsets, loc_tags, loc_score, tri_dense, vit_score, vit_back, row,
+           prev):
     """One pass over the sentences in ``order``; returns (examples seen, sentences wrong).
 
     ``beam == 0`` decodes in the given lattice; ``beam > 0`` in the lattice of
@@ -257,17 +272,17 @@ def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_i
         n = b - a
         if n > 0:
             if beam > 0:
-                _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_indices,
-                              phi_data, emit_indptr, emit_tags, emit_w, dense, chosen,
+                _beam_lattice(a, b, gold, beam, n_states, bos, eos, phi_indptr, phi_lo, phi_hi,
+                              phi_data, emit_tags, emit_w, dense, top,
                               loc_offsets, loc_tags, loc_score)
                 lat_a, lat_offsets, lat_tags, lat_score = 0, loc_offsets, loc_tags, loc_score
             else:
-                _emission_scores(a, b, phi_indptr, phi_indices, phi_data, emit_indptr,
-                                 emit_tags, emit_w, cand_offsets, cand_tags, cand_score)
+                _emission_scores(a, b, phi_indptr, phi_lo, phi_hi, phi_data, emit_tags, emit_w,
+                                 cand_offsets, cand_tags, cand_score)
                 lat_a, lat_offsets, lat_tags, lat_score = a, cand_offsets, cand_tags, cand_score
             if tri_dense.size:
                 _best_path(lat_a, n, lat_offsets, lat_tags, lat_score, n_states, big_w,
-                           tri_dense, bos, eos, vit_score, vit_back, pred)
+                           tri_dense, bos, eos, vit_score, vit_back, pred, row, prev)
             else:
                 _decode_sentence(lat_a, lat_a + n, lat_offsets, lat_tags, lat_score, n_states,
                                  big_w, ctx_adj, tri_indptr, tri_tags, tri_w, True, no_offsets,
@@ -283,10 +298,10 @@ def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_i
                     g = gold[a + m]
                     p = pred[m]
                     if g != p:
-                        _update_emission(a + m, g, 1.0, c, phi_indptr, phi_indices, phi_data,
-                                         emit_indptr, emit_tags, emit_w, emit_acc, emit_last)
-                        _update_emission(a + m, p, -1.0, c, phi_indptr, phi_indices, phi_data,
-                                         emit_indptr, emit_tags, emit_w, emit_acc, emit_last)
+                        _update_emission(a + m, g, 1.0, c, phi_indptr, phi_lo, phi_hi, phi_data,
+                                         emit_tags, emit_w, emit_wc)
+                        _update_emission(a + m, p, -1.0, c, phi_indptr, phi_lo, phi_hi, phi_data,
+                                         emit_tags, emit_w, emit_wc)
                 # ... and tag histories where the trigrams differ (EOS step included)
                 g2 = bos
                 g1 = bos
@@ -296,12 +311,10 @@ def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_i
                     g = gold[a + m] if m < n else eos
                     p = pred[m] if m < n else eos
                     if g != p or g1 != p1 or g2 != p2:
-                        _update_transition(g2, g1, g, 1.0, c, n_states, big_w, big_acc,
-                                           big_last, tri_indptr, tri_tags, tri_w, tri_acc,
-                                           tri_last, tri_dense)
-                        _update_transition(p2, p1, p, -1.0, c, n_states, big_w, big_acc,
-                                           big_last, tri_indptr, tri_tags, tri_w, tri_acc,
-                                           tri_last, tri_dense)
+                        _update_transition(g2, g1, g, 1.0, c, n_states, big_w, big_wc,
+                                           tri_indptr, tri_tags, tri_w, tri_wc, tri_dense)
+                        _update_transition(p2, p1, p, -1.0, c, n_states, big_w, big_wc,
+                                           tri_indptr, tri_tags, tri_w, tri_wc, tri_dense)
                     g2 = g1
                     g1 = g
                     p2 = p1
@@ -310,11 +323,92 @@ def _epoch(order, sent_offsets, gold, cand_offsets, cand_tags, phi_indptr, phi_i
     return c, n_wrong
 
 
-def _average(w, acc, last, c):
+@numba.njit(**JIT_SERIAL)
+def _best_paths(sent_offsets, phi_indptr, phi_lo, phi_hi, phi_data, emit_tags, emit_w,
+                cand_offsets, cand_tags, n_states, big_w, tri_dense, bos, eos, score, back, row,
+                prev, dense, out_tags, out_scores):
+    """1-best of every sentence (all non-empty) with fixed weights: the candidates' emission
+    scores (scattered per token in feature order, as a CSR product sums them; ``phi_lo[q]:
+    phi_hi[q]`` are the supported pairs of the feature of ``X``'s entry ``q``), then
+    :func:`_best_path` per sentence; writes the tags in token order and each best score."""
+    cand_score = np.empty(cand_tags.size, dtype=np.float64)
+    for j in range(cand_offsets.size - 1):
+        for t in range(n_states):
+            dense[t] = 0.0
+        for q in range(phi_indptr[j], phi_indptr[j + 1]):
+            x = phi_data[q]
+            for u in range(phi_lo[q], phi_hi[q]):
+                dense[emit_tags[u]] += x * emit_w[u]
+        for q in range(cand_offsets[j], cand_offsets[j + 1]):
+            cand_score[q] = dense[cand_tags[q]]
+    for i in range(sent_offsets.size - 1):
+        a = sent_offsets[i]
+        out_scores[i] = _best_path(a, sent_offsets[i + 1] - a, cand_offsets, cand_tags,
+                                   cand_score, n_states, big_w, tri_dense, bos, eos, score,
+                                   back, out_tags[a:], row, prev)
+
+
+def _entry_pairs(X, emit_indptr):
+    """``(indptr, lo, hi, data)`` of a CSR ``X``: each entry with the bounds ``lo:hi`` of its
+    feature's supported pairs, so that a kernel reads them in token order instead of looking
+    them up per feature; 0/1 float32 values stay float32 (exact in the float64 products)."""
+    idx = np.int32 if emit_indptr[-1] < 2**31 else np.int64
+    return (X.indptr.astype(np.int64), emit_indptr[X.indices].astype(idx),
+            emit_indptr[X.indices + 1].astype(idx),
+            np.ascontiguousarray(X.data, dtype=np.float32 if X.dtype == np.float32
+                                 else np.float64))
+
+
+def _max_pair_states(sent_offsets, cand_offsets):
+    """Most pair states of one sentence's lattice (EOS step included), at least 1."""
+    lengths = np.diff(sent_offsets)
+    nc = np.diff(cand_offsets)
+    before = np.ones_like(nc)  # candidates of the previous token (1: BOS)
+    before[1:] = nc[:-1]
+    before[sent_offsets[:-1][lengths > 0]] = 1
+    cs = np.concatenate([[0], np.cumsum(nc * before)])
+    last = nc[np.maximum(sent_offsets[1:] - 1, 0)] if nc.size else np.zeros_like(lengths)
+    per_sent = cs[sent_offsets[1:]] - cs[sent_offsets[:-1]] + np.where(lengths > 0, last, 0)
+    return max(int(per_sent.max()) if per_sent.size else 1, 1)
+
+
+def dense_trigrams(tri_indptr, tri_tags, tri_w, n_states):
+    """The trigram weights as a dense table (``(t2 * S + t1) * S + t``, 0 elsewhere), or None
+    when it would exceed ``_DENSE_TRIGRAMS`` entries."""
+    S = int(n_states)
+    if S ** 3 > _DENSE_TRIGRAMS:
+        return None
+    out = np.zeros(S ** 3)
+    ctx = np.repeat(np.arange(S * S, dtype=np.int64), np.diff(tri_indptr))
+    out[ctx * S + tri_tags] = tri_w
+    return out
+
+
+def best_sequences(X, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags, emit_w,
+                   bigram_w, tri_dense, bos, eos):
+    """The 1-best tag sequence of every sentence (none empty) of a trained perceptron, in one
+    kernel call: ``kbest_viterbi(..., k=1, trigrams="additive")`` with zero context
+    adjustment, on emission scores ``X @ W`` of the candidates, gives the same sequences and
+    scores.  The arguments are the fitted model's (trusted); ``tri_dense`` from
+    :func:`dense_trigrams`.  Returns ``(tags int32 in token order, scores float64 per
+    sentence)``."""
+    S = bigram_w.shape[0]
+    sent_offsets = np.ascontiguousarray(sent_offsets, dtype=np.int64)
+    n_pairs = _max_pair_states(sent_offsets, cand_offsets)
+    out_tags = np.zeros(cand_offsets.size - 1, dtype=np.int32)
+    out_scores = np.zeros(sent_offsets.size - 1)
+    _best_paths(sent_offsets, *_entry_pairs(X, emit_indptr), emit_tags, emit_w, cand_offsets,
+                cand_tags, S, np.ascontiguousarray(bigram_w).ravel(), tri_dense, bos, eos,
+                np.zeros(n_pairs), np.zeros(n_pairs, dtype=np.int32),
+                np.zeros(S, dtype=np.int64), np.zeros(S), np.zeros(S), out_tags, out_scores)
+    return out_tags, out_scores
+
+
+def _average(w, wc, c):
     """Mean of the weight vectors after examples 1..c (the weights themselves when c = 0)."""
     if c == 0:
         return w.copy()
-    return (acc + w * (c - last)) / c
+    return (w * c - wc) / c
 
 
 def _sorted_rows(name, indptr, indices, n_rows, n_rows_name, high):
@@ -449,18 +543,17 @@ def structured_perceptron(X, gold_tags, sent_offsets, cand_offsets, cand_tags, e
     if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
         raise ValueError(f"orders must hold sentence indices in [0, {n_sent})")
     check_int("n_epochs", orders.shape[0], 0)
-    phi = (X.indptr.astype(np.int64), X.indices.astype(np.int32),
-           np.ascontiguousarray(X.data, dtype=np.float64))
-    return _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags, S,
+    phi = _entry_pairs(X, emit_indptr)
+    return _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_tags, S,
                 tri_indptr, tri_tags, bos, eos, orders, beam)
 
 
-def _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags, S,
+def _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_tags, S,
          tri_indptr, tri_tags, bos, eos, orders, beam):
     n_pairs, n_tri = emit_tags.size, tri_tags.size
-    emit = [np.zeros(n_pairs), np.zeros(n_pairs), np.zeros(n_pairs, dtype=np.int64)]
-    big = [np.zeros(S * S), np.zeros(S * S), np.zeros(S * S, dtype=np.int64)]
-    tri = [np.zeros(n_tri), np.zeros(n_tri), np.zeros(n_tri, dtype=np.int64)]
+    emit = [np.zeros(n_pairs), np.zeros(n_pairs)]
+    big = [np.zeros(S * S), np.zeros(S * S)]
+    tri = [np.zeros(n_tri), np.zeros(n_tri)]
     ctx_adj = np.zeros(S * S)
     cand_score = np.zeros(cand_tags.size)
     lengths = np.diff(sent_offsets)
@@ -468,26 +561,21 @@ def _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tag
     score_buf = np.zeros(1)
     # scratch of the beam lattice (one sentence)
     width = min(beam + 1, S) if beam > 0 else 0
-    beam_buf = (np.zeros(S), np.zeros(S, dtype=np.bool_), np.zeros(pred.size + 1, np.int64),
+    beam_buf = (np.zeros(S), np.zeros(S + 1, dtype=np.int64), np.zeros(pred.size + 1, np.int64),
                 np.zeros(pred.size * width, np.int32), np.zeros(pred.size * width))
     # the dense trigram mirror of the fast decoder, when small enough
-    tri_dense = np.zeros(S ** 3 if S ** 3 <= _DENSE_TRIGRAMS else 0)
+    tri_dense = dense_trigrams(tri_indptr, tri_tags, np.zeros(tri_tags.size), S)
+    tri_dense = np.zeros(0) if tri_dense is None else tri_dense
     if beam > 0:
         n_pairs_max = pred.size * width * width + width
     else:
-        nc = np.diff(cand_offsets)
-        before = np.ones_like(nc)  # candidates of the previous token (1: BOS)
-        before[1:] = nc[:-1]
-        before[sent_offsets[:-1][lengths > 0]] = 1
-        cs = np.concatenate([[0], np.cumsum(nc * before)])
-        last = nc[np.maximum(sent_offsets[1:] - 1, 0)] if nc.size else np.zeros_like(lengths)
-        per_sent = cs[sent_offsets[1:]] - cs[sent_offsets[:-1]] + np.where(lengths > 0, last, 0)
-        n_pairs_max = int(per_sent.max()) if per_sent.size else 1
-    vit = (np.zeros(max(n_pairs_max, 1)), np.zeros(max(n_pairs_max, 1), dtype=np.int32))
+        n_pairs_max = _max_pair_states(sent_offsets, cand_offsets)
+    vit = (np.zeros(max(n_pairs_max, 1)), np.zeros(max(n_pairs_max, 1), dtype=np.int32),
+           np.zeros(S, dtype=np.int64), np.zeros(S))
     c = 0
     for e in range(orders.shape[0]):
         c, n_wrong = _epoch(orders[e], sent_offsets, gold, cand_offsets, cand_tags, *phi,
-                            emit_indptr, emit_tags, *emit, S, *big, ctx_adj, tri_indptr,
+                            emit_tags, *emit, S, *big, ctx_adj, tri_indptr,
                             tri_tags, *tri, bos, eos, c, cand_score, pred, score_buf, beam,
                             *beam_buf, tri_dense, *vit)
         yield (_average(*emit, c), _average(*big, c).reshape(S, S), _average(*tri, c),

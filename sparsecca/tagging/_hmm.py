@@ -145,25 +145,47 @@ def _affix_table(items, word_counts, lex, T, L, rare_threshold, prefix):
 
 
 def _affix_posteriors(words, index, M, L, prior, theta, prefix) -> np.ndarray:
-    """Successive abstraction from ``P(t)`` through ever longer affixes, shape (n, n_tags)."""
+    """Successive abstraction from ``P(t)`` through ever longer affixes, shape (n, n_tags).
+
+    A word's chain of stored affixes ends at its longest stored one, which determines the
+    whole chain (every shorter affix of a stored affix is stored too), so the posterior is
+    computed once per distinct longest affix (and the keys once per distinct word), then
+    gathered.
+    """
     n = len(words)
-    P = np.tile(prior, (n, 1))
     if L == 0 or n == 0:
-        return P
-    ids = np.full((n, L), -1, dtype=np.int64)
+        return np.tile(prior, (n, 1))
     get = index.get
+    chain_row: dict[int, int] = {}  # longest stored affix -> row of ``chains``
+    chains: list[list[int]] = []  # each row's stored affixes, shortest first
+    word_row: dict[str, int] = {}  # -1: no stored affix
+    rows = np.empty(n, dtype=np.int64)
     for r, w in enumerate(words):
-        for m, key in enumerate(_affix_keys(w, L, prefix)):
-            i = get(key)
-            if i is None:  # every shorter affix of a stored affix is stored too
-                break
-            ids[r, m] = i
+        u = word_row.get(w)
+        if u is None:
+            chain = []
+            for key in _affix_keys(w, L, prefix):
+                i = get(key)
+                if i is None:
+                    break
+                chain.append(i)
+            u = -1
+            if chain:
+                u = chain_row.setdefault(chain[-1], len(chains))
+                if u == len(chains):
+                    chains.append(chain)
+            word_row[w] = u
+        rows[r] = u
+    ids = np.full((len(chains), L), -1, dtype=np.int64)
+    for u, chain in enumerate(chains):
+        ids[u, :len(chain)] = chain
+    P = np.tile(prior, (len(chains) + 1, 1))  # the last row (-1): the prior alone
     for m in range(L):
-        rows = np.flatnonzero(ids[:, m] >= 0)
-        if rows.size == 0:
+        sel = np.flatnonzero(ids[:, m] >= 0)
+        if sel.size == 0:
             break
-        P[rows] = (M[ids[rows, m]].toarray() + theta * P[rows]) / (1.0 + theta)
-    return P
+        P[sel] = (M[ids[sel, m]].toarray() + theta * P[sel]) / (1.0 + theta)
+    return P[rows]
 
 
 def _combine(P_suffix, P_prefix, prior, alpha):

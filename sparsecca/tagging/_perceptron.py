@@ -47,6 +47,7 @@ from .._persist import state_value
 from ..data import TaggedCorpus
 from ..features import ContextFeatures
 from ..kernels import structured_perceptron
+from ..kernels._structured import best_sequences, dense_trigrams
 from ._hmm import _check_corpus
 from ._lattice import (
     _BLOCK_CELLS,
@@ -231,6 +232,24 @@ class PerceptronTagger(BaseLatticeTagger):
             return 0.0
         gold = dev.tags.mapping_to(self.tags_)[dev.tag_ids]
         return float(np.mean(seq_tags == gold))
+
+    def _decode(self, corpus, k, prepared=None):
+        """The shared decoder, or for ``k = 1`` (serial, no empty sentence, a tagset whose
+        dense trigram table is small) one kernel call that scores and decodes every
+        sentence: the same sequences and scores."""
+        S = len(self.tags_) + 2
+        if k != 1 or self.parallel or np.any(np.diff(corpus.offsets) == 0):
+            return super()._decode(corpus, k, prepared)
+        tri_dense = dense_trigrams(self.tri_indptr_, self.tri_tags_, self.tri_weights_, S)
+        if tri_dense is None:
+            return super()._decode(corpus, k, prepared)
+        X, cand_offsets, cand_tags, unknown = prepared or self._prepare(corpus)
+        tags, scores = best_sequences(X, corpus.offsets, cand_offsets, cand_tags,
+                                      self.emit_indptr_, self.emit_tags_, self.emit_weights_,
+                                      self.bigram_weights_, tri_dense, S - 2, S - 1)
+        n = corpus.n_sentences
+        return (tags, np.asarray(corpus.offsets, dtype=np.int64), np.arange(n + 1),
+                scores), unknown
 
     def _emission_scores(self, X, sent_offsets, cand_offsets, cand_tags):
         """``(X @ W)[token, tag]`` of every candidate, one sparse product per token block

@@ -48,6 +48,26 @@ def test_accuracy_and_nbest(data, model):
     assert nb.unknown.any()
 
 
+@pytest.mark.parametrize("dense", [True, False])
+def test_one_best_kernel_equals_the_shared_decoder(data, model, dense, monkeypatch):
+    """``k = 1`` decodes all sentences in one kernel call (dense trigrams); the shared k-best
+    decoder gives the same sequences and scores, and takes over for an empty sentence and a
+    tagset too large for the dense table."""
+    import sparsecca.kernels._structured as mod
+    from sparsecca.tagging._lattice import BaseLatticeTagger
+
+    test = data[1]
+    if not dense:
+        monkeypatch.setattr(mod, "_DENSE_TRIGRAMS", 0)
+    for corpus in (test, TaggedCorpus.from_words([["a"], [], ["the", "dog"]])):
+        got = model._decode(corpus, 1)
+        want = BaseLatticeTagger._decode(model, corpus, 1)
+        for u, v in zip(got[0], want[0], strict=True):
+            np.testing.assert_array_equal(u, v)
+            assert u.dtype == v.dtype
+        np.testing.assert_array_equal(got[1], want[1])
+
+
 def test_candidates_hold_the_dictionary_and_the_rule(data, model):
     train, _ = data
     co, ct, unknown = model._lattice(train)
