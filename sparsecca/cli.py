@@ -474,14 +474,28 @@ def _tag_info(args, column: str, why: str) -> None:
 
 # -- verbs --------------------------------------------------------------------------------
 
-def _run_protocol(sets, args, rerankers_spec, seed):
-    """Run experiment_on_corpora on each (name, tags, train, dev, test)."""
+def _cap_components(models: dict, n_train: int) -> None:
+    """Cap the n_components of the CCA rerankers at ``n_train``, the number of training
+    sentences, which bounds the rank of the cross-covariance (one per sentence): the demo's
+    smallest corpora would otherwise ask for more components than exist."""
+    for model in models.values():
+        params = model.get_params()
+        if "n_components" in params and params["n_components"] > n_train:
+            model.set_params(n_components=max(1, n_train))
+
+
+def _run_protocol(sets, args, rerankers_spec, seed, cap_components: bool = False):
+    """Run experiment_on_corpora on each (name, tags, train, dev, test); with
+    ``cap_components`` (the demo), the CCA rerankers' n_components at most the training
+    sentences."""
     from ._experiment import experiment_on_corpora
 
     results = []
     tagger_name = getattr(args, "tagger", None) or "hmm"
     for name, tags, view, data in sets:
         models = _pick_rerankers(rerankers_spec, seed, view)
+        if cap_components:
+            _cap_components(models, data["train"].n_sentences)
         tagger = registry.get(tagger_name, "tagger").make(seed)
         _info(args, f"[{name}] {tags}, {view} input view: train {data['train'].n_sentences} "
                     f"sentences, dev {data['dev'].n_sentences}, test "
@@ -547,7 +561,7 @@ def _cmd_demo(args) -> int:
                 f"{len(corpus.words)} word types, {len(corpus.tags)} tags")
     data = {"train": train, "dev": dev, "test": test}
     results = _run_protocol([("synthetic", "upos", "suffix", data)], args, args.models,
-                            args.seed)
+                            args.seed, cap_components=True)
     _finish_report(results, args)
     _info(args, f"demo finished in {time.perf_counter() - t0:.1f} s")
     return 0
