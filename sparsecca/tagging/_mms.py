@@ -113,8 +113,8 @@ from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError
 from ..kernels import cluster_scores, kbest_viterbi, psl_average, psl_epoch, segment_first_max
-from ._hmm import TrigramHMM, _check_corpus, _csr_rows
-from ._nbest import NBestList
+from ._hmm import TrigramHMM, _csr_rows
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus
 
 __all__ = ["MMSTagger", "ptb_distance"]
 
@@ -327,7 +327,7 @@ def _csr(rows, cols, n_rows, n_cols, per_row_norm):
     return X
 
 
-class MMSTagger(PersistMixin, ParamsMixin):
+class MMSTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
     """Max-margin-structure tagger: per-word-type clusters trained by distance-aware PSL.
 
     Parameters
@@ -878,60 +878,12 @@ class MMSTagger(PersistMixin, ParamsMixin):
             return self._token_best(prepared)
         return self._viterbi(corpus, prepared, 1)[0].astype(np.int64)
 
-    def tag(self, corpus: TaggedCorpus) -> TaggedCorpus:
-        """Tag every sentence (see ``decoder``).
+    def _best_tags(self, corpus):
+        return self._predict(corpus)
 
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to tag (gold tags, if any, are ignored).
-
-        Returns
-        -------
-        TaggedCorpus
-            The same words, tagged with ids in ``tags_``.
-        """
-        self._check_fitted()
-        corpus = _check_corpus("corpus", corpus, need_tags=False)
-        return corpus.with_tags(self._predict(corpus), self.tags_)
-
-    def nbest(self, corpus: TaggedCorpus, k: int = 10) -> NBestList:
-        """The ``k`` best tag sequences of every sentence under the clusters' scores and the
-        HMM transitions (see the module documentation).
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to decode.  When tagged, the list carries Hamming losses against these
-            gold tags; gold tags never seen in training are appended to the list's tag
-            vocabulary and always count as errors (more than half of the gold tokens outside
-            ``tags_`` is a TagsetMismatchError).
-        k : int >= 1
-
-        Returns
-        -------
-        NBestList
-            Candidates by descending score; ``unknown`` marks words unseen in training.
-        """
-        self._check_fitted()
-        corpus = _check_corpus("corpus", corpus, need_tags=False)
-        check_int("k", k, 1)
-        if corpus.has_tags:
-            check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
-                         fitted_what=f"the tagset of this {type(self).__name__}")
+    def _decode(self, corpus, k):
         prepared = self._prepare(corpus)
-        seq_tags, seq_offsets, sent_seq, scores = self._viterbi(corpus, prepared, int(k))
-        return NBestList(seq_tags, seq_offsets, sent_seq, scores, corpus,
-                         self._list_tags(corpus), prepared[1])
-
-    def _list_tags(self, corpus):
-        tags = self.tags_
-        if corpus.has_tags:
-            extra = [corpus.tags[i] for i in np.unique(corpus.tag_ids)
-                     if corpus.tags[i] not in tags]
-            if extra:
-                tags = Vocabulary(tags.items + extra)
-        return tags
+        return self._viterbi(corpus, prepared, k), prepared[1]
 
     def score(self, corpus: TaggedCorpus, tokens: str = "all") -> float:
         """Token accuracy of :meth:`tag` on a tagged corpus.
