@@ -63,16 +63,23 @@ def _cmd_train_tagger(args) -> int:
     return 0
 
 
+def _decoder_input(args, src, tagger, column: str, k: int, tagger_path):
+    """The document ``src`` (INPUT of ``tag`` / ``rerank``; '-': standard input), its gold
+    tags (if any) checked against the tagger's tagset and ``k`` against the memory."""
+    doc = _read_document(src, args.format)
+    name = "<stdin>" if src == "-" else src
+    _check_gold_tagset(doc.gold(column), tagger, column, name, tagger_path)
+    _check_decode_memory(tagger, doc.corpus, k, name)
+    return doc
+
+
 def _cmd_tag(args) -> int:
     hmm, info = _load_tagger(args.model)
     column = _tag_column(args, (args.model, info))
     src = _input_file(args.input, stdin=True)
     output = _tag_output(args)
     t0 = time.perf_counter()
-    doc = _read_document(src, args.format)
-    name = "<stdin>" if src == "-" else src
-    _check_gold_tagset(doc.gold(column), hmm, column, name, args.model)
-    _check_decode_memory(hmm, doc.corpus, args.k, name)
+    doc = _decoder_input(args, src, hmm, column, args.k, args.model)
     n, n_cand, n_unknown, n_gold, base, _ = _stream_nbest(doc, hmm, column, args.k, args.k,
                                                            output, args)
     msg = (f"tagged {n} sentences, {doc.corpus.n_tokens} tokens ({n_unknown} unknown) in "
@@ -185,10 +192,7 @@ def _cmd_rerank(args) -> int:
     src = _input_file(args.input, stdin=True)
     output = _tag_output(args)
     t0 = time.perf_counter()
-    doc = _read_document(src, args.format)
-    name = "<stdin>" if src == "-" else src
-    _check_gold_tagset(doc.gold(column), hmm, column, name, args.tagger)
-    _check_decode_memory(hmm, doc.corpus, k, name)
+    doc = _decoder_input(args, src, hmm, column, k, args.tagger)
     n, n_cand, _, n_gold, base, acc = _stream_nbest(doc, hmm, column, k, args.top, output,
                                                     args, reranker=reranker)
     msg = (f"reranked {n} sentences ({n_cand} candidates) in {time.perf_counter() - t0:.1f} s;"
