@@ -214,6 +214,88 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     return out
 
 
+def _check_experiment(dev, test, *, name, k, rerankers, random_state, progress, sources,
+                      log):
+    """The arguments of :func:`experiment_on_corpora` checked; returns the stage logger and
+    the name of each split in messages."""
+    check_set_name(name)
+    if not isinstance(k, (int, np.integer)) or k < 2:
+        raise ValueError(f"k must be an int >= 2 (reranking needs candidates), got {k!r}")
+    _check_rerankers(rerankers)
+    _check_run_options(random_state, progress)
+    if log is not None and not callable(log):
+        raise TypeError(f"log must be callable or None, got {type(log).__name__}")
+    say = log if log is not None else (lambda msg: None)
+    where = {s: str(sources[s]) if sources and s in sources else f"the {s} split"
+             for s in _SPLITS}
+    for s, corpus in (("dev", dev), ("test", test)):
+        check_eval_split(corpus, where[s])
+    return say, where
+
+
+def _fit_reranker(model, model_name, train_nb, dev_nb, where) -> float:
+    """Fit ``model`` on the training lists, tuned on dev; returns the seconds taken."""
+    t0 = time.perf_counter()
+    try:
+        model.fit(train_nb, dev_nb)
+    except ValueError as exc:
+        # e.g. a train split too small for the model's n_components, which an
+        # experiment user never chose: say which row and which data
+        raise in_context(exc, f"{model_name} (reranker), fitted on {where['train']} "
+                               f"({train_nb.n_sentences} sentences) and tuned on "
+                               f"{where['dev']}") from exc
+    return time.perf_counter() - t0
+
+
+def _nbest_lists(tagger, train, dev, test, *, k, folds, random_state, progress, where,
+                 timings, say):
+    """The jackknifed k-best lists of ``train`` and those of ``dev`` and ``test`` by the
+    tagger fitted on ``train``; each stage's time into ``timings`` and ``say``."""
+    from .tagging import clone, jackknife_nbest
+
+    t0 = time.perf_counter()
+    hmm = clone(tagger).fit(train)
+    timings["tagger_fit"] = time.perf_counter() - t0
+    say(f"tagger fitted on {train.n_sentences} sentences: {timings['tagger_fit']:.1f} s")
+    t0 = time.perf_counter()
+    train_nb = jackknife_nbest(tagger, train, k=k, folds=folds, random_state=random_state,
+                               progress=progress)
+    timings["jackknife"] = time.perf_counter() - t0
+    say(f"jackknifed {k}-best lists of train ({folds} folds): {timings['jackknife']:.1f} s")
+    t0 = time.perf_counter()
+    decoded = {}
+    for s, corpus in (("dev", dev), ("test", test)):
+        try:
+            decoded[s] = hmm.nbest(corpus, k=k)
+        except TagsetMismatchError as exc:  # the message named neither file
+            raise TagsetMismatchError(f"{where[s]}: {exc} (the tagger was trained on "
+                                      f"{where['train']})") from None
+    timings["decode_dev_test"] = time.perf_counter() - t0
+    say(f"{k}-best lists of dev and test: {timings['decode_dev_test']:.1f} s")
+    return train_nb, decoded["dev"], decoded["test"]
+
+
+def _reranker_row(model, dev_nb, test_nb, fit_s: float) -> dict:
+    """The Table 2 row of a fitted reranker: dev and test accuracy of its choices, their
+    significance against the decoder's, its tuned values and fit time."""
+    choice_dev = model.rerank(dev_nb)
+    choice_test = model.rerank(test_nb)
+    row = {
+        "dev": 1.0 - float(dev_nb.losses[dev_nb.sent_offsets[:-1] + choice_dev].sum())
+        / dev_nb.corpus.n_tokens,
+        "test": 1.0 - float(test_nb.losses[test_nb.sent_offsets[:-1] + choice_test].sum())
+        / test_nb.corpus.n_tokens,
+        "fit_seconds": fit_s,
+        "tuned": model.tuned_params() if hasattr(model, "tuned_params") else {},
+        # tuned values on an edge of the dev grid (sparsecca.rerank._base.search_grid)
+        "grid_edges": list(getattr(model, "grid_edges_", None) or []),
+    }
+    row["test_unknown"] = test_nb.accuracy(choice_test, tokens="unknown")
+    row["significance_test"] = _significance(test_nb.argmax(), test_nb, choice_test)
+    row["significance_dev"] = _significance(dev_nb.argmax(), dev_nb, choice_dev)
+    return row
+
+
 def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int = 10,
                           folds: int = 10, rerankers=None, random_state=0,
                           progress: bool = False, tagger=None, sources=None,
@@ -275,46 +357,17 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     True
     """
     from . import registry
-    from .tagging import clone, jackknife_nbest
 
-    check_set_name(name)
-    if not isinstance(k, (int, np.integer)) or k < 2:
-        raise ValueError(f"k must be an int >= 2 (reranking needs candidates), got {k!r}")
-    _check_rerankers(rerankers)
-    _check_run_options(random_state, progress)
-    if log is not None and not callable(log):
-        raise TypeError(f"log must be callable or None, got {type(log).__name__}")
-    say = log if log is not None else (lambda msg: None)
-    where = {s: str(sources[s]) if sources and s in sources else f"the {s} split"
-             for s in _SPLITS}
-    for s, corpus in (("dev", dev), ("test", test)):
-        check_eval_split(corpus, where[s])
+    say, where = _check_experiment(dev, test, name=name, k=k, rerankers=rerankers,
+                                   random_state=random_state, progress=progress,
+                                   sources=sources, log=log)
     timings: dict[str, float] = {}
     if tagger is None:
         tagger = registry.get(DEFAULT_TAGGER, "tagger").make(random_state)
-
-    t0 = time.perf_counter()
-    hmm = clone(tagger).fit(train)
-    timings["tagger_fit"] = time.perf_counter() - t0
-    say(f"[{name}] tagger fitted on {train.n_sentences} sentences: "
-        f"{timings['tagger_fit']:.1f} s")
-    t0 = time.perf_counter()
-    train_nb = jackknife_nbest(tagger, train, k=k, folds=folds, random_state=random_state,
-                               progress=progress)
-    timings["jackknife"] = time.perf_counter() - t0
-    say(f"[{name}] jackknifed {k}-best lists of train ({folds} folds): "
-        f"{timings['jackknife']:.1f} s")
-    t0 = time.perf_counter()
-    decoded = {}
-    for s, corpus in (("dev", dev), ("test", test)):
-        try:
-            decoded[s] = hmm.nbest(corpus, k=k)
-        except TagsetMismatchError as exc:  # the message named neither file
-            raise TagsetMismatchError(f"{where[s]}: {exc} (the tagger was trained on "
-                                      f"{where['train']})") from None
-    dev_nb, test_nb = decoded["dev"], decoded["test"]
-    timings["decode_dev_test"] = time.perf_counter() - t0
-    say(f"[{name}] {k}-best lists of dev and test: {timings['decode_dev_test']:.1f} s")
+    train_nb, dev_nb, test_nb = _nbest_lists(tagger, train, dev, test, k=k, folds=folds,
+                                             random_state=random_state, progress=progress,
+                                             where=where, timings=timings,
+                                             say=lambda msg: say(f"[{name}] {msg}"))
 
     rows: dict[str, dict] = {
         "Baseline": {"dev": dev_nb.top1_accuracy(), "test": test_nb.top1_accuracy(),
@@ -323,8 +376,6 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     }
     table3: dict[str, dict] = {}
     grids: dict[str, dict] = {}
-    base_dev = dev_nb.argmax()
-    base_test = test_nb.argmax()
     models = registry.rerankers(random_state) if rerankers is None else rerankers
     items = list(models.items())
     if progress:
@@ -336,33 +387,9 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
             # the default CCA rerankers' own bar over their (tau, lam) grid, under this one
             # (a caller's models keep the parameters they were given)
             model.set_params(progress=True)
-        t0 = time.perf_counter()
-        try:
-            model.fit(train_nb, dev_nb)
-        except ValueError as exc:
-            # e.g. a train split too small for the model's n_components, which an
-            # experiment user never chose: say which row and which data
-            raise in_context(exc, f"{model_name} (reranker), fitted on {where['train']} "
-                                   f"({train.n_sentences} sentences) and tuned on "
-                                   f"{where['dev']}") from exc
-        fit_s = time.perf_counter() - t0
+        fit_s = _fit_reranker(model, model_name, train_nb, dev_nb, where)
         say(f"[{name}] fitted {model_name} ({len(rows) - 1} of {len(models)}): {fit_s:.1f} s")
-        choice_dev = model.rerank(dev_nb)
-        choice_test = model.rerank(test_nb)
-        row = {
-            "dev": 1.0 - float(dev_nb.losses[dev_nb.sent_offsets[:-1] + choice_dev].sum())
-            / dev.n_tokens,
-            "test": 1.0 - float(test_nb.losses[test_nb.sent_offsets[:-1] + choice_test].sum())
-            / test.n_tokens,
-            "fit_seconds": fit_s,
-            "tuned": model.tuned_params() if hasattr(model, "tuned_params") else {},
-            # tuned values on an edge of the dev grid (sparsecca.rerank._base.search_grid)
-            "grid_edges": list(getattr(model, "grid_edges_", None) or []),
-        }
-        row["test_unknown"] = test_nb.accuracy(choice_test, tokens="unknown")
-        row["significance_test"] = _significance(base_test, test_nb, choice_test)
-        row["significance_dev"] = _significance(base_dev, dev_nb, choice_dev)
-        rows[model_name] = row
+        rows[model_name] = _reranker_row(model, dev_nb, test_nb, fit_s)
         if hasattr(model, "projection_scores"):
             # Table 3: the projection score alone (w -> infinity); ties keep the decoder order
             table3[model_name] = {

@@ -99,8 +99,9 @@ def in_context(exc: Exception, context: str) -> Exception:
     Exception
         A new exception of ``type(exc)`` whose message is ``"<context>: <message>"``; for an
         exception type whose constructor takes other arguments, ``exc`` itself with
-        ``context`` added as a note (``exc.add_note``, Python >= 3.11).  The caller raises
-        it ``from exc``.
+        ``context`` added as a note (``exc.add_note`` on Python >= 3.11; on 3.10, appended to
+        ``exc.__notes__`` as 3.11 does, where tracebacks of 3.11 and later show it).  The
+        caller raises it ``from exc``.
 
     Examples
     --------
@@ -112,5 +113,18 @@ def in_context(exc: Exception, context: str) -> Exception:
     try:
         return type(exc)(f"{context}: {exc}")
     except Exception:  # an exception type with another constructor: keep it, add a note
-        exc.add_note(context)
+        _add_note(exc, context)
         return exc
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)``, also on Python 3.10 (no ``add_note``): appended to a
+    ``__notes__`` list as 3.11 does."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+        return
+    if not hasattr(exc, "__notes__"):
+        exc.__notes__ = []
+    if not isinstance(exc.__notes__, list):  # as 3.11's add_note
+        raise TypeError("Cannot add note: __notes__ is not a list")
+    exc.__notes__.append(note)

@@ -2,17 +2,16 @@
 
 from ._conllu import (
     TAG_COLUMNS,
-    ConlluDocument,
     CorpusFormatError,
     conllu_corpus,
     read_conllu,
-    read_document,
     read_text,
     read_tokenized,
     tokenized_corpus,
     write_conllu,
 )
 from ._corpus import TaggedCorpus, Vocabulary, kfold_indices, train_test_split
+from ._document import ConlluDocument, read_document
 from ._synthetic import synthetic_corpus
 
 __all__ = [

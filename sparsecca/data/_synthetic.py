@@ -128,7 +128,15 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
     rng = check_random_state(random_state)
     T = len(_TAGS)
     tag_index = {t: i for i, t in enumerate(_TAGS)}
+    words, lexicon, shared = _lexicon(rng, tag_index, ambiguity)
+    emit = _emissions(rng, words, lexicon, shared, n_genres, zipf_exponent)
+    trans = _transitions(rng, T, tag_index, n_genres)
+    return _sentences(rng, words, lexicon, emit, trans, tag_index, n_sentences, n_genres,
+                      mean_length)
 
+
+def _lexicon(rng, tag_index, ambiguity):
+    """The word list, each tag's word ids and the shared (ambiguous) types (word, a, b)."""
     # ---- lexicon: global word list, per-tag lists of word ids ---------------------------
     taken: set = set()
     words: list[str] = []
@@ -173,6 +181,11 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
                 lb.insert(int(rng.integers(0, len(lb) + 1)), w)
                 shared.append((w, tag_index[a], tag_index[b]))
 
+    return words, lexicon, shared
+
+
+def _emissions(rng, words, lexicon, shared, n_genres, zipf_exponent):
+    """``emit[g][t]``: the word distribution of tag ``t`` (over its lexicon) in genre ``g``."""
     # per (genre, tag): Zipf weights over the tag's lexicon, re-weighted per genre
     emit = []
     for _ in range(n_genres):
@@ -199,6 +212,11 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
             emit[g][b][position[b][w]] *= np.exp(lean[g])
     emit = [[w / w.sum() for w in row] for row in emit]
 
+    return emit
+
+
+def _transitions(rng, T, tag_index, n_genres):
+    """``trans[g, t2, t1]``: P(t | t2, t1) in genre ``g`` (BOS = T)."""
     # ---- second-order transitions per genre, with BOS = T ---------------------------------
     base = rng.dirichlet(np.full(T, 0.3), size=T + 1)           # first-order backbone
     base[:, tag_index["PUNCT"]] *= 0.3
@@ -209,6 +227,13 @@ def synthetic_corpus(n_sentences: int = 5000, random_state=0, *, n_genres: int =
         p = (0.6 * base[None, :, :] + 0.4 * second) * genre_bias
         trans[g] = p / p.sum(axis=-1, keepdims=True)
 
+    return trans
+
+
+def _sentences(rng, words, lexicon, emit, trans, tag_index, n_sentences, n_genres,
+               mean_length):
+    """The corpus: genres, lengths, tags position by position, words, capitalisation."""
+    T = len(_TAGS)
     # ---- sentences, generated position by position for all sentences at once --------------
     genre = rng.integers(0, n_genres, size=n_sentences)
     sigma = 0.5

@@ -1,16 +1,11 @@
 """Numba kernels on raw arrays, each behind a validating public wrapper."""
 
-from ._boosting import (
-    boosting_path,
-    check_n_rounds,
-    max_rounds,
-    path_losses,
-    perceptron_train,
-    weight_path_losses,
-)
-from ._forward_backward import chain_marginals, hidden_loss_grad, hidden_scores, hidden_sgd_epoch
+from ._boosting import boosting_path, check_n_rounds, max_rounds, path_losses
+from ._forward_backward import chain_marginals
+from ._hidden import hidden_loss_grad, hidden_scores, hidden_sgd_epoch
 from ._lookup import grouped_lookup
 from ._mms import cluster_scores, psl_average, psl_epoch, segment_first_max
+from ._perceptron import perceptron_train, weight_path_losses
 from ._residuals import aggregate_residuals, slack_update
 from ._structured import structured_perceptron
 from ._viterbi import kbest_viterbi, sequence_logprob

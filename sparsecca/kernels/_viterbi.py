@@ -487,16 +487,22 @@ def kbest_viterbi(sent_offsets, cand_offsets, cand_tags, cand_logp, n_states, bi
     tri_add, norm_offsets, norm = _check_scoring(trigrams, norm_offsets, norm, sent_offsets,
                                                  cand_offsets)
     n_sent = sent_offsets.size - 1
-    n_tokens = cand_offsets.size - 1
-    out_tags = np.zeros(n_tokens * k, dtype=np.int32)
+    out_tags = np.zeros((cand_offsets.size - 1) * k, dtype=np.int32)
     out_scores = np.full((n_sent, k), -np.inf, dtype=np.float64)
     out_counts = np.zeros(n_sent, dtype=np.int64)
-    fn = _kbest_parallel if parallel else _kbest_serial
     if n_sent:
-        fn(sent_offsets, cand_offsets, cand_tags, cand_logp, S, bigram_logp, context_adj,
-           tri_indptr, tri_tags, tri_logp, tri_add, norm_offsets, norm, bos, eos, k, out_tags,
-           out_scores, out_counts)
-    # compact: sentence i wrote its candidates at token offset sent_offsets[i] * k
+        (_kbest_parallel if parallel else _kbest_serial)(
+            sent_offsets, cand_offsets, cand_tags, cand_logp, S, bigram_logp, context_adj,
+            tri_indptr, tri_tags, tri_logp, tri_add, norm_offsets, norm, bos, eos, k,
+            out_tags, out_scores, out_counts)
+    return _compact(sent_offsets, k, out_tags, out_scores, out_counts)
+
+
+def _compact(sent_offsets, k, out_tags, out_scores, out_counts):
+    """The flat (seq_tags, seq_offsets, sent_seq_offsets, scores) of :func:`kbest_viterbi`
+    from the kernels' output, where sentence ``i`` wrote its candidates at token offset
+    ``sent_offsets[i] * k``."""
+    n_sent = sent_offsets.size - 1
     lengths = np.diff(sent_offsets)
     sent_seq_offsets = np.zeros(n_sent + 1, dtype=np.int64)
     np.cumsum(out_counts, out=sent_seq_offsets[1:])

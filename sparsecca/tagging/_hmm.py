@@ -54,23 +54,14 @@ from .._persist import (
     state_value,
     unpack_strings,
 )
-from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
 from ..kernels import kbest_viterbi
-from ._nbest import NBestList
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus
 
 __all__ = ["TrigramHMM", "NotFittedError"]
 
 _DIGITS = re.compile(r"[0-9]")
-
-
-def _check_corpus(name: str, corpus, need_tags: bool) -> TaggedCorpus:
-    if not isinstance(corpus, TaggedCorpus):
-        raise TypeError(f"{name} must be a TaggedCorpus, got {type(corpus).__name__}")
-    if need_tags and not corpus.has_tags:
-        raise ValueError(f"{name} must be tagged (tag_ids is None)")
-    return corpus
 
 
 def _csr_rows(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -205,7 +196,7 @@ def _combine(P_suffix, P_prefix, prior, alpha):
     return np.divide(P, total, out=P_suffix.copy(), where=total > 0)
 
 
-class TrigramHMM(PersistMixin, ParamsMixin):
+class TrigramHMM(KBestTaggerMixin, PersistMixin, ParamsMixin):
     """Second-order HMM POS tagger with TnT smoothing and exact k-best decoding.
 
     Parameters
@@ -686,59 +677,6 @@ class TrigramHMM(PersistMixin, ParamsMixin):
                             self.tri_tags_, self.tri_logp_, T, T + 1, k=k,
                             parallel=bool(self.parallel))
         return out, unknown
-
-    def tag(self, corpus: TaggedCorpus) -> TaggedCorpus:
-        """The most probable tag sequence of every sentence.
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to tag (gold tags, if any, are ignored).
-
-        Returns
-        -------
-        TaggedCorpus
-            The same words, tagged with ids in ``tags_``.
-        """
-        self._check_fitted()
-        corpus = _check_corpus("corpus", corpus, need_tags=False)
-        (seq_tags, _, _, _), _ = self._decode(corpus, 1)
-        return corpus.with_tags(seq_tags, self.tags_)
-
-    def nbest(self, corpus: TaggedCorpus, k: int = 10) -> NBestList:
-        """The ``k`` most probable tag sequences of every sentence, with their log-probabilities.
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to decode.  When tagged, the list carries Hamming losses against these
-            gold tags; gold tags never seen in training are appended to the list's tag
-            vocabulary (no candidate can produce them, so they always count as errors).
-            More than half of the gold tokens outside ``tags_`` is a TagsetMismatchError (a
-            ValueError): the corpus was read from another tag column.
-        k : int >= 1
-            Candidates per sentence; a sentence with fewer possible sequences gets fewer.
-
-        Returns
-        -------
-        NBestList
-            Candidates sorted by descending score; ``unknown`` marks tokens whose word was not
-            seen in training.
-        """
-        self._check_fitted()
-        corpus = _check_corpus("corpus", corpus, need_tags=False)
-        check_int("k", k, 1)
-        if corpus.has_tags:  # losses against another tag column would be meaningless
-            check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
-                         fitted_what="the tagset of this TrigramHMM")
-        (seq_tags, seq_offsets, sent_seq, scores), unknown = self._decode(corpus, int(k))
-        tags = self.tags_
-        if corpus.has_tags:
-            used = np.unique(corpus.tag_ids)
-            extra = [corpus.tags[i] for i in used if corpus.tags[i] not in tags]
-            if extra:
-                tags = Vocabulary(tags.items + extra)
-        return NBestList(seq_tags, seq_offsets, sent_seq, scores, corpus, tags, unknown)
 
     def score(self, corpus: TaggedCorpus) -> float:
         """1-best token accuracy on a tagged corpus (of this model's tagset, see

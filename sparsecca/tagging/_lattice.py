@@ -44,7 +44,6 @@ from .._persist import (
     unpack_strings,
 )
 from .._sparse import expand_ranges
-from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError
 from ..features import ContextFeatures
@@ -52,12 +51,11 @@ from ..kernels import kbest_viterbi
 from ._hmm import (
     _affix_posteriors,
     _affix_table,
-    _check_corpus,
     _csr_rows,
     _lexicon_counts,
     _theta,
 )
-from ._nbest import NBestList
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus
 
 #: the suffix model behind the candidates of rare and unseen words is estimated from the
 #: words seen at most this often (TnT's setting)
@@ -109,7 +107,7 @@ _TAGSET_NOTE = """\
     :class:`~sparsecca.tagging.TrigramHMM`."""
 
 
-class BaseLatticeTagger(PersistMixin, ParamsMixin):
+class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
     """Base of the taggers decoded in a tag-dictionary lattice (see the module notes).
 
     In a subclass's docstring, ``%(lattice_parameters)s``, ``%(lattice_attributes)s`` and
@@ -269,61 +267,6 @@ class BaseLatticeTagger(PersistMixin, ParamsMixin):
                             self.tri_tags_, self.tri_weights_, T, T + 1, k=k,
                             parallel=bool(self.parallel), trigrams="additive", **extra)
         return out, unknown
-
-    def tag(self, corpus: TaggedCorpus) -> TaggedCorpus:
-        """The best-scoring tag sequence of every sentence (exact in the candidate lattice).
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to tag (gold tags, if any, are ignored).
-
-        Returns
-        -------
-        TaggedCorpus
-            The same words, tagged with ids in ``tags_``.
-        """
-        self._check_fitted()
-        corpus = _check_corpus("corpus", corpus, need_tags=False)
-        (seq_tags, _, _, _), _ = self._decode(corpus, 1)
-        return corpus.with_tags(seq_tags, self.tags_)
-
-    def nbest(self, corpus: TaggedCorpus, k: int = 10) -> NBestList:
-        """The ``k`` best-scoring tag sequences of every sentence, with their model scores
-        (the linear sequence score of a perceptron, the log-probability
-        ``sum_j log q(t_j | h_j)`` of an MEMM).
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to decode.  When tagged, the list carries Hamming losses against these
-            gold tags; gold tags never seen in training are appended to the list's tag
-            vocabulary (no candidate can produce them, so they always count as errors).
-            More than half of the gold tokens outside ``tags_`` is a TagsetMismatchError (a
-            ValueError): the corpus was read from another tag column.
-        k : int >= 1
-            Candidates per sentence; a sentence with fewer possible sequences gets fewer.
-
-        Returns
-        -------
-        NBestList
-            Candidates sorted by descending score; ``unknown`` marks tokens whose word was
-            not seen in training.
-        """
-        self._check_fitted()
-        corpus = _check_corpus("corpus", corpus, need_tags=False)
-        check_int("k", k, 1)
-        if corpus.has_tags:
-            check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
-                         fitted_what=f"the tagset of this {type(self).__name__}")
-        (seq_tags, seq_offsets, sent_seq, scores), unknown = self._decode(corpus, int(k))
-        tags = self.tags_
-        if corpus.has_tags:
-            used = np.unique(corpus.tag_ids)
-            extra = [corpus.tags[i] for i in used if corpus.tags[i] not in tags]
-            if extra:
-                tags = Vocabulary(tags.items + extra)
-        return NBestList(seq_tags, seq_offsets, sent_seq, scores, corpus, tags, unknown)
 
     def score(self, corpus: TaggedCorpus) -> float:
         """1-best token accuracy on a tagged corpus (of this model's tagset, see

@@ -90,7 +90,6 @@ candidates exactly.
 from __future__ import annotations
 
 import copy
-import re
 
 import numpy as np
 import scipy.sparse as sp
@@ -113,114 +112,17 @@ from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError
 from ..kernels import cluster_scores, kbest_viterbi, psl_average, psl_epoch, segment_first_max
-from ._hmm import TrigramHMM, _check_corpus, _csr_rows
-from ._nbest import NBestList
+from ._hmm import TrigramHMM, _csr_rows
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus
+from ._mms_distance import _check_distance_param, ptb_distance
+from ._mms_features import _SUFFIXES, _fold, _MMSSamplesMixin
 
 __all__ = ["MMSTagger", "ptb_distance"]
 
-_DIGITS = re.compile(r"[0-9]")
-#: the suffix lengths of the unknown-word clusters' features
-_SUFFIXES = (1, 2, 3, 4)
 #: folds of the first pass whose predictions train the second ("+POS")
 _POS_FOLDS = 4
 #: inverse temperatures tried on dev for the k-best emissions
 _BETA_GRID = (0.5, 1.0, 2.0, 4.0, 8.0)
-
-_PTB = ("CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$ RB RBR RBS RP "
-        "SYM TO UH VB VBD VBG VBN VBP VBZ WDT WP WP$ WRB # $ '' `` , . : ( ) -LRB- -RRB- "
-        "-NONE-").split()
-_NEAR = ("NN/NNP NNS/NNPS NN/JJ JJ/NNP NN/NNS NNP/NNPS NNS/VBZ NN/VB NN/VBP NN/VBG JJ/VBG "
-         "JJ/VBN VBD/VBN VB/VBP VBP/VBZ RB/RP RP/IN RB/IN JJ/RB JJR/RBR JJS/RBS JJR/JJ IN/WDT "
-         "DT/WDT DT/IN DT/PDT CD/JJ CD/NN CD/NNP").split()
-_CLASSES = ("NN NNS NNP NNPS", "MD VB VBD VBG VBN VBP VBZ", "JJ JJR JJS", "RB RBR RBS WRB",
-            "PRP PRP$ WP WP$ EX", "DT PDT WDT", "# $ '' `` , . : ( ) -LRB- -RRB- SYM")
-_NEAR_D, _CLASS_D = 0.3, 0.6
-#: the named distance tables
-_DISTANCES = ("auto", "ptb", "ptb-paper", "uniform")
-
-
-def ptb_distance(tags, variant: str = "ptb") -> np.ndarray:
-    """A Penn Treebank tag distance matrix (see the module documentation).
-
-    Parameters
-    ----------
-    tags : sequence of str
-        Tag names; tags outside the Penn Treebank set count as unrelated to every other.
-    variant : {'ptb', 'ptb-paper'}, default 'ptb'
-        'ptb': the confusable pairs are near (0.3), pairs inside a word class 0.6, other
-        pairs 1.  'ptb-paper': the scale reversed, as the paper describes its matrix (the
-        harder the confusion, the larger the distance): confusable pairs 1, pairs inside a
-        word class 0.6, other pairs 0.3.
-
-    Returns
-    -------
-    float64 array, shape (len(tags), len(tags))
-        Symmetric, 0 on the diagonal, entries in (0, 1] elsewhere.
-
-    References
-    ----------
-    B. Santorini (1990).  Part-of-speech tagging guidelines for the Penn Treebank project.
-
-    Y. Ni, C. Saunders, S. Szedmak and M. Niranjan (2010).  The application of structured
-    learning in natural language processing.  Machine Translation 24(2), pp. 71-85.
-
-    Examples
-    --------
-    >>> from sparsecca.tagging._mms import ptb_distance
-    >>> ptb_distance(["NN", "NNP", "NNS", "IN"]).tolist()
-    [[0.0, 0.3, 0.3, 1.0], [0.3, 0.0, 0.6, 1.0], [0.3, 0.6, 0.0, 1.0], [1.0, 1.0, 1.0, 0.0]]
-    >>> ptb_distance(["NN", "NNP", "NNPS", "IN"], variant="ptb-paper").tolist()
-    [[0.0, 1.0, 0.6, 0.3], [1.0, 0.0, 1.0, 0.3], [0.6, 1.0, 0.0, 0.3], [0.3, 0.3, 0.3, 0.0]]
-    """
-    if variant not in ("ptb", "ptb-paper"):
-        raise ValueError(f"variant must be 'ptb' or 'ptb-paper', got {variant!r}")
-    tags = list(tags)
-    index = {t: i for i, t in enumerate(tags)}
-    D = np.ones((len(tags), len(tags)))
-    for group in _CLASSES:
-        ids = [index[t] for t in group.split() if t in index]
-        D[np.ix_(ids, ids)] = _CLASS_D
-    for pair in _NEAR:
-        a, b = pair.split("/")
-        if a in index and b in index:
-            D[index[a], index[b]] = D[index[b], index[a]] = _NEAR_D
-    if variant == "ptb-paper":  # the same groups, the scale reversed
-        D = np.select([D == _NEAR_D, D == _CLASS_D], [1.0, _CLASS_D], _NEAR_D)
-    np.fill_diagonal(D, 0.0)
-    return D
-
-
-def _is_ptb(tags) -> bool:
-    tags = list(tags)
-    inside = sum(t in _PTB for t in tags)
-    return bool(tags) and inside >= 0.9 * len(tags) and "NN" in tags and "VB" in tags
-
-
-def _check_distance_param(d):
-    if isinstance(d, str):
-        if d not in _DISTANCES:
-            raise ValueError(f"distance must be one of {', '.join(map(repr, _DISTANCES))} or "
-                             f"a square array, got {d!r}")
-        return d
-    try:
-        D = np.asarray(d, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"distance must be one of {', '.join(map(repr, _DISTANCES))} or a "
-                        f"square array of numbers, got {type(d).__name__}") from None
-    if D.ndim != 2 or D.shape[0] != D.shape[1]:
-        raise ValueError(f"distance must be a square (n_tags, n_tags) array, got shape "
-                         f"{D.shape}")
-    bad = ~np.isfinite(D) | (D < 0) | (D > 1)
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        raise ValueError(f"distance entries must lie in [0, 1] (off the diagonal in (0, 1]), "
-                         f"got {float(D[i, j])!r} at [{i}, {j}]")
-    off = ~np.eye(D.shape[0], dtype=bool)
-    if np.any(D[off] == 0):
-        i, j = np.argwhere((D == 0) & off)[0]
-        raise ValueError(f"distance entries off the diagonal must lie in (0, 1], got 0.0 at "
-                         f"[{i}, {j}]")
-    return D
 
 
 def _check_eta(eta):
@@ -231,103 +133,8 @@ def _check_eta(eta):
     return (check_float("eta", eta, 0.0, strict=True),)
 
 
-def _fold(word: str) -> str:
-    return _DIGITS.sub("0", word.lower())
 
-
-class _Features:
-    """Token feature extraction: keys (template, value) coded as int64, then fitted ids."""
-
-    def __init__(self, lower: Vocabulary, suffixes: Vocabulary, n_tags: int, window: int):
-        self.lower, self.suffixes, self.window = lower, suffixes, window
-        self.V = len(lower) + 3  # + BOS, EOS, unseen
-        self.n_tags = n_tags
-        base = max(self.V, n_tags + 2, len(suffixes) + 1)
-        self.M = base * base + 1
-
-    def word_ids(self, corpus: TaggedCorpus) -> np.ndarray:
-        items = corpus.words.items
-        used, inv = np.unique(corpus.word_ids, return_inverse=True)
-        ids = self.lower.ids([items[i].lower() for i in used], default=self.V - 1)
-        return ids[inv].astype(np.int64)
-
-    def _neighbours(self, ids, offsets, bos, eos):
-        """``out[o]`` = the id at offset ``o`` of every token (padded at the boundaries)."""
-        n = ids.size
-        lengths = np.diff(offsets)
-        sent = np.repeat(np.arange(lengths.size), lengths)
-        start, end = offsets[:-1][sent], offsets[1:][sent]
-        j = np.arange(n)
-        out = {}
-        for o in range(-self.window, self.window + 1):
-            if o == 0:
-                continue
-            pos = j + o
-            ok = (pos >= start) & (pos < end)
-            out[o] = np.where(ok, ids[np.clip(pos, 0, max(n - 1, 0))], bos if o < 0 else eos)
-        return out
-
-    def context_keys(self, ids, offsets, pred_tags=None):
-        """(rows, keys) of the bias, the word n-grams and (two-stage) the tag n-grams."""
-        n = ids.size
-        rows, keys = [np.arange(n)], [np.zeros(n, dtype=np.int64)]
-        tpl = 1
-        streams = [(ids, self.V - 3, self.V - 2, self.V)]
-        if pred_tags is not None:
-            streams.append((pred_tags.astype(np.int64), self.n_tags, self.n_tags + 1,
-                            self.n_tags + 2))
-        d = self.window
-        for s_ids, bos, eos, base in streams:
-            nb = self._neighbours(s_ids, offsets, bos, eos)
-            offs = [o for o in range(-d, d + 1) if o]
-            for o in offs:
-                rows.append(np.arange(n))
-                keys.append(tpl * self.M + nb[o])
-                tpl += 1
-            pairs = [(o, o + 1) for o in offs if o + 1 in nb and o + 1 != 0] + [(-1, 1)]
-            for a, b in pairs:
-                rows.append(np.arange(n))
-                keys.append(tpl * self.M + nb[a] * base + nb[b])
-                tpl += 1
-        return np.concatenate(rows), np.concatenate(keys)
-
-    def lexical_keys(self, corpus, ids):
-        """(rows, keys) of the suffixes and shape flags of every token's word."""
-        items = corpus.words.items
-        used, inv = np.unique(corpus.word_ids, return_inverse=True)
-        forms = [items[i] for i in used]
-        folded = [_fold(w) for w in forms]
-        tpl0 = 1000
-        n = inv.size
-        rows, keys = [], []
-        for m in _SUFFIXES:
-            sid = self.suffixes.ids([f[-m:] for f in folded], default=len(self.suffixes))
-            rows.append(np.arange(n))
-            keys.append((tpl0 + m) * self.M + sid[inv])
-        flags = np.array([(w[:1].isupper(), w.isupper(), any(map(str.isdigit, w)), "-" in w)
-                          for w in forms], dtype=bool).reshape(-1, 4)[inv]
-        first = np.zeros(n, dtype=bool)
-        starts = corpus.offsets[:-1][np.diff(corpus.offsets) > 0]
-        first[starts] = True
-        flags = np.column_stack([flags, flags[:, 0] & first])
-        r, f = np.nonzero(flags)
-        rows.append(r)
-        keys.append((tpl0 + 10 + f) * self.M)
-        return np.concatenate(rows), np.concatenate(keys)
-
-
-def _csr(rows, cols, n_rows, n_cols, per_row_norm):
-    """Unit-length rows: every extracted feature weighs ``1 / sqrt(features extracted)``;
-    columns < 0 (features unseen in training) are then dropped."""
-    val = per_row_norm[rows]
-    keep = cols >= 0
-    X = sp.csr_matrix((val[keep], (rows[keep], cols[keep])), shape=(n_rows, n_cols))
-    X.sum_duplicates()
-    X.sort_indices()
-    return X
-
-
-class MMSTagger(PersistMixin, ParamsMixin):
+class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
     """Max-margin-structure tagger: per-word-type clusters trained by distance-aware PSL.
 
     Parameters
@@ -641,163 +448,6 @@ class MMSTagger(PersistMixin, ParamsMixin):
         self.feature_keys_ = np.unique(np.concatenate([keys[1], keys[3]]))
         return keys, (s_tok, s_cl)
 
-    def _extractor(self):
-        return _Features(self.lower_, self.suffixes_, len(self.tags_), int(self.window))
-
-    def _env_keys(self, lower_ids, offsets):
-        fx = self._extractor()
-        nb = fx._neighbours(lower_ids, offsets, fx.V - 3, fx.V - 2)
-        return nb[-1] * fx.V + nb[1]
-
-    def _distance_for(self, corpus):
-        names = self.tags_.items
-        d = self.distance
-        if isinstance(d, str):
-            if d == "ptb-paper":
-                return ptb_distance(names, variant="ptb-paper")
-            if d == "ptb" or (d == "auto" and _is_ptb(names)):
-                return ptb_distance(names)
-            D = np.ones((len(names), len(names)))
-            np.fill_diagonal(D, 0.0)
-            return D
-        D = _check_distance_param(d)
-        n = len(corpus.tags)
-        if D.shape != (n, n):
-            raise ValueError(f"distance must have shape ({n}, {n}), following the training "
-                             f"corpus' tag vocabulary corpus.tags ({n} tags), got {D.shape}")
-        idx = self.tags_.mapping_to(corpus.tags)
-        return np.ascontiguousarray(D[np.ix_(idx, idx)])
-
-    def _features(self, corpus, pred_tags=None, keys=None):
-        """Unit-length feature rows of the word clusters (context) and of the unknown-word
-        clusters (context and the word's own form), CSR over the fitted feature ids;
-        ``keys`` are the corpus' extracted (rows, keys) pairs when already at hand."""
-        n, F = corpus.n_tokens, self.feature_keys_.size
-        if keys is None:
-            fx = self._extractor()
-            lower_ids = fx.word_ids(corpus)
-            keys = (*fx.context_keys(lower_ids, corpus.offsets, pred_tags),
-                    *fx.lexical_keys(corpus, lower_ids))
-        r1, k1, r2, k2 = keys
-
-        def ids(keys):
-            p = np.searchsorted(self.feature_keys_, keys)
-            p = np.minimum(p, max(F - 1, 0))
-            return np.where(self.feature_keys_[p] == keys, p, -1)
-
-        c1, c2 = ids(k1), ids(k2)
-        n1 = np.bincount(r1, minlength=n)
-        n2 = n1 + np.bincount(r2, minlength=n)
-        X_word = _csr(r1, c1, n, F, 1.0 / np.sqrt(np.maximum(n1, 1)))
-        X_unk = _csr(np.concatenate([r1, r2]), np.concatenate([c1, c2]), n, F,
-                     1.0 / np.sqrt(np.maximum(n2, 1)))
-        return X_word, X_unk
-
-    def _samples(self, corpus, lower_ids=None):
-        """The training samples of a corpus of training words: every token in its word's
-        cluster, and every token of a rare word in its environment's cluster (when that is
-        a cluster) and in the rare-word cluster.
-
-        Returns
-        -------
-        s_tok, s_cl : int64 arrays, shape (n_samples,)
-            Token and cluster of each sample; a cluster ``>= n_words`` reads the token's
-            unknown-word features.
-        """
-        items = corpus.words.items
-        used, inv = np.unique(corpus.word_ids, return_inverse=True)
-        wid = self.words_.ids([items[i] for i in used])[inv].astype(np.int64)
-        if np.any(wid < 0):
-            raise ValueError("training samples need words seen in training")
-        V, n_env = len(self.words_), self.env_keys_.size
-        rare = self.word_counts_[wid] <= int(self.rare_threshold)
-        if lower_ids is None:
-            lower_ids = self._extractor().word_ids(corpus)
-        env = self._env_keys(lower_ids, corpus.offsets)
-        pos = np.minimum(np.searchsorted(self.env_keys_, env), max(n_env - 1, 0))
-        in_env = rare & (self.env_keys_[pos] == env) if n_env else np.zeros_like(rare)
-        tok = np.arange(corpus.n_tokens)
-        s_tok = np.concatenate([tok, tok[in_env], tok[rare]])
-        s_cl = np.concatenate([wid, V + pos[in_env],
-                               np.full(int(rare.sum()), V + n_env)]).astype(np.int64)
-        return s_tok, s_cl
-
-    def _gold_positions(self, s_cl, s_tag):
-        lo, hi = self.cl_indptr_[s_cl], self.cl_indptr_[s_cl + 1]
-        out = np.empty(s_cl.size, dtype=np.int64)
-        # the cluster's candidates are sorted: binary search per sample, vectorised
-        keys = s_cl * len(self.tags_) + s_tag
-        flat = np.repeat(np.arange(self.n_clusters_), np.diff(self.cl_indptr_)) \
-            * len(self.tags_) + self.cl_tags_
-        p = np.searchsorted(flat, keys)
-        out[:] = p - lo
-        assert np.all((out >= 0) & (p < hi))
-        return out
-
-    def _build_blocks(self, XS, s_cl):
-        """Every cluster's feature rows: the features its samples use (single-candidate
-        clusters get none)."""
-        C = np.diff(self.cl_indptr_)
-        F = self.feature_keys_.size
-        rows = np.repeat(np.arange(XS.shape[0]), np.diff(XS.indptr))
-        cl = s_cl[rows]
-        keep = C[cl] >= 2
-        pair = np.unique(cl[keep] * F + XS.indices[keep].astype(np.int64))
-        n_cl = C.size
-        self.feat_indptr_ = np.zeros(n_cl + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pair // F, minlength=n_cl), out=self.feat_indptr_[1:])
-        self.feat_ids_ = (pair % F).astype(np.int64)
-        self.woff_ = np.zeros(n_cl + 1, dtype=np.int64)
-        np.cumsum(np.diff(self.feat_indptr_) * C, out=self.woff_[1:])
-        self._pairs = pair
-
-    def _local_rows(self, XS, s_cl):
-        F = self.feature_keys_.size
-        rows = np.repeat(np.arange(XS.shape[0]), np.diff(XS.indptr))
-        key = s_cl[rows] * F + XS.indices.astype(np.int64)
-        p = np.searchsorted(self._pairs, key)
-        del self._pairs
-        return p - self.feat_indptr_[s_cl[rows]]
-
-    # ------------------------------------------------------------------ prediction
-    def _route(self, corpus):
-        """Cluster of every token and the unknown-word mask."""
-        fx = self._extractor()
-        items = corpus.words.items
-        used, inv = np.unique(corpus.word_ids, return_inverse=True)
-        strings = [items[i] for i in used]
-        wid = self.words_.ids(strings)[inv]
-        unknown = wid < 0
-        V, n_env = len(self.words_), self.env_keys_.size
-        cluster = wid.astype(np.int64)
-        # 1. sentence-initial capitalised unknown words with a known lower-case form
-        if unknown.any() and corpus.n_sentences:
-            lower = self.words_.ids([s.lower() for s in strings])[inv]
-            first = np.zeros(corpus.n_tokens, dtype=bool)
-            first[corpus.offsets[:-1][corpus.lengths > 0]] = True
-            ok = unknown & first & (lower >= 0)
-            cluster[ok] = lower[ok]
-        rest = cluster < 0
-        if rest.any():
-            env = self._env_keys(fx.word_ids(corpus), corpus.offsets)
-            pos = np.minimum(np.searchsorted(self.env_keys_, env), max(n_env - 1, 0))
-            hit = rest & (self.env_keys_[pos] == env) if n_env else np.zeros_like(rest)
-            cluster[hit] = V + pos[hit]
-            cluster[rest & ~hit] = V + n_env
-        return cluster, unknown
-
-    def _prepare(self, corpus, pred_tags=None):
-        if self.two_stage and pred_tags is None:
-            pred_tags = self.first_._predict(corpus)
-        cluster, unknown = self._route(corpus)
-        X_word, X_unk = self._features(corpus, pred_tags)
-        use_unk = cluster >= len(self.words_)
-        X = sp.csr_matrix(X_word)
-        if use_unk.any():
-            X = sp.vstack([X_word, X_unk]).tocsr()[
-                np.where(use_unk, np.arange(corpus.n_tokens) + corpus.n_tokens,
-                         np.arange(corpus.n_tokens))]
-        return cluster, unknown, X
 
     def candidate_scores(self, corpus: TaggedCorpus):
         """Every candidate tag of every token with its cluster's score.
@@ -878,60 +528,12 @@ class MMSTagger(PersistMixin, ParamsMixin):
             return self._token_best(prepared)
         return self._viterbi(corpus, prepared, 1)[0].astype(np.int64)
 
-    def tag(self, corpus: TaggedCorpus) -> TaggedCorpus:
-        """Tag every sentence (see ``decoder``).
+    def _best_tags(self, corpus):
+        return self._predict(corpus)
 
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to tag (gold tags, if any, are ignored).
-
-        Returns
-        -------
-        TaggedCorpus
-            The same words, tagged with ids in ``tags_``.
-        """
-        self._check_fitted()
-        corpus = _check_corpus("corpus", corpus, need_tags=False)
-        return corpus.with_tags(self._predict(corpus), self.tags_)
-
-    def nbest(self, corpus: TaggedCorpus, k: int = 10) -> NBestList:
-        """The ``k`` best tag sequences of every sentence under the clusters' scores and the
-        HMM transitions (see the module documentation).
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Sentences to decode.  When tagged, the list carries Hamming losses against these
-            gold tags; gold tags never seen in training are appended to the list's tag
-            vocabulary and always count as errors (more than half of the gold tokens outside
-            ``tags_`` is a TagsetMismatchError).
-        k : int >= 1
-
-        Returns
-        -------
-        NBestList
-            Candidates by descending score; ``unknown`` marks words unseen in training.
-        """
-        self._check_fitted()
-        corpus = _check_corpus("corpus", corpus, need_tags=False)
-        check_int("k", k, 1)
-        if corpus.has_tags:
-            check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
-                         fitted_what=f"the tagset of this {type(self).__name__}")
+    def _decode(self, corpus, k):
         prepared = self._prepare(corpus)
-        seq_tags, seq_offsets, sent_seq, scores = self._viterbi(corpus, prepared, int(k))
-        return NBestList(seq_tags, seq_offsets, sent_seq, scores, corpus,
-                         self._list_tags(corpus), prepared[1])
-
-    def _list_tags(self, corpus):
-        tags = self.tags_
-        if corpus.has_tags:
-            extra = [corpus.tags[i] for i in np.unique(corpus.tag_ids)
-                     if corpus.tags[i] not in tags]
-            if extra:
-                tags = Vocabulary(tags.items + extra)
-        return tags
+        return self._viterbi(corpus, prepared, k), prepared[1]
 
     def score(self, corpus: TaggedCorpus, tokens: str = "all") -> float:
         """Token accuracy of :meth:`tag` on a tagged corpus.

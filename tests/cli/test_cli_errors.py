@@ -219,7 +219,7 @@ TEXT_OR_CONLLU = [
 @pytest.mark.parametrize("text,line", TEXT_OR_CONLLU)
 def test_conllu_given_as_text(text, line):
     from sparsecca.data import CorpusFormatError
-    from sparsecca.data._conllu import _refuse_conllu_as_text
+    from sparsecca.data._document import _refuse_conllu_as_text
 
     if line is None:
         _refuse_conllu_as_text("in.txt", text)
@@ -236,7 +236,7 @@ def test_conllu_given_as_text(text, line):
 def test_conllu_rows_given_as_text(text):
     """Rows of a token id and 8 or more fields are CoNLL-U, not sentences (issue 37)."""
     from sparsecca.data import CorpusFormatError
-    from sparsecca.data._conllu import _refuse_conllu_as_text
+    from sparsecca.data._document import _refuse_conllu_as_text
 
     with pytest.raises(CorpusFormatError, match=r"^in.txt:1: looks like CoNLL-U rows, not "
                                                 r"text .*drop --format text$"):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sparsecca import cli
+from sparsecca import _cli_decode, cli
 
 # pseudo-terminals are POSIX-only
 fcntl = pytest.importorskip("fcntl")
@@ -72,7 +72,7 @@ def test_chunked_decoding_matches_one_call(dataset, tagger, tmp_path, monkeypatc
     whole = tmp_path / "whole.conllu"
     assert cli.main(["tag", str(tagger), str(dataset["test"]), "-k", str(k), "-o", str(whole),
                      "-q"]) == 0
-    monkeypatch.setattr(cli, "_DECODE_CHUNK", 7)
+    monkeypatch.setattr(_cli_decode, "_DECODE_CHUNK", 7)
     parts = tmp_path / "parts.conllu"
     assert cli.main(["tag", str(tagger), str(dataset["test"]), "-k", str(k), "-o", str(parts),
                      "-q"]) == 0

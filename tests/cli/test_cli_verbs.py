@@ -292,6 +292,22 @@ def test_demo(tmp_path):
     assert (tmp_path / "sparsecca-demo" / "report.md").is_file() and r.stderr == ""
 
 
+def test_demo_on_the_smallest_allowed_corpus(tmp_path):
+    """--sentences 100 (the documented minimum): 70 training sentences bound the rank of
+    the cross-covariance, so the CCA rerankers' n_components (100 by default) is capped at
+    70 rather than refused."""
+    out = tmp_path / "demo"
+    r = run_cli("demo", "--sentences", 100, "--models", "generative,softened-disc",
+                "--folds", 2, "-k", 3, "--out", out, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((out / "report.json").read_text())
+    (res,) = rep["sets"]
+    assert res["sizes"]["train"]["sentences"] == 70
+    for row in ("Generative", "Softened-Disc"):
+        assert 1 <= res["rows"][row]["tuned"]["k"] <= 70, row
+        assert 0.5 < res["rows"][row]["test"] <= res["rows"]["Oracle"]["test"], row
+
+
 @pytest.mark.parametrize("tagger", ["perceptron", "memm", "mms"])
 def test_experiment_on_a_registered_tagger(tmp_path, tagger):
     """--tagger NAME runs the protocol on the k-best lists of that registered tagger: its

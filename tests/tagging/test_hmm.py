@@ -294,39 +294,18 @@ def test_combine_falls_back_row_by_row():
 
 
 def test_edge_sentences(train):
+    """What the HMM adds to test_taggers_common.test_edge_sentences: the empty sentence is
+    scored log P(EOS | BOS, BOS); a long sentence's scores descend and add up."""
     model = TrigramHMM().fit(train)
-    # empty corpus
-    nb = model.nbest(TaggedCorpus.from_words([]), k=5)
-    assert nb.n_sentences == 0 and nb.n_total == 0
-    assert model.tag(TaggedCorpus.from_words([])).n_tokens == 0
-    # empty sentence: one empty candidate, scored log P(EOS | BOS, BOS)
     nb = model.nbest(TaggedCorpus.from_words([[], ["x"], []]), k=5)
-    assert nb.n_candidates[0] == 1 and nb.candidate(0, 0) == []
     ref = ReferenceTnT(train.to_sentences())
     assert nb.scores[0] == pytest.approx(ref.trans(BOS, BOS, EOS))
-    # a 1,000-token sentence: finite, distinct, descending scores
+    # a 1,000-token sentence: finite, descending scores
     words = [train.words[w] for w in train.word_ids[:999]] + ["neverseenword"]
     nb = model.nbest(TaggedCorpus.from_words([words]), k=10)
     assert nb.n_candidates[0] == 10
     assert np.all(np.isfinite(nb.scores)) and nb.scores[0] < -1000
     assert np.all(np.diff(nb.scores) <= 0)
-    assert len({tuple(nb.candidate(0, j)) for j in range(10)}) == 10
-
-
-def test_unseen_gold_tag(train):
-    """A gold tag the model never saw is representable and always counted as an error."""
-    model = TrigramHMM().fit(train)
-    words, tags = train[0]
-    gold = [tags[0], "BRAND-NEW"] + list(tags[2:])
-    test = TaggedCorpus.from_sentences([list(zip(words, gold))])
-    nb = model.nbest(test, k=4)
-    assert nb.tags.items[:len(model.tags_)] == model.tags_.items
-    assert nb.tags.items[-1] == "BRAND-NEW" and "BRAND-NEW" not in model.tags_
-    for j in range(nb.n_total):
-        cand = nb.candidate(0, j)
-        assert nb.losses[j] == sum(c != g for c, g in zip(cand, gold))
-        assert nb.losses[j] >= 1
-    assert nb.oracle_accuracy() <= 1 - 1 / len(gold)
 
 
 def test_gold_of_another_tag_column_refused(train):
@@ -393,7 +372,6 @@ def test_fit_on_slice_compacts_vocabularies(train):
 @pytest.mark.parametrize("params, exc, match", [
     (dict(rare_threshold=0), ValueError, r"rare_threshold must be an int >= 1, got 0"),
     (dict(rare_threshold=2.5), TypeError, r"rare_threshold must be an int"),
-    (dict(max_suffix_length=-1), ValueError, r"max_suffix_length must be an int >= 0, got -1"),
     (dict(max_prefix_length=-2), ValueError, r"max_prefix_length must be an int >= 0, got -2"),
     (dict(prefix_weight=1.5), ValueError, r"prefix_weight must be 'auto' or in \[0, 1\], got 1.5"),
     (dict(prefix_weight="big"), TypeError, r"prefix_weight must be 'auto' or a float"),
@@ -403,7 +381,6 @@ def test_fit_on_slice_compacts_vocabularies(train):
      r"lowercase_fallback must be True or False, got 'no'"),
     (dict(lowercase_fallback=None), TypeError,
      r"lowercase_fallback must be True or False, got None"),
-    (dict(parallel=1), TypeError, r"parallel must be True or False, got 1"),
 ])
 def test_bad_params(train, params, exc, match):
     with pytest.raises(exc, match=match):
@@ -414,12 +391,8 @@ def test_bad_input(train):
     model = TrigramHMM().fit(train)
     with pytest.raises(TypeError, match="corpus must be a TaggedCorpus, got list"):
         TrigramHMM().fit([[("a", "B")]])
-    with pytest.raises(ValueError, match="corpus must be tagged"):
-        TrigramHMM().fit(TaggedCorpus.from_words([["a"]]))
     with pytest.raises(ValueError, match="at least one token, got an empty corpus"):
         TrigramHMM().fit(TaggedCorpus.from_sentences([[], []]))
-    with pytest.raises(ValueError, match="k must be an int >= 1, got 0"):
-        model.nbest(train, k=0)
     with pytest.raises(TypeError, match="k must be an int >= 1, got 2.0"):
         model.nbest(train, k=2.0)
     with pytest.raises(TypeError, match="corpus must be a TaggedCorpus, got list"):

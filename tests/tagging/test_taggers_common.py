@@ -51,7 +51,8 @@ def test_edge_sentences(name):
     model = fitted(name)
     train, _ = data()
     empty = TaggedCorpus.from_words([])
-    assert model.nbest(empty, k=3).n_total == 0 and model.tag(empty).n_tokens == 0
+    nb = model.nbest(empty, k=3)
+    assert nb.n_sentences == 0 and nb.n_total == 0 and model.tag(empty).n_tokens == 0
     nb = model.nbest(TaggedCorpus.from_words([[], ["x"], []]), k=3)
     assert nb.n_candidates[0] == 1 and nb.candidate(0, 0) == []
     if name == "MEMMTagger":  # the empty sequence has log-probability 0
@@ -76,8 +77,14 @@ def test_unseen_gold_tags(name):
     words, tags = train[0]
     gold = [tags[0], "BRAND-NEW"] + list(tags[2:])
     test = TaggedCorpus.from_sentences([list(zip(words, gold))])
-    nb = model.nbest(test, k=2)
-    assert nb.tags.items[-1] == "BRAND-NEW" and np.all(nb.losses >= 1)
+    nb = model.nbest(test, k=4)
+    # the fitted tags first, then the unseen gold tag, which no candidate can produce
+    assert nb.tags.items[:len(model.tags_)] == model.tags_.items
+    assert nb.tags.items[-1] == "BRAND-NEW" and "BRAND-NEW" not in model.tags_
+    assert np.all(nb.losses >= 1)
+    for j in range(nb.n_total):  # the Hamming loss against the gold tags
+        assert nb.losses[j] == sum(c != g for c, g in zip(nb.candidate(0, j), gold))
+    assert nb.oracle_accuracy() <= 1 - 1 / len(gold)
     assert model.score(test) <= 1 - 1 / len(gold)
     renamed = [f"U-{t}" for t in train.tags]
     other = train.with_tags(train.tag_ids, renamed)

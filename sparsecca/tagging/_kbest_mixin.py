@@ -1,0 +1,119 @@
+"""The public decoding surface every k-best tagger shares: ``tag``, ``nbest`` and the tag
+vocabulary of an n-best list (the fitted tags, extended by gold tags never seen in training).
+
+:class:`KBestTaggerMixin` is a base of :class:`~sparsecca.tagging.TrigramHMM`,
+:class:`~sparsecca.tagging.MMSTagger` and the lattice taggers
+(:class:`~sparsecca.tagging.PerceptronTagger`, :class:`~sparsecca.tagging.MEMMTagger`).
+A tagger supplies ``tags_``, ``_check_fitted()`` and
+
+* ``_decode(corpus, k)`` -> ``((seq_tags, seq_offsets, sent_seq, scores), unknown)``: its
+  k-best decoding (the arrays of :func:`~sparsecca.kernels.kbest_viterbi`) and the mask of
+  tokens whose word was not seen in training;
+* optionally ``_best_tags(corpus)``: the 1-best tag ids of every token (default: the first
+  candidate of ``_decode(corpus, 1)``), for a tagger with another 1-best decoder.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._params import check_int
+from .._tagset import check_tagset
+from ..data import TaggedCorpus, Vocabulary
+from ._nbest import NBestList
+
+
+def _check_corpus(name: str, corpus, need_tags: bool) -> TaggedCorpus:
+    if not isinstance(corpus, TaggedCorpus):
+        raise TypeError(f"{name} must be a TaggedCorpus, got {type(corpus).__name__}")
+    if need_tags and not corpus.has_tags:
+        raise ValueError(f"{name} must be tagged (tag_ids is None)")
+    return corpus
+
+
+class KBestTaggerMixin:
+    """``tag`` and ``nbest`` of a fitted k-best tagger (see the module documentation)."""
+
+    def _best_tags(self, corpus: TaggedCorpus) -> np.ndarray:
+        (seq_tags, _, _, _), _ = self._decode(corpus, 1)
+        return seq_tags
+
+    def tag(self, corpus: TaggedCorpus) -> TaggedCorpus:
+        """The best-scoring tag sequence of every sentence under the tagger's model (the
+        most probable one of an HMM or an MEMM, the highest linear score of a perceptron;
+        an MMS tagger follows its ``decoder``).
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+            Sentences to tag (gold tags, if any, are ignored).
+
+        Returns
+        -------
+        TaggedCorpus
+            The same words, tagged with ids in ``tags_``.
+
+        Examples
+        --------
+        >>> from sparsecca.data import synthetic_corpus
+        >>> from sparsecca.tagging import TrigramHMM
+        >>> corpus = synthetic_corpus(80, random_state=0)
+        >>> tagged = TrigramHMM().fit(corpus[:60]).tag(corpus[60:])
+        >>> tagged.n_tokens == corpus[60:].n_tokens, tagged.has_tags
+        (True, True)
+        """
+        self._check_fitted()
+        corpus = _check_corpus("corpus", corpus, need_tags=False)
+        return corpus.with_tags(self._best_tags(corpus), self.tags_)
+
+    def nbest(self, corpus: TaggedCorpus, k: int = 10) -> NBestList:
+        """The ``k`` best-scoring tag sequences of every sentence, with their model scores
+        (the log-probability of an HMM, ``sum_j log q(t_j | h_j)`` of an MEMM, the linear
+        sequence score of a perceptron, the clusters' scores with the HMM transitions of an
+        MMS tagger).
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+            Sentences to decode.  When tagged, the list carries Hamming losses against these
+            gold tags; gold tags never seen in training are appended to the list's tag
+            vocabulary (no candidate can produce them, so they always count as errors).
+            More than half of the gold tokens outside ``tags_`` is a TagsetMismatchError (a
+            ValueError): the corpus was read from another tag column.
+        k : int >= 1
+            Candidates per sentence; a sentence with fewer possible sequences gets fewer.
+
+        Returns
+        -------
+        NBestList
+            Candidates sorted by descending score; ``unknown`` marks tokens whose word was
+            not seen in training.
+
+        Examples
+        --------
+        >>> from sparsecca.data import synthetic_corpus
+        >>> from sparsecca.tagging import TrigramHMM
+        >>> corpus = synthetic_corpus(80, random_state=0)
+        >>> nb = TrigramHMM().fit(corpus[:60]).nbest(corpus[60:], k=5)
+        >>> nb.n_sentences, bool(nb.oracle_accuracy() >= nb.top1_accuracy())
+        (20, True)
+        """
+        self._check_fitted()
+        corpus = _check_corpus("corpus", corpus, need_tags=False)
+        check_int("k", k, 1)
+        if corpus.has_tags:  # losses against another tag column would be meaningless
+            check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
+                         fitted_what=f"the tagset of this {type(self).__name__}")
+        (seq_tags, seq_offsets, sent_seq, scores), unknown = self._decode(corpus, int(k))
+        return NBestList(seq_tags, seq_offsets, sent_seq, scores, corpus,
+                         self._list_tags(corpus), unknown)
+
+    def _list_tags(self, corpus: TaggedCorpus) -> Vocabulary:
+        """``tags_``, extended by the gold tags of ``corpus`` never seen in training."""
+        tags = self.tags_
+        if corpus.has_tags:
+            extra = [corpus.tags[i] for i in np.unique(corpus.tag_ids)
+                     if corpus.tags[i] not in tags]
+            if extra:
+                tags = Vocabulary(tags.items + extra)
+        return tags
