@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 import numpy as np
+import scipy.linalg  # noqa: F401  (loads scipy's own BLAS before the controller looks)
 
 from ._thresholds import DEFAULT_THRESHOLDS, active
 
@@ -35,6 +36,8 @@ __all__ = ["SMALL_BLAS_MAX", "blas_pinned", "machine_threads", "n_row_blocks", "
 
 # -- BLAS threads --------------------------------------------------------------------------
 
+# the controller sees the BLAS libraries loaded when it is made: numpy's and scipy's (scipy
+# bundles its own, which LAPACK's factorisations use), hence the import of scipy.linalg above
 try:  # optional: threadpoolctl ships with scikit-learn
     from threadpoolctl import ThreadpoolController
 

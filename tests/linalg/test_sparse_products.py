@@ -215,3 +215,30 @@ def test_engine_does_not_load_numba():
                          timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "False"
+
+
+def test_small_blas_pins_scipys_blas_too():
+    """small_blas holds every BLAS library that numpy and scipy use to one thread, scipy's
+    own (its LAPACK factorisations) included, whatever the order of the imports: in a fresh
+    interpreter that imports the engine first."""
+    import subprocess
+    import sys
+
+    code = ("import sparsecca.linalg\n"
+            "from sparsecca.linalg import _threads\n"
+            "import threadpoolctl, scipy.linalg\n"
+            "if _threads._CONTROLLER is None:\n"
+            "    print('skip'); raise SystemExit\n"
+            "libs = {l['filepath'] for l in threadpoolctl.threadpool_info()\n"
+            "        if l['user_api'] == 'blas'}\n"
+            "seen = {l['filepath'] for l in _threads._CONTROLLER.info()}\n"
+            "with _threads.small_blas(0):\n"
+            "    pinned = {l['filepath']: l['num_threads']\n"
+            "              for l in threadpoolctl.threadpool_info() if l['user_api'] == 'blas'}\n"
+            "print(libs <= seen and set(pinned.values()) == {1})\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    if res.stdout.strip() == "skip":
+        pytest.skip("threadpoolctl is not installed")
+    assert res.stdout.strip() == "True"
