@@ -457,7 +457,7 @@ _SCRIPTS = ["bench_linalg.py", "plot_solver_scaling.py", "profile_tau_grid.py",
             "profile_single_products.py", "profile_dense_gram.py", "bench_tagger.py",
             "tagger_accuracy.py", "compare_peers.py", "bench_data.py", "scale_run.py",
             "bench_rerankers.py", "baseline_rerankers.py", "wsj_solver_accuracy.py",
-            "truncated_rayleigh_ritz.py"]
+            "truncated_rayleigh_ritz.py", "large_tagset.py"]
 
 
 @pytest.fixture(scope="module")
