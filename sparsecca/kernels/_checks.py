@@ -8,10 +8,12 @@ a kernel read out of bounds must be refused here, naming the argument.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._params import as_int_array
 
-__all__ = ["int_array", "real_array", "check_offsets", "first_unsorted_segment"]
+__all__ = ["check_best_sequences", "check_offsets", "first_unsorted_segment", "int_array",
+           "real_array"]
 
 
 def _with_ndim(name: str, x, ndim: int | None) -> np.ndarray:
@@ -100,3 +102,43 @@ def first_unsorted_segment(indptr: np.ndarray, values: np.ndarray, strict: bool)
         return -1
     # the segment holding position pos[0] + 1
     return int(np.searchsorted(indptr, pos[0] + 1, side="right")) - 1
+
+
+def check_best_sequences(X, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags,
+                          emit_w, bigram_w, tri_dense, bos, eos):
+    """The shapes and ranges :func:`best_sequences` relies on (ValueError naming the
+    argument otherwise)."""
+    if not sp.isspmatrix_csr(X) and not (sp.issparse(X) and X.format == "csr"):
+        raise TypeError(f"X must be a CSR matrix, got {type(X).__name__}")
+    S = np.shape(bigram_w)[0] if np.ndim(bigram_w) == 2 else -1
+    if S < 3 or np.shape(bigram_w) != (S, S):
+        raise ValueError(f"bigram_w must be square with at least 3 states, got shape "
+                         f"{np.shape(bigram_w)}")
+    if np.shape(tri_dense) != (S ** 3,):
+        raise ValueError(f"tri_dense must have n_states ** 3 = {S ** 3} entries, got shape "
+                         f"{np.shape(tri_dense)}")
+    if (bos, eos) != (S - 2, S - 1):
+        raise ValueError(f"bos and eos must be n_states - 2 = {S - 2} and n_states - 1 = "
+                         f"{S - 1}, got {bos} and {eos}")
+    n_tokens, n_features = X.shape
+    for name, off, end in (("sent_offsets", sent_offsets, n_tokens),
+                           ("cand_offsets", cand_offsets, len(cand_tags)),
+                           ("emit_indptr", emit_indptr, len(emit_tags))):
+        off = np.asarray(off)
+        if off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != end or np.any(
+                np.diff(off) < (1 if name == "sent_offsets" else 0)):
+            raise ValueError(f"{name} must rise from 0 to {end}"
+                             + (" by at least 1 (no empty sentence)"
+                                if name == "sent_offsets" else ""))
+    if len(cand_offsets) != n_tokens + 1 or len(emit_indptr) != n_features + 1:
+        raise ValueError(f"cand_offsets must have n_tokens + 1 = {n_tokens + 1} and "
+                         f"emit_indptr n_features + 1 = {n_features + 1} entries, got "
+                         f"{len(cand_offsets)} and {len(emit_indptr)}")
+    if len(emit_w) != len(emit_tags):
+        raise ValueError(f"emit_w must have len(emit_tags) = {len(emit_tags)} entries, got "
+                         f"{len(emit_w)}")
+    for name, tags in (("cand_tags", cand_tags), ("emit_tags", emit_tags)):
+        tags = np.asarray(tags)
+        if tags.size and (tags.min() < 0 or tags.max() >= S - 2):
+            raise ValueError(f"{name} must lie in [0, {S - 2}), got values in "
+                             f"[{tags.min()}, {tags.max()}]")

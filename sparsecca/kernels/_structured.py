@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from .._config import JIT_SERIAL
 from .._params import check_int
-from ._checks import check_offsets, first_unsorted_segment, int_array
+from ._checks import check_best_sequences, check_offsets, first_unsorted_segment, int_array
 from ._viterbi import _check_candidates, _decode_sentence
 
 __all__ = ["structured_perceptron"]
@@ -373,9 +373,46 @@ def _max_pair_states(sent_offsets, cand_offsets):
 
 
 def dense_trigrams(tri_indptr, tri_tags, tri_w, n_states):
-    """The trigram weights as a dense table (``(t2 * S + t1) * S + t``, 0 elsewhere), or None
-    when it would exceed ``_DENSE_TRIGRAMS`` entries."""
-    S = int(n_states)
+    """The trigram weights of a tagger as one dense table, or None when it is too large.
+
+    Parameters
+    ----------
+    tri_indptr : ndarray of int, shape (n_states ** 2 + 1,)
+        CSR row pointers over the tag-pair contexts ``t2 * n_states + t1``.
+    tri_tags : ndarray of int, shape (n_entries,)
+        The third tag of each stored trigram.
+    tri_w : ndarray of float, shape (n_entries,)
+        Its weight.
+    n_states : int
+        Tags plus the two boundary states.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_states ** 3,) or None
+        ``out[(t2 * S + t1) * S + t]`` is the weight of trigram ``(t2, t1, t)`` (0 where none
+        is stored); None when ``n_states ** 3`` exceeds the kernels' dense-table limit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsecca.kernels import dense_trigrams
+    >>> indptr = np.array([0, 1, 1, 1, 1])  # S = 2: only context (0, 0) has a trigram
+    >>> float(dense_trigrams(indptr, [1], [0.5], 2).reshape(2, 2, 2)[0, 0, 1])
+    0.5
+    """
+    S = check_int("n_states", n_states, 1)
+    tri_indptr = np.asarray(tri_indptr, dtype=np.int64)
+    if tri_indptr.shape != (S * S + 1,) or np.any(np.diff(tri_indptr) < 0):
+        raise ValueError(f"tri_indptr must be a non-decreasing array of n_states ** 2 + 1 = "
+                         f"{S * S + 1} offsets, got shape {tri_indptr.shape}")
+    tri_tags = np.asarray(tri_tags, dtype=np.int64)
+    tri_w = np.asarray(tri_w, dtype=np.float64)
+    if tri_tags.shape != (tri_indptr[-1],) or tri_w.shape != tri_tags.shape:
+        raise ValueError(f"tri_tags and tri_w must have tri_indptr[-1] = {tri_indptr[-1]} "
+                         f"entries, got {tri_tags.shape} and {tri_w.shape}")
+    if tri_tags.size and (tri_tags.min() < 0 or tri_tags.max() >= S):
+        raise ValueError(f"tri_tags must lie in [0, {S}), got values in "
+                         f"[{tri_tags.min()}, {tri_tags.max()}]")
     if S ** 3 > _DENSE_TRIGRAMS:
         return None
     out = np.zeros(S ** 3)
@@ -386,12 +423,61 @@ def dense_trigrams(tri_indptr, tri_tags, tri_w, n_states):
 
 def best_sequences(X, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags, emit_w,
                    bigram_w, tri_dense, bos, eos):
-    """The 1-best tag sequence of every sentence (none empty) of a trained perceptron, in one
-    kernel call: ``kbest_viterbi(..., k=1, trigrams="additive")`` with zero context
-    adjustment, on emission scores ``X @ W`` of the candidates, gives the same sequences and
-    scores.  The arguments are the fitted model's (trusted); ``tri_dense`` from
-    :func:`dense_trigrams`.  Returns ``(tags int32 in token order, scores float64 per
-    sentence)``."""
+    """The 1-best tag sequence of every sentence of a trained structured perceptron.
+
+    One kernel call scores every candidate tag of every token (``X @ W`` through the
+    emission table) and runs the second-order Viterbi recursion with the bigram and dense
+    trigram weights: the same sequences and scores as ``kbest_viterbi(..., k=1,
+    trigrams="additive")``.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix, shape (n_tokens, n_features)
+        Context features of the tokens.
+    sent_offsets : ndarray of int, shape (n_sentences + 1,)
+        Token offsets of the sentences (none empty).
+    cand_offsets : ndarray of int, shape (n_tokens + 1,)
+        Offsets of each token's candidate tags in ``cand_tags``.
+    cand_tags : ndarray of int32, shape (n_candidates,)
+        Candidate tags, in ``[0, n_states - 2)``.
+    emit_indptr : ndarray of int, shape (n_features + 1,)
+        CSR row pointers of the emission weights per feature.
+    emit_tags, emit_w : ndarray, shape (n_emissions,)
+        The tag and weight of each stored (feature, tag) emission.
+    bigram_w : ndarray of float, shape (n_states, n_states)
+        Bigram weights ``[t1, t]``.
+    tri_dense : ndarray of float64, shape (n_states ** 3,)
+        From :func:`dense_trigrams`.
+    bos, eos : int
+        The boundary states (``n_states - 2`` and ``n_states - 1``).
+
+    Returns
+    -------
+    tags : ndarray of int32, shape (n_tokens,)
+        The best tag of each token.
+    scores : ndarray of float64, shape (n_sentences,)
+        The score of each sentence's best sequence.
+
+    Examples
+    --------
+    Two tokens, two tags (plus the boundary states), no transition weights: each token takes
+    the tag its feature favours.
+
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sparsecca.kernels import best_sequences, dense_trigrams
+    >>> S = 4
+    >>> tri = dense_trigrams(np.zeros(S * S + 1, dtype=np.int64), [], [], S)
+    >>> tags, scores = best_sequences(
+    ...     sp.csr_matrix(np.eye(2)), np.array([0, 2]), np.array([0, 2, 4]),
+    ...     np.array([0, 1, 0, 1], dtype=np.int32), np.array([0, 1, 2]),
+    ...     np.array([1, 0], dtype=np.int32), np.array([2.0, 3.0]), np.zeros((S, S)), tri,
+    ...     S - 2, S - 1)
+    >>> tags.tolist(), scores.tolist()
+    ([1, 0], [5.0])
+    """
+    check_best_sequences(X, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags,
+                          emit_w, bigram_w, tri_dense, bos, eos)
     S = bigram_w.shape[0]
     sent_offsets = np.ascontiguousarray(sent_offsets, dtype=np.int64)
     n_pairs = _max_pair_states(sent_offsets, cand_offsets)

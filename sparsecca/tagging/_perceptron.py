@@ -46,8 +46,7 @@ from .._params import check_bool, check_int, check_random_state
 from .._persist import state_value
 from ..data import TaggedCorpus
 from ..features import ContextFeatures
-from ..kernels import structured_perceptron
-from ..kernels._structured import best_sequences, dense_trigrams
+from ..kernels import best_sequences, dense_trigrams, structured_perceptron
 from ._hmm import _check_corpus
 from ._lattice import (
     _BLOCK_CELLS,

@@ -382,3 +382,58 @@ def test_runs_without_jit():
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert "NOJIT-OK" in res.stdout
+
+
+# -- the public 1-best decoder of a trained perceptron: bad input ------------------------------
+
+def _best_args(**change):
+    import scipy.sparse as sp
+
+    from sparsecca.kernels import dense_trigrams
+
+    S = 4
+    args = dict(X=sp.csr_matrix(np.eye(2)), sent_offsets=np.array([0, 2]),
+                cand_offsets=np.array([0, 2, 4]), cand_tags=np.array([0, 1, 0, 1], np.int32),
+                emit_indptr=np.array([0, 1, 2]), emit_tags=np.array([1, 0], np.int32),
+                emit_w=np.array([2.0, 3.0]), bigram_w=np.zeros((S, S)),
+                tri_dense=dense_trigrams(np.zeros(S * S + 1, np.int64), [], [], S),
+                bos=S - 2, eos=S - 1)
+    args.update(change)
+    return args
+
+
+def test_best_sequences_matches_kbest_viterbi_on_a_tiny_case():
+    from sparsecca.kernels import best_sequences
+
+    tags, scores = best_sequences(**_best_args())
+    assert tags.tolist() == [1, 0] and scores.tolist() == [5.0]
+
+
+@pytest.mark.parametrize("change, exc, match", [
+    (dict(X=np.eye(2)), TypeError, "X must be a CSR matrix"),
+    (dict(bigram_w=np.zeros((4, 3))), ValueError, "bigram_w must be square"),
+    (dict(tri_dense=np.zeros(8)), ValueError, r"tri_dense must have n_states \*\* 3 = 64"),
+    (dict(bos=0), ValueError, "bos and eos must be n_states - 2 = 2"),
+    (dict(sent_offsets=np.array([0, 0, 2])), ValueError, "no empty sentence"),
+    (dict(cand_offsets=np.array([0, 2, 3])), ValueError, "cand_offsets must rise from 0 to 4"),
+    (dict(emit_w=np.array([1.0])), ValueError, "emit_w must have len"),
+    (dict(cand_tags=np.array([0, 1, 0, 2], np.int32)), ValueError,
+     r"cand_tags must lie in \[0, 2\)"),
+])
+def test_best_sequences_bad_input(change, exc, match):
+    from sparsecca.kernels import best_sequences
+
+    with pytest.raises(exc, match=match):
+        best_sequences(**_best_args(**change))
+
+
+@pytest.mark.parametrize("args, match", [
+    ((np.array([0, 1]), [0], [1.0], 2), "n_states \\*\\* 2 \\+ 1 = 5"),
+    ((np.array([0, 1, 1, 1, 1]), [0, 1], [1.0], 2), "tri_indptr\\[-1\\] = 1"),
+    ((np.array([0, 1, 1, 1, 1]), [2], [1.0], 2), r"tri_tags must lie in \[0, 2\)"),
+])
+def test_dense_trigrams_bad_input(args, match):
+    from sparsecca.kernels import dense_trigrams
+
+    with pytest.raises(ValueError, match=match):
+        dense_trigrams(*args)
