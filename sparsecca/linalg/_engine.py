@@ -324,11 +324,11 @@ class CCAEngine(_Preconditioning):
             d2 = self.Y.shape[1]
             t0 = time.perf_counter()
             if not _beyond_dense_whitener(self.Y.shape):
-                inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy",
-                                         max_dim=None)
+                inv = RegularizedInverse._trusted(self.yfactor, tau, "dense", name="Cyy")
             elif self.lowrank_y:
-                inv = RegularizedInverse(self.yfactor, tau, "randomized",
-                                         rank=min(d2, active().lowrank_y_rank), name="Cyy")
+                inv = RegularizedInverse._trusted(
+                    self.yfactor, tau, "randomized", rank=min(d2, active().lowrank_y_rank),
+                    name="Cyy", max_dim=active().dense_max_dim)
             else:
                 # a low-rank whitener would make every solver approximate beyond what its
                 # error estimate sees (percents off with estimates far below tol:
@@ -375,17 +375,18 @@ class CCAEngine(_Preconditioning):
             if s == "dense":
                 # the size rule is the solver's choice ('auto' or the user's): a dense
                 # reference of a wide problem may exceed RegularizedInverse's own limit
-                inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx",
-                                         max_dim=None)
+                inv = RegularizedInverse._trusted(self.xfactor, tau, "dense", name="Cxx")
             elif s == "randomized":
-                inv = RegularizedInverse(self.xfactor, tau, "randomized", rank=rank,
-                                         tail=tail, name="Cxx")
+                inv = RegularizedInverse._trusted(self.xfactor, tau, "randomized", rank=rank,
+                                                  tail=tail, name="Cxx",
+                                                  max_dim=active().dense_max_dim)
             else:
                 default = active().precond_rank if self.precond_rank is None else self.precond_rank
-                inv = RegularizedInverse(self.xfactor, tau, "iterative", tail=tail,
-                                         rank=default if rank is None else rank,
-                                         tol=max(np.sqrt(self.tol) / 10.0, 1e-14),
-                                         name="Cxx")
+                inv = RegularizedInverse._trusted(
+                    self.xfactor, tau, "iterative", tail=tail,
+                    rank=int(default if rank is None else rank),
+                    tol=float(max(np.sqrt(self.tol) / 10.0, 1e-14)), name="Cxx",
+                    max_dim=active().dense_max_dim)
             if s == "dense":
                 self._xinv = {}  # d1 x d1 (or dual) factors: keep one tau
             else:  # one rank per tau: the adaptive search supersedes smaller factors

@@ -124,8 +124,8 @@ def _approx_of(xinv):
     low-rank factor."""
     if xinv.method != "iterative":
         return xinv
-    return RegularizedInverse(xinv.factor, xinv.tau, method="randomized", rank=xinv.rank_,
-                              tail="diagonal")
+    return RegularizedInverse._trusted(xinv.factor, xinv.tau, "randomized", rank=int(xinv.rank_),
+                                       tail="diagonal", max_dim=active().dense_max_dim)
 
 
 def solve_direct(xinv, Wy, yinv, cross, k, strategy, opts):
