@@ -205,7 +205,7 @@ class RegularizedInverse(ShapeCheckedOperator):
         self.tau = tau
         self.tail = tail
         self.name = name
-        self.covariance = RegularizedGram(f._src, tau, center=f.center, dtype=np.float64)
+        self.covariance = RegularizedGram._trusted(f._src, tau, dtype=np.float64)
         d = f.n_features
         super().__init__(dtype=np.float64, shape=(d, d))
         self.n_iter_ = 0
