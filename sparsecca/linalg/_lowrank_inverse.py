@@ -45,7 +45,7 @@ class _LowRankModel:
         if r == f.n_features:
             self._full(tau, name, V, lam)
             return
-        e = f.tail_diagonal(r) if tail == "diagonal" else np.zeros(f.n_features)
+        e = f._tail_diagonal(r) if tail == "diagonal" else np.zeros(f.n_features)
         delta = (1.0 - tau) * e + tau
         # e = colsq - diag(V lam V^T) carries rounding of order d eps colsq: a tail at that
         # level is zero variance, and whether it lands on +0 or just above it depends on the
@@ -279,9 +279,9 @@ class LowRankInverse(_ModelInverse):
                 raise ValueError("tol needs tau > 0 for method='randomized' (the bound "
                                  "scales with 1/tau), got tau = 0")
             # (1 - tau) ||E|| / tau <= tol
-            V, lam = f.lowrank(tol=tol * tau / max(1.0 - tau, 1e-300), max_rank=4096)
+            V, lam = f._lowrank_of(None, tol * tau / max(1.0 - tau, 1e-300), max_rank=4096)
         else:
-            V, lam = f.lowrank(256 if rank is None else rank)
+            V, lam = f._lowrank_of(256 if rank is None else rank, None)
         self._set_model(V, lam)
 
     def _matmat(self, B):
@@ -363,7 +363,7 @@ class IterativeInverse(_ModelInverse):
         self.maxiter = 500 if maxiter is None else maxiter
         if self.tau == 0.0:
             self._check_tau0()
-        V, lam = self.factor.lowrank(active().precond_rank if rank is None else rank)
+        V, lam = self.factor._lowrank_of(active().precond_rank if rank is None else rank, None)
         self._set_model(V, lam)
 
     def _check_tau0(self):

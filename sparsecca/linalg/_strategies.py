@@ -46,7 +46,7 @@ def _dense_cross(cross):
         # a dense factor: one dense product Xc^T M
         return xd.rmatmat(m.toarray() if sp.issparse(m) else m)
     if _sparse_cross(cross):
-        return cross.toarray(max_dim=max(d1, d2))
+        return cross._toarray()
     out = np.empty((d1, d2))
     step = max(1, min(d2, 512))
     for j in range(0, d2, step):
