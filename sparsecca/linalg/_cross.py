@@ -273,6 +273,11 @@ class CrossCovariance(ShapeCheckedOperator):
         d1, d2 = self.shape
         check_block(V, "V", d1 if transpose else d2, label="d1" if transpose else "d2",
                     vector=False)
+        return self._matmat_as(V, dtype, transpose)
+
+    def _matmat_as(self, V, dtype, transpose=False):
+        """:meth:`matmat_as` of a (d, b) array V and a float dtype (unchecked: the
+        engine's)."""
         single = dtype == np.float32 and self.accumulates_single()
         if single and self._dense is not None:
             return self.kept_dense_matmat(np.ascontiguousarray(V, dtype=dtype), dtype, transpose)

@@ -382,6 +382,10 @@ class RegularizedGram(ShapeCheckedOperator):
         """
         V = np.asarray(V)
         check_block(V, "V", self.shape[0])
+        return self._gram_matmat(V)
+
+    def _gram_matmat(self, V):
+        """:meth:`gram_matmat` of an array V of the right shape (unchecked: the engine's)."""
         return np.asarray(self._src.gram_matmat(V), dtype=np.float64)
 
     def from_gram_image(self, GV, V):
@@ -410,8 +414,13 @@ class RegularizedGram(ShapeCheckedOperator):
             If V is not a (d, b) block or ``dtype`` not float32 or float64.
         """
         dtype = check_float_dtype(dtype)
+        check_block(np.asarray(V), "V", self.shape[0], vector=False)
+        return self._matmat_as(V, dtype)
+
+    def _matmat_as(self, V, dtype):
+        """:meth:`matmat_as` of a (d, b) block V and a float dtype (unchecked: the
+        engine's)."""
         V = np.ascontiguousarray(V, dtype=dtype)
-        check_block(V, "V", self.shape[0], vector=False)
         return self._combine(self._src.gram_matmat(V, dtype), V)
 
     def _combine(self, GV, V):

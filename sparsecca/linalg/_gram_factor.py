@@ -130,6 +130,10 @@ class GramFactor:
         """G V, (d, b) float64 (also for a (d,) V); a ValueError unless V has d rows."""
         V = np.asarray(V)
         check_block(V, "V", self.n_features)
+        return self._gram_matmat(V)
+
+    def _gram_matmat(self, V):
+        """:meth:`gram_matmat` of an array V of the right shape (unchecked)."""
         self.n_gram_products_ += 1
         return self._src.gram_matmat(V)
 
@@ -263,7 +267,7 @@ class GramFactor:
             # G is applied to the whole basis again on extension (rare: the adaptive rank
             # doubling) rather than Q and G Q being kept beside V, which tripled the factor's
             # memory
-            GQ = self.gram_matmat(Q) if Q.shape[1] else np.zeros_like(Q)
+            GQ = self._gram_matmat(Q) if Q.shape[1] else np.zeros_like(Q)
             with small_blas(Q.shape[1]):
                 self._lowrank = _nystrom(Q, GQ)
             del GQ, Q

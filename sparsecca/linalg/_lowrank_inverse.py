@@ -210,6 +210,9 @@ class _ModelInverse(RegularizedInverse):
         symmetric (c, c) float64 array.
         """
         check_block(B, "B", self.shape[0], vector=False)
+        return self._lowrank_galerkin(B, chunk_bytes)
+
+    def _lowrank_galerkin(self, B, chunk_bytes=64 * 2**20):
         return self.model.galerkin(B, chunk_bytes)
 
     def use_exact(self, exact):
@@ -245,6 +248,10 @@ class _ModelInverse(RegularizedInverse):
         low-rank-plus-diagonal model.  (d, b), float64 unless B is float32 and T exact; B a
         (d, b) array (a ValueError otherwise)."""
         check_block(B, "B", self.shape[0], vector=False)
+        return self._precondition(B)
+
+    def _precondition(self, B):
+        """:meth:`precondition` of a (d, b) array B (unchecked: the engine's)."""
         if self._exact is not None:
             return self._exact._product(
                 B, np.float32 if B.dtype == np.float32 else np.float64)
@@ -302,6 +309,9 @@ class LowRankInverse(_ModelInverse):
         if u is not None and (np.shape(u) != (d,) or np.shape(v) != (m,)):
             raise ValueError(f"u and v must have shapes (d,) = ({d},) and (m,) = ({m},), got "
                              f"{np.shape(u)} and {np.shape(v)}")
+        return self._sandwich(B, u, v)
+
+    def _sandwich(self, B, u=None, v=None):
         return self.model.sandwich(B, u, v)
 
     def inv_sqrt(self):
@@ -437,7 +447,7 @@ class _Preconditioner(LinearOperator):
         super().__init__(dtype=np.float64, shape=inv.shape)
 
     def _matmat(self, B):
-        return self.inv.precondition(np.asarray(B, dtype=np.float64))
+        return self.inv._precondition(np.asarray(B, dtype=np.float64))
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
