@@ -264,7 +264,8 @@ class CCAEngine(_Preconditioning):
         self.n_merged_features_ = Xm.shape[1]
         self._xdata = _DataMatrix(Xm, self.center, "X")
         self.xfactor = GramFactor(self._xdata, center=self.center, random_state=rng)
-        self.yfactor = GramFactor(Y, center=self.center, random_state=rng, name="Y")
+        self.yfactor = GramFactor(_DataMatrix(Y, self.center, "Y"), center=self.center,
+                                  random_state=rng, name="Y")
         d1, d2 = Xm.shape[1], Y.shape[1]
         if solver == "auto":
             self.solver_, self.solver_reason_ = _auto_solver(n, d1, d2)
@@ -508,7 +509,9 @@ class CCAEngine(_Preconditioning):
 
     def column_sums(self, which):
         """Column sums of the given X or Y ('X' or 'Y'), (d,) float64 (cached)."""
-        which = check_choice(which, "which", ("X", "Y"))
+        return self._column_sums(check_choice(which, "which", ("X", "Y")))
+
+    def _column_sums(self, which):
         if which not in self._colsums:
             M = self.X if which == "X" else self.Y
             self._colsums[which] = column_sums(M)
