@@ -9,6 +9,7 @@ import scipy.linalg as la
 
 from ._errors import FactorizationError
 from ._gram import _as_block
+from ._result import _apply
 from ._threads import small_blas
 from ._validation import check_positive_int, check_tolerance
 
@@ -138,7 +139,7 @@ def _block_cg(A, B, M, X0, rtol, maxiter):
     d, m = B.shape
 
     def Aop(V):
-        return np.asarray(A @ V, dtype=np.float64)
+        return np.asarray(_apply(A, V), dtype=np.float64)
 
     def Mop(V):
         return np.asarray(M @ V, dtype=np.float64) if M is not None else V.copy()

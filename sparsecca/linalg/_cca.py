@@ -577,8 +577,8 @@ def _training_correlations(engine, A, B, res):
         xx, yy, xy = (np.asarray(v, dtype=np.float64) for v in moments)
         if not engine.center:
             n = engine.X.shape[0]
-            mx = engine.column_sums("X") @ A / n
-            my = engine.column_sums("Y") @ B / n
+            mx = engine._column_sums("X") @ A / n
+            my = engine._column_sums("Y") @ B / n
             cx, cy = n * mx * mx, n * my * my
             cancel = active().moment_cancel_max
             if np.all(cx <= cancel * xx) and np.all(cy <= cancel * yy):

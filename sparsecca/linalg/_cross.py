@@ -273,6 +273,11 @@ class CrossCovariance(ShapeCheckedOperator):
         d1, d2 = self.shape
         check_block(V, "V", d1 if transpose else d2, label="d1" if transpose else "d2",
                     vector=False)
+        return self._matmat_as(V, dtype, transpose)
+
+    def _matmat_as(self, V, dtype, transpose=False):
+        """:meth:`matmat_as` of a (d, b) array V and a float dtype (unchecked: the
+        engine's)."""
         single = dtype == np.float32 and self.accumulates_single()
         if single and self._dense is not None:
             return self.kept_dense_matmat(np.ascontiguousarray(V, dtype=dtype), dtype, transpose)
@@ -365,8 +370,14 @@ class CrossCovariance(ShapeCheckedOperator):
         ValueError, TypeError
             As :meth:`dense_product`.
         """
+        self._check_dense_size(max_dim)
+        return self._toarray()
+
+    def _toarray(self):
+        """:meth:`toarray` without a size limit (the engine's dense strategies, which apply
+        their own)."""
         u, v = self.rank_one()
-        out = self.dense_product(max_dim)
+        out = self._dense_product()
         if np.any(u):
             out = out - np.outer(u, v)
         return out
@@ -376,7 +387,7 @@ class CrossCovariance(ShapeCheckedOperator):
         (hi - lo, d2) float64 array: from the dense product when it is small enough to keep
         (formed once, a tau grid reuses it), else from the sparse one."""
         if self._keeps_dense():
-            return np.array(self.dense_product()[lo:hi])
+            return np.array(self._dense_product()[lo:hi])
         return np.ascontiguousarray(self.tosparse(copy=False)[lo:hi].toarray(),
                                     dtype=np.float64)
 
@@ -401,8 +412,16 @@ class CrossCovariance(ShapeCheckedOperator):
         TypeError
             If max_dim is not an int or None.
         """
+        self._check_dense_size(max_dim)
+        return self._dense_product()
+
+    def _check_dense_size(self, max_dim):
         check_dense_size(self.shape, max_dim, "cross-covariance",
                          "; its products (C_xy @ V) never form it")
+
+    def _dense_product(self):
+        """:meth:`dense_product` without a size limit (the operator's own uses, which form
+        it only when it is small enough to keep)."""
         if self._dense is not None:
             return self._dense
         # accumulated operators have no factors (_x is None), only their sparse sum
@@ -428,7 +447,7 @@ class CrossCovariance(ShapeCheckedOperator):
     def dense_product_as(self, dtype):
         """:meth:`dense_product` in ``dtype``; a float32 copy of a kept product is kept too
         (read-only: a tau grid's single-precision LOBPCG solves reuse it)."""
-        out = self.dense_product()
+        out = self._dense_product()
         dtype = np.dtype(dtype)
         if dtype == out.dtype:
             return out
@@ -444,7 +463,7 @@ class CrossCovariance(ShapeCheckedOperator):
         """X^T M (uncentred, as :meth:`tosparse`) in the form the operator keeps: the dense
         array when at most ``Thresholds.dense_cross_cache_bytes``, else the sparse matrix; read-only
         either way (a tau grid reuses it)."""
-        return self.dense_product() if self._keeps_dense() else self.tosparse(copy=False)
+        return self._dense_product() if self._keeps_dense() else self.tosparse(copy=False)
 
     def _keeps_dense(self):
         """Whether :meth:`dense_product` keeps its result (at most

@@ -55,12 +55,13 @@ class DenseInverse(RegularizedInverse):
         self.dense_space = dense_space
         primal = dense_space == "primal"
         order = d if primal else f.n_samples
-        check_dense_size((order, order), max_dim,
-                         f"{'covariance' if primal else 'dual (n x n) matrix of'} "
-                         f"{self.name}", "; method='randomized' or 'iterative' never "
-                         "forms it", dim="d" if primal else "n")
+        if max_dim is not None:  # the engine's dense inverses: its own size rule
+            check_dense_size((order, order), max_dim,
+                             f"{'covariance' if primal else 'dual (n x n) matrix of'} "
+                             f"{self.name}", "; method='randomized' or 'iterative' never "
+                             "forms it", dim="d" if primal else "n")
         if primal:
-            self._chol = _regularized_cholesky(f.dense_gram(copy=True, max_dim=None), tau,
+            self._chol = _regularized_cholesky(f._dense_gram(copy=True), tau,
                                                self.name)
             return
         if tau == 0.0:

@@ -264,7 +264,8 @@ class CCAEngine(_Preconditioning):
         self.n_merged_features_ = Xm.shape[1]
         self._xdata = _DataMatrix(Xm, self.center, "X")
         self.xfactor = GramFactor(self._xdata, center=self.center, random_state=rng)
-        self.yfactor = GramFactor(Y, center=self.center, random_state=rng, name="Y")
+        self.yfactor = GramFactor(_DataMatrix(Y, self.center, "Y"), center=self.center,
+                                  random_state=rng, name="Y")
         d1, d2 = Xm.shape[1], Y.shape[1]
         if solver == "auto":
             self.solver_, self.solver_reason_ = _auto_solver(n, d1, d2)
@@ -324,11 +325,11 @@ class CCAEngine(_Preconditioning):
             d2 = self.Y.shape[1]
             t0 = time.perf_counter()
             if not _beyond_dense_whitener(self.Y.shape):
-                inv = RegularizedInverse(self.yfactor, tau, "dense", name="Cyy",
-                                         max_dim=None)
+                inv = RegularizedInverse._trusted(self.yfactor, tau, "dense", name="Cyy")
             elif self.lowrank_y:
-                inv = RegularizedInverse(self.yfactor, tau, "randomized",
-                                         rank=min(d2, active().lowrank_y_rank), name="Cyy")
+                inv = RegularizedInverse._trusted(
+                    self.yfactor, tau, "randomized", rank=min(d2, active().lowrank_y_rank),
+                    name="Cyy", max_dim=active().dense_max_dim)
             else:
                 # a low-rank whitener would make every solver approximate beyond what its
                 # error estimate sees (percents off with estimates far below tol:
@@ -375,17 +376,18 @@ class CCAEngine(_Preconditioning):
             if s == "dense":
                 # the size rule is the solver's choice ('auto' or the user's): a dense
                 # reference of a wide problem may exceed RegularizedInverse's own limit
-                inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx",
-                                         max_dim=None)
+                inv = RegularizedInverse._trusted(self.xfactor, tau, "dense", name="Cxx")
             elif s == "randomized":
-                inv = RegularizedInverse(self.xfactor, tau, "randomized", rank=rank,
-                                         tail=tail, name="Cxx")
+                inv = RegularizedInverse._trusted(self.xfactor, tau, "randomized", rank=rank,
+                                                  tail=tail, name="Cxx",
+                                                  max_dim=active().dense_max_dim)
             else:
                 default = active().precond_rank if self.precond_rank is None else self.precond_rank
-                inv = RegularizedInverse(self.xfactor, tau, "iterative", tail=tail,
-                                         rank=default if rank is None else rank,
-                                         tol=max(np.sqrt(self.tol) / 10.0, 1e-14),
-                                         name="Cxx")
+                inv = RegularizedInverse._trusted(
+                    self.xfactor, tau, "iterative", tail=tail,
+                    rank=int(default if rank is None else rank),
+                    tol=float(max(np.sqrt(self.tol) / 10.0, 1e-14)), name="Cxx",
+                    max_dim=active().dense_max_dim)
             if s == "dense":
                 self._xinv = {}  # d1 x d1 (or dual) factors: keep one tau
             else:  # one rank per tau: the adaptive search supersedes smaller factors
@@ -507,7 +509,9 @@ class CCAEngine(_Preconditioning):
 
     def column_sums(self, which):
         """Column sums of the given X or Y ('X' or 'Y'), (d,) float64 (cached)."""
-        which = check_choice(which, "which", ("X", "Y"))
+        return self._column_sums(check_choice(which, "which", ("X", "Y")))
+
+    def _column_sums(self, which):
         if which not in self._colsums:
             M = self.X if which == "X" else self.Y
             self._colsums[which] = column_sums(M)

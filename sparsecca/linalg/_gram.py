@@ -13,8 +13,8 @@ iterator of CSR row blocks (:class:`GramStats`), giving the same operator as the
 matrix (sums of per-block Gram matrices and column sums).
 
 The arguments are checked by the public constructors; the engine builds its operators from
-its own, already checked, data (a ``_DataMatrix`` or ``_StatsSource``), which the
-constructors take as they are.
+its own, already checked, data (a ``_DataMatrix`` or ``_StatsSource``) through the private
+``RegularizedGram._trusted``, which checks nothing.
 """
 
 from __future__ import annotations
@@ -329,15 +329,27 @@ class RegularizedGram(ShapeCheckedOperator):
     """
 
     def __init__(self, X, tau, center: bool = False, dtype=None):
-        if not isinstance(X, (_DataMatrix, _StatsSource)):  # the engine's sources: checked
-            tau = check_tau(tau)
-            center = check_bool("center", center)
-        self._src = _source(X, center)
+        tau = check_tau(tau)
+        center = check_bool("center", center)
+        self._setup(_source(X, center), tau,
+                    None if dtype is None else check_float_dtype(dtype))
+
+    @classmethod
+    def _trusted(cls, src, tau, dtype=None):
+        """C for a source the package built and checked (a ``_DataMatrix`` or
+        ``_StatsSource``, centred or not as it says) and a checked ``tau``: the path of the
+        operators built inside the engine, which runs none of the constructor's checks."""
+        self = cls.__new__(cls)
+        self._setup(src, tau, None if dtype is None else np.dtype(dtype))
+        return self
+
+    def _setup(self, src, tau, dtype):
+        self._src = src
         self.tau = tau
-        self.center = bool(center)
-        self.n_samples = self._src.n
-        dtype = self._src.dtype if dtype is None else check_float_dtype(dtype)
-        super().__init__(dtype=dtype, shape=(self._src.d, self._src.d))
+        self.center = bool(src.center)
+        self.n_samples = src.n
+        dtype = src.dtype if dtype is None else dtype
+        super().__init__(dtype=dtype, shape=(src.d, src.d))
 
     @classmethod
     def from_blocks(cls, blocks, tau, center: bool = False):
@@ -345,9 +357,9 @@ class RegularizedGram(ShapeCheckedOperator):
 
         ``tau`` and ``center`` are checked before the first block is read: a one-shot
         stream is not used up for an error the arguments show."""
-        check_tau(tau)
-        check_bool("center", center)
-        return cls(GramStats.from_blocks(blocks), tau, center=center)
+        tau = check_tau(tau)
+        center = check_bool("center", center)
+        return cls._trusted(_StatsSource(GramStats.from_blocks(blocks), center), tau)
 
     @property
     def mean_(self):
@@ -370,6 +382,10 @@ class RegularizedGram(ShapeCheckedOperator):
         """
         V = np.asarray(V)
         check_block(V, "V", self.shape[0])
+        return self._gram_matmat(V)
+
+    def _gram_matmat(self, V):
+        """:meth:`gram_matmat` of an array V of the right shape (unchecked: the engine's)."""
         return np.asarray(self._src.gram_matmat(V), dtype=np.float64)
 
     def from_gram_image(self, GV, V):
@@ -398,8 +414,13 @@ class RegularizedGram(ShapeCheckedOperator):
             If V is not a (d, b) block or ``dtype`` not float32 or float64.
         """
         dtype = check_float_dtype(dtype)
+        check_block(np.asarray(V), "V", self.shape[0], vector=False)
+        return self._matmat_as(V, dtype)
+
+    def _matmat_as(self, V, dtype):
+        """:meth:`matmat_as` of a (d, b) block V and a float dtype (unchecked: the
+        engine's)."""
         V = np.ascontiguousarray(V, dtype=dtype)
-        check_block(V, "V", self.shape[0], vector=False)
         return self._combine(self._src.gram_matmat(V, dtype), V)
 
     def _combine(self, GV, V):

@@ -130,6 +130,10 @@ class GramFactor:
         """G V, (d, b) float64 (also for a (d,) V); a ValueError unless V has d rows."""
         V = np.asarray(V)
         check_block(V, "V", self.n_features)
+        return self._gram_matmat(V)
+
+    def _gram_matmat(self, V):
+        """:meth:`gram_matmat` of an array V of the right shape (unchecked)."""
         self.n_gram_products_ += 1
         return self._src.gram_matmat(V)
 
@@ -162,6 +166,11 @@ class GramFactor:
             max_dim = active().dense_max_dim
         check_dense_size((self.n_features,) * 2, max_dim, "Gram matrix",
                          "; the 'randomized' and 'iterative' RegularizedInverse never form it")
+        return self._dense_gram(copy)
+
+    def _dense_gram(self, copy=False):
+        """:meth:`dense_gram` without a size limit (the dense inverse's path: its own rule
+        was applied by its constructor)."""
         if self._dense is not None:
             return self._dense.copy() if copy else self._dense
         G = self._src.dense_gram()
@@ -219,7 +228,6 @@ class GramFactor:
         -------
         V : (d, r) float64 orthonormal columns;  lam : (r,) float64 descending, >= 0
         """
-        cap = min(self.n_samples, self.n_features)
         if rank is None and tol is None:
             raise ValueError("lowrank needs rank or tol, got neither")
         block_size = check_positive_int(block_size, "block_size")
@@ -229,7 +237,14 @@ class GramFactor:
             # finite: tol = inf would return an empty factor at once
             tol = check_float("tol", tol, 0.0, strict=True)
         if rank is not None:
-            rank = min(check_positive_int(rank, "rank"), cap)
+            rank = check_positive_int(rank, "rank")
+        return self._lowrank_of(rank, tol, block_size, n_iter, max_rank)
+
+    def _lowrank_of(self, rank, tol, block_size=64, n_iter=1, max_rank=None):
+        """:meth:`lowrank` on checked arguments (the inverses' path)."""
+        cap = min(self.n_samples, self.n_features)
+        if rank is not None:
+            rank = min(rank, cap)
             if self.rank_ >= rank and self._lowrank is not None:
                 V, lam = self._lowrank
                 return V[:, :rank], lam[:rank]
@@ -252,7 +267,7 @@ class GramFactor:
             # G is applied to the whole basis again on extension (rare: the adaptive rank
             # doubling) rather than Q and G Q being kept beside V, which tripled the factor's
             # memory
-            GQ = self.gram_matmat(Q) if Q.shape[1] else np.zeros_like(Q)
+            GQ = self._gram_matmat(Q) if Q.shape[1] else np.zeros_like(Q)
             with small_blas(Q.shape[1]):
                 self._lowrank = _nystrom(Q, GQ)
             del GQ, Q
@@ -272,7 +287,10 @@ class GramFactor:
         if self._lowrank is None:
             raise ValueError("tail_diagonal needs a low-rank factor: call lowrank first")
         # a negative rank would slice columns off the end: V[:, :-1]
-        rank = check_positive_int(rank, "rank", minimum=0, allow_none=True)
+        return self._tail_diagonal(check_positive_int(rank, "rank", minimum=0, allow_none=True))
+
+    def _tail_diagonal(self, rank=None):
+        """:meth:`tail_diagonal` for a checked ``rank`` (the inverses' path)."""
         V, lam = self._lowrank
         r = V.shape[1] if rank is None else min(rank, V.shape[1])
         # tau-independent: a tau grid's inverses share it (cached for this factor and rank)

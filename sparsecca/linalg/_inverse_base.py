@@ -205,7 +205,7 @@ class RegularizedInverse(ShapeCheckedOperator):
         self.tau = tau
         self.tail = tail
         self.name = name
-        self.covariance = RegularizedGram(f._src, tau, center=f.center, dtype=np.float64)
+        self.covariance = RegularizedGram._trusted(f._src, tau, dtype=np.float64)
         d = f.n_features
         super().__init__(dtype=np.float64, shape=(d, d))
         self.n_iter_ = 0
@@ -302,7 +302,7 @@ class RegularizedInverse(ShapeCheckedOperator):
         """(C^-1 B, B - C Z) as (d, b) blocks (arguments checked): a direct method's
         residual is 0 (:class:`IterativeInverse` overrides it)."""
         B, _ = _as_block(B)
-        return self.matmat(B), np.zeros_like(B)
+        return self._matmat(B), np.zeros_like(B)
 
     def gram_matmat(self, V):
         """Xc^T Xc V (no tau), (d, b) float64: by the factor's cached dense Gram matrix when
@@ -314,12 +314,15 @@ class RegularizedInverse(ShapeCheckedOperator):
         ValueError
             If V is not a (d,) vector or (d, b) block.
         """
+        check_block(np.asarray(V), "V", self.shape[0])
+        return self._gram_matmat(V)
+
+    def _gram_matmat(self, V):
+        """:meth:`gram_matmat` of an array V of the right shape (unchecked: the engine's)."""
         G = self.factor._dense
         if G is None:
-            return self.covariance.gram_matmat(V)
-        V = np.asarray(V, dtype=np.float64)
-        check_block(V, "V", self.shape[0])
-        return G @ V
+            return self.covariance._gram_matmat(V)
+        return G @ np.asarray(V, dtype=np.float64)
 
     # -- the preconditioner (the low-rank methods override these) --------------------------
     @property
@@ -346,6 +349,14 @@ class RegularizedInverse(ShapeCheckedOperator):
     def sandwich(self, B, u=None, v=None):
         """B^T C^-1 B by the low-rank formula ('randomized' only)."""
         raise ValueError(f"sandwich needs method='randomized', got {self.method!r}")
+
+    def _lowrank_galerkin(self, B, chunk_bytes=64 * 2**20):
+        """:meth:`lowrank_galerkin` of a (d, c) array B (unchecked: the engine's)."""
+        return self.lowrank_galerkin(B, chunk_bytes)
+
+    def _sandwich(self, B, u=None, v=None):
+        """:meth:`sandwich` of a (d, m) B and its u, v (unchecked: the engine's)."""
+        return self.sandwich(B, u, v)
 
     def inv_sqrt(self):  # pragma: no cover - every method defines it
         raise NotImplementedError

@@ -136,7 +136,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     exact = certify and not xinv.exact_preconditioner
     monitor = StoppingMonitor(k, tol, omega_max=omega_max, stall=raise_stalled,
                               switch_budget=switch_budget, callback=callback)
-    C, precond = xinv.covariance, xinv.precondition
+    C, precond = xinv.covariance, xinv._precondition
     P = CP = UP = None
     it = 0
     while not monitor.at_limit(it):
@@ -250,18 +250,18 @@ class _Products:
             MX = warm.cross_image(cross)
             MX = cross.rmatmat(warm.X) if MX is None else MX
             X, CX, UX, theta, _, images = _rayleigh_ritz(
-                [warm.X], [C.from_gram_image(warm.GX, warm.X)], [Wy.matmat(MX)], m,
+                [warm.X], [C._combine(warm.GX, warm.X)], [Wy.matmat(MX)], m,
                 extra=([warm.GX], [MX]))
             return X, CX, UX, theta, images
         # start: the top m eigenvectors of the preconditioner's Galerkin matrix Ct^T T Ct
         # (formed when Ct is dense at hand; a randomized SVD of the whitened operator
         # otherwise), or a given block
-        precond = xinv.precondition
+        precond = xinv._precondition
         if start is not None and start.shape[1] >= m:
             X = start
         elif self.Ctd is not None:
             # by row chunks: no second d1 x d2 array (it nearly doubled the peak memory)
-            _, V0 = _top_eigh(xinv.lowrank_galerkin(self.Ctd), m)
+            _, V0 = _top_eigh(xinv._lowrank_galerkin(self.Ctd), m)
             X = precond(self.ct(V0))
         else:
             # one pass of the range finder, no power iteration: sharpening the start

@@ -45,7 +45,7 @@ class _LowRankModel:
         if r == f.n_features:
             self._full(tau, name, V, lam)
             return
-        e = f.tail_diagonal(r) if tail == "diagonal" else np.zeros(f.n_features)
+        e = f._tail_diagonal(r) if tail == "diagonal" else np.zeros(f.n_features)
         delta = (1.0 - tau) * e + tau
         # e = colsq - diag(V lam V^T) carries rounding of order d eps colsq: a tail at that
         # level is zero variance, and whether it lands on +0 or just above it depends on the
@@ -210,6 +210,9 @@ class _ModelInverse(RegularizedInverse):
         symmetric (c, c) float64 array.
         """
         check_block(B, "B", self.shape[0], vector=False)
+        return self._lowrank_galerkin(B, chunk_bytes)
+
+    def _lowrank_galerkin(self, B, chunk_bytes=64 * 2**20):
         return self.model.galerkin(B, chunk_bytes)
 
     def use_exact(self, exact):
@@ -245,6 +248,10 @@ class _ModelInverse(RegularizedInverse):
         low-rank-plus-diagonal model.  (d, b), float64 unless B is float32 and T exact; B a
         (d, b) array (a ValueError otherwise)."""
         check_block(B, "B", self.shape[0], vector=False)
+        return self._precondition(B)
+
+    def _precondition(self, B):
+        """:meth:`precondition` of a (d, b) array B (unchecked: the engine's)."""
         if self._exact is not None:
             return self._exact._product(
                 B, np.float32 if B.dtype == np.float32 else np.float64)
@@ -279,9 +286,9 @@ class LowRankInverse(_ModelInverse):
                 raise ValueError("tol needs tau > 0 for method='randomized' (the bound "
                                  "scales with 1/tau), got tau = 0")
             # (1 - tau) ||E|| / tau <= tol
-            V, lam = f.lowrank(tol=tol * tau / max(1.0 - tau, 1e-300), max_rank=4096)
+            V, lam = f._lowrank_of(None, tol * tau / max(1.0 - tau, 1e-300), max_rank=4096)
         else:
-            V, lam = f.lowrank(256 if rank is None else rank)
+            V, lam = f._lowrank_of(256 if rank is None else rank, None)
         self._set_model(V, lam)
 
     def _matmat(self, B):
@@ -302,6 +309,9 @@ class LowRankInverse(_ModelInverse):
         if u is not None and (np.shape(u) != (d,) or np.shape(v) != (m,)):
             raise ValueError(f"u and v must have shapes (d,) = ({d},) and (m,) = ({m},), got "
                              f"{np.shape(u)} and {np.shape(v)}")
+        return self._sandwich(B, u, v)
+
+    def _sandwich(self, B, u=None, v=None):
         return self.model.sandwich(B, u, v)
 
     def inv_sqrt(self):
@@ -363,7 +373,7 @@ class IterativeInverse(_ModelInverse):
         self.maxiter = 500 if maxiter is None else maxiter
         if self.tau == 0.0:
             self._check_tau0()
-        V, lam = self.factor.lowrank(active().precond_rank if rank is None else rank)
+        V, lam = self.factor._lowrank_of(active().precond_rank if rank is None else rank, None)
         self._set_model(V, lam)
 
     def _check_tau0(self):
@@ -437,7 +447,7 @@ class _Preconditioner(LinearOperator):
         super().__init__(dtype=np.float64, shape=inv.shape)
 
     def _matmat(self, B):
-        return self.inv.precondition(np.asarray(B, dtype=np.float64))
+        return self.inv._precondition(np.asarray(B, dtype=np.float64))
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)

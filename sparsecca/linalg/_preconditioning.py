@@ -84,7 +84,7 @@ class _Preconditioning:
                 other.use_exact(None)
             self._xexact = {}
             t0 = time.perf_counter()
-            inv = RegularizedInverse(self.xfactor, tau, "dense", name="Cxx", max_dim=None)
+            inv = RegularizedInverse._trusted(self.xfactor, tau, "dense", name="Cxx")
             self._xexact = {tau: inv}
             size = inv.shape[0] if inv.dense_space == "primal" else self.X.shape[0]
             self._say(f"tau={tau:g} C_xx^-1 preconditioner (dense, {inv.dense_space} "

@@ -48,7 +48,7 @@ def solve_randomized(self, cross, yinv, tau, k, strategy, omega_max=None):
         # range finder, no power iteration (which would cost time and save no LOBPCG
         # step)
         t0 = time.perf_counter()
-        f.lowrank(r, block_size=r, n_iter=0)
+        f._lowrank_of(r, None, block_size=r, n_iter=0)
         self._say(f"randomized factor of X^T X: rank {f.rank_} in "
                   f"{time.perf_counter() - t0:.1f} s")
     while True:

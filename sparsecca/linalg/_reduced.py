@@ -36,7 +36,14 @@ from .._params import check_bool, check_float
 from ._errors import RankDeficientError, SolverToleranceError
 from ._inverse import RegularizedInverse
 from ._lobpcg import WarmBlock, _default_oversamples, _lobpcg, _SinglePrecisionLoss, lobpcg_fits
-from ._result import CCAResult, _achieved_rank, _check_rank, _check_residuals, _finalize
+from ._result import (
+    CCAResult,
+    _achieved_rank,
+    _apply,
+    _check_rank,
+    _check_residuals,
+    _finalize,
+)
 from ._stopping import _Stalled, _switch_budget
 from ._strategies import _dual_ready, solve_direct
 from ._threads import small_blas
@@ -219,8 +226,8 @@ def _dispatch(xinv, yinv, cross, k, strategy, start, opts, on_stall, rescue_cost
             # k columns): the product with X that _finalize needs, for all m columns
             Xb = np.asarray(info["lobpcg_block"], dtype=np.float64)
             images = info.pop("lobpcg_images", None)
-            GX, MX = ((xinv.covariance.gram_matmat(Xb), cross.rmatmat(Xb)) if images is None
-                      else images)
+            GX, MX = ((xinv.covariance._gram_matmat(Xb), _apply(cross, Xb, adjoint=True))
+                      if images is None else images)
             info["lobpcg_warm"] = WarmBlock(Xb, GX, MX, cross)
             x_images = (GX[:, :k], MX[:, :k])
         res = _finalize(A, B, xinv, yinv, cross, x_images=x_images)

@@ -14,6 +14,7 @@ import scipy.linalg as la
 
 from ._errors import FactorizationError, RankDeficientError, SolverToleranceError
 from ._threads import tall_matmul, tall_tmatmul
+from ._validation import ShapeCheckedOperator
 
 __all__ = ["CCAResult"]
 
@@ -114,12 +115,12 @@ def _finalize(A, B, xinv, yinv, cross, x_images=None):
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
     if x_images is None:
-        GA = xinv.covariance.gram_matmat(A)
+        GA = xinv.covariance._gram_matmat(A)
         CyxA = None
     else:
         GA = np.asarray(x_images[0], dtype=np.float64)
         CyxA = np.asarray(x_images[1], dtype=np.float64)
-    GB = yinv.gram_matmat(B)
+    GB = yinv._gram_matmat(B)
     # the products with tall blocks split their rows over both cores (BLAS is held to one
     # thread in the fast solvers)
     AGA, BGB = tall_tmatmul(A, GA), tall_tmatmul(B, GB)
@@ -128,9 +129,9 @@ def _finalize(A, B, xinv, yinv, cross, x_images=None):
     # columns scaled to unit C-norm first so that the dependence test below is scale-free
     sa = 1.0 / np.sqrt(np.maximum(np.diag(Gx), 1e-300))
     sb = 1.0 / np.sqrt(np.maximum(np.diag(Gy), 1e-300))
-    CxyB = cross.matmat(B)
+    CxyB = _apply(cross, B)
     if CyxA is None:
-        CyxA = cross.rmatmat(A)
+        CyxA = _apply(cross, A, adjoint=True)
     K = tall_tmatmul(A, CxyB)
     Rx, okx = _safe_chol(Gx * np.outer(sa, sa))
     Ry, oky = _safe_chol(Gy * np.outer(sb, sb))
@@ -188,9 +189,9 @@ def _inv_norm2(inv, R):
     """Column-wise ||r||^2_{C^-1}: exact for a dense inverse (or one preconditioned by
     it), bounded by ||r||^2 / tau (C >= tau I) otherwise."""
     if inv.method == "dense":
-        return np.maximum((R * inv.matmat(R)).sum(axis=0), 0.0)
+        return np.maximum((R * inv._matmat(R)).sum(axis=0), 0.0)
     if inv.exact_preconditioner:
-        return np.maximum((R * inv.precondition(R)).sum(axis=0), 0.0)
+        return np.maximum((R * inv._precondition(R)).sum(axis=0), 0.0)
     if inv.tau > 0:
         return np.einsum("ij,ij->j", R, R) / inv.tau
     return (R * inv._lowrank_inverse(R)).sum(axis=0)
@@ -241,3 +242,12 @@ def _check_residuals(res, tol, xinv, how):
     if how == "raise":
         raise SolverToleranceError(msg)
     warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+
+def _apply(op, V, adjoint=False):
+    """op V (op^T V with ``adjoint``) for a 2-D array V: the package's operators without
+    their operand check (the engine's blocks have the shape), any other operator by its
+    public product (``op @ V``: also an array or sparse matrix; op^T V: a LinearOperator)."""
+    if isinstance(op, ShapeCheckedOperator):
+        return op._rmatmat(V) if adjoint else op._matmat(V)
+    return op.rmatmat(V) if adjoint else op @ V

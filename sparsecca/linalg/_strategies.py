@@ -27,6 +27,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from ._gram import CrossCovariance, RegularizedGram
 from ._inverse import RegularizedInverse
+from ._result import _apply
 from ._rsvd import _orth, _project_out, randomized_svd
 from ._stopping import _Stalled, _unmet
 from ._threads import small_blas
@@ -46,7 +47,7 @@ def _dense_cross(cross):
         # a dense factor: one dense product Xc^T M
         return xd.rmatmat(m.toarray() if sp.issparse(m) else m)
     if _sparse_cross(cross):
-        return cross.toarray(max_dim=max(d1, d2))
+        return cross._toarray()
     out = np.empty((d1, d2))
     step = max(1, min(d2, 512))
     for j in range(0, d2, step):
@@ -124,8 +125,8 @@ def _approx_of(xinv):
     low-rank factor."""
     if xinv.method != "iterative":
         return xinv
-    return RegularizedInverse(xinv.factor, xinv.tau, method="randomized", rank=xinv.rank_,
-                              tail="diagonal")
+    return RegularizedInverse._trusted(xinv.factor, xinv.tau, "randomized", rank=int(xinv.rank_),
+                                       tail="diagonal", max_dim=active().dense_max_dim)
 
 
 def solve_direct(xinv, Wy, yinv, cross, k, strategy, opts):
@@ -140,7 +141,7 @@ def solve_direct(xinv, Wy, yinv, cross, k, strategy, opts):
         # rerankers' repeated solves
         u, v = cross.rank_one()
         kept = getattr(cross, "kept_product", None)
-        G = xinv.sandwich(kept() if kept is not None else cross.tosparse(copy=False), u, v)
+        G = xinv._sandwich(kept() if kept is not None else cross.tosparse(copy=False), u, v)
         A, B, omega = _from_galerkin(G, xinv, Wy, cross, k)
     elif strategy == "dual":
         A, B, omega = _solve_dual(xinv, yinv, Wy, cross, k)
@@ -169,7 +170,7 @@ def _solve_full(xinv, Wy, cross, k):
     Cxy = _dense_cross(cross)
     Ct = np.ascontiguousarray(Wy.matmat(Cxy.T).T)  # C_xy W_y^T, (d1, d2)
     del Cxy
-    Z, R = xinv.solve_with_residual(Ct)
+    Z, R = xinv._solve_blocks(Ct, None)
     n_cg = getattr(xinv, "n_iter_", 0)
     # variational estimate of Ct^T Cxx^-1 Ct: its error -E^T Cxx E is second order in
     # the error E of Z (and a lower bound); R = 0 for the direct inverses
@@ -192,7 +193,7 @@ def _from_galerkin(H0, xinv, Wy, cross, k):
     H = Wy.matmat(np.ascontiguousarray(Wy.matmat(H0).T))  # W_y (.) W_y^T
     omega, Vk = _top_eigh(H, k)
     B = Wy.rmatmat(Vk)
-    return xinv.matmat(cross.matmat(B)), B, omega
+    return xinv._matmat(_apply(cross, B)), B, omega
 
 
 def _solve_input_side(xinv, Wy, cross, k):
@@ -337,10 +338,10 @@ def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansion
 
     def apply(V):
         nonlocal n_cg
-        Ct = cross.matmat(Wy.rmatmat(V))
-        Z, R = xinv.solve_with_residual(Ct)
+        Ct = _apply(cross, Wy.rmatmat(V))
+        Z, R = xinv._solve_blocks(Ct, None)
         n_cg += getattr(xinv, "n_iter_", 0)
-        GV = Wy.matmat(cross.rmatmat(Z))
+        GV = Wy.matmat(_apply(cross, Z, adjoint=True))
         return Ct, Z, R, GV
 
     def rr_matrix(Ct, Z, R):
@@ -400,7 +401,7 @@ def _covariance_as(C, V, dtype):
     """C V in the working precision ``dtype`` (accumulated in it where C can: see
     :meth:`RegularizedGram.matmat_as`)."""
     if isinstance(C, RegularizedGram):
-        return C.matmat_as(V, dtype)
+        return C._matmat_as(V, np.dtype(dtype))
     return np.ascontiguousarray(C.matmat(V), dtype=dtype)
 
 
@@ -408,5 +409,5 @@ def _cross_as(cross, V, dtype, transpose=False):
     """C_xy V (C_xy^T V with ``transpose``) in the working precision ``dtype`` (see
     :meth:`CrossCovariance.matmat_as`; any other operator's product is rounded)."""
     if isinstance(cross, CrossCovariance):
-        return cross.matmat_as(V, dtype, transpose)
+        return cross._matmat_as(np.asarray(V), np.dtype(dtype), transpose)
     return np.ascontiguousarray(cross.rmatmat(V) if transpose else cross.matmat(V), dtype=dtype)

@@ -441,8 +441,9 @@ def test_centred_products_with_a_dominant_mean_stay_float64(shift):
 
 def test_operators_of_the_engines_data_are_not_checked_again(monkeypatch):
     """Validation runs at the public entry points only: built from the engine's own data (a
-    _DataMatrix, checked when the engine was fitted) the operators do not run check_tau /
-    check_matrix again; from a user's matrix they do."""
+    _DataMatrix, checked when the engine was fitted; RegularizedGram through its private
+    _trusted path) the operators do not run check_tau / check_matrix again; from a user's
+    matrix they do."""
     import sparsecca.linalg._cross as cross_mod
 
     X, M = _inputs("csr", np.float64, seed=1)
@@ -457,7 +458,7 @@ def test_operators_of_the_engines_data_are_not_checked_again(monkeypatch):
 
     monkeypatch.setattr(gram_mod, "check_tau", counted(gram_mod.check_tau))
     monkeypatch.setattr(cross_mod, "check_matrix", counted(cross_mod.check_matrix))
-    C = RegularizedGram(data, 0.3, center=True)
+    C = RegularizedGram._trusted(data, 0.3)
     K = CrossCovariance(data, M, center=True)
     assert calls == []
     np.testing.assert_allclose(C.toarray(), RegularizedGram(X, 0.3, center=True).toarray(),
