@@ -57,7 +57,7 @@ from .._persist import (
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
 from ..kernels import kbest_viterbi
-from ._kbest_mixin import KBestTaggerMixin, _check_corpus
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus, saved_vocabularies
 
 __all__ = ["TrigramHMM", "NotFittedError"]
 
@@ -541,11 +541,8 @@ class TrigramHMM(KBestTaggerMixin, PersistMixin, ParamsMixin):
     def _set_state(self, arrays, extra):
         """Restore a saved model, checking every array the decoder indexes with."""
         self._validate_params()
-        tags = Vocabulary(unpack_strings(arrays, "tags"))
-        words = Vocabulary(unpack_strings(arrays, "words"))
+        tags, words = saved_vocabularies(arrays)
         T, V = len(tags), len(words)
-        if T < 1:
-            raise ModelFormatError("the model has no tags")
         S = T + 2
 
         def arr(name, kind, **kw):

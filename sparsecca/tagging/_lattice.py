@@ -55,7 +55,7 @@ from ._hmm import (
     _lexicon_counts,
     _theta,
 )
-from ._kbest_mixin import KBestTaggerMixin, _check_corpus
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus, saved_vocabularies
 
 #: the suffix model behind the candidates of rare and unseen words is estimated from the
 #: words seen at most this often (TnT's setting)
@@ -290,12 +290,9 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
     def _set_state(self, arrays, extra):
         """Restore a saved model, checking every array the decoder indexes with."""
         self._validate_params()
-        tags = Vocabulary(unpack_strings(arrays, "tags"))
-        words = Vocabulary(unpack_strings(arrays, "words"))
+        tags, words = saved_vocabularies(arrays)
         suffixes = unpack_strings(arrays, "suffixes")
         T, V = len(tags), len(words)
-        if T < 1:
-            raise ModelFormatError("the model has no tags")
         S = T + 2
         features = get_child(arrays, extra, "features", allowed=(ContextFeatures,))
 

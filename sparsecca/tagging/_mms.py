@@ -113,7 +113,7 @@ from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError
 from ..kernels import cluster_scores, kbest_viterbi, psl_average, psl_epoch, segment_first_max
 from ._hmm import TrigramHMM, _csr_rows
-from ._kbest_mixin import KBestTaggerMixin, _check_corpus
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus, saved_vocabularies
 from ._mms_distance import _check_distance_param, ptb_distance
 from ._mms_features import _SUFFIXES, _fold, _MMSSamplesMixin
 
@@ -585,11 +585,8 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
     def _set_state(self, arrays, extra):
         """Restore a saved model, checking every array the kernels index with."""
         self._validate_params()
-        tags = Vocabulary(unpack_strings(arrays, "tags"))
-        words = Vocabulary(unpack_strings(arrays, "words"))
+        tags, words = saved_vocabularies(arrays)
         T, V = len(tags), len(words)
-        if T < 1:
-            raise ModelFormatError("the model has no tags")
         S = T + 2
 
         def arr(name, kind, **kw):

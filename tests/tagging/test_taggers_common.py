@@ -145,6 +145,16 @@ def test_loading_a_file_of_another_kind(saved, loader, tmp_path):
 
 
 @pytest.mark.parametrize("name", list(TAGGERS))
+def test_a_saved_state_without_tags_is_refused(name):
+    from sparsecca._persist import pack_strings
+
+    _, arrays, extra = fitted(name)._get_state()
+    arrays = {**arrays, **pack_strings("tags", [])}
+    with pytest.raises(ModelFormatError, match="^the model has no tags$"):
+        quick(name)._set_state(arrays, extra)
+
+
+@pytest.mark.parametrize("name", list(TAGGERS))
 def test_failed_refit_keeps_the_model(name):
     model = fitted(name)
     before = dict(vars(model))
