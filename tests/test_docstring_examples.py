@@ -23,6 +23,7 @@ PUBLIC_MODULES = (
     "sparsecca.linalg",
     "sparsecca.tagging",
     "sparsecca.rerank",
+    "sparsecca.distributed",
     "sparsecca.evaluate",
     "sparsecca.exceptions",
     "sparsecca.registry",

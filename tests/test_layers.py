@@ -31,6 +31,8 @@ LOWER = {
     # the discriminative taggers read the token context features of the features layer
     "tagging": {"data", "features", "kernels"},
     "rerank": {"data", "features", "kernels", "linalg", "tagging"},
+    # the Dask pipeline distributes every stage below it
+    "distributed": {"data", "features", "kernels", "linalg", "tagging", "rerank"},
 }
 #: the top-level modules with a layer of their own, and what they may import: the model
 #: registry names the taggers and rerankers (above tagging and rerank), and the command line

@@ -10,7 +10,14 @@ from ._conllu import (
     tokenized_corpus,
     write_conllu,
 )
-from ._corpus import TaggedCorpus, Vocabulary, kfold_indices, train_test_split
+from ._corpus import (
+    TaggedCorpus,
+    Vocabulary,
+    concat_corpora,
+    kfold_indices,
+    train_test_split,
+    union_vocabulary,
+)
 from ._document import ConlluDocument, read_document
 from ._synthetic import synthetic_corpus
 
@@ -20,6 +27,7 @@ __all__ = [
     "CorpusFormatError",
     "TaggedCorpus",
     "Vocabulary",
+    "concat_corpora",
     "conllu_corpus",
     "kfold_indices",
     "read_conllu",
@@ -29,5 +37,6 @@ __all__ = [
     "synthetic_corpus",
     "tokenized_corpus",
     "train_test_split",
+    "union_vocabulary",
     "write_conllu",
 ]

@@ -442,6 +442,74 @@ class TaggedCorpus:
     __hash__ = None
 
 
+def union_vocabulary(vocabs: Sequence[Vocabulary]) -> Vocabulary:
+    """The union of vocabularies, strings in order of first appearance.
+
+    Examples
+    --------
+    >>> from sparsecca.data import Vocabulary, union_vocabulary
+    >>> union_vocabulary([Vocabulary(["a", "b"]), Vocabulary(["c", "a"])]).items
+    ['a', 'b', 'c']
+    """
+    seen: dict[str, None] = {}
+    for v in vocabs:
+        for s in v:
+            seen.setdefault(s, None)
+    return Vocabulary(seen)
+
+
+def concat_corpora(corpora: Sequence[TaggedCorpus]) -> TaggedCorpus:
+    """Concatenate corpora sentence-wise, re-coding ids into the union of their vocabularies.
+
+    Parameters
+    ----------
+    corpora : sequence of TaggedCorpus
+        At least one; all tagged or all untagged.
+
+    Returns
+    -------
+    TaggedCorpus
+
+    Examples
+    --------
+    >>> from sparsecca.data import TaggedCorpus, concat_corpora
+    >>> a = TaggedCorpus.from_sentences([[("the", "DET"), ("dog", "NOUN")]])
+    >>> b = TaggedCorpus.from_sentences([[("dogs", "NOUN"), ("bark", "VERB")]])
+    >>> both = concat_corpora([a, b])
+    >>> both.n_sentences, both.words.items, both.tags.items
+    (2, ['the', 'dog', 'dogs', 'bark'], ['DET', 'NOUN', 'VERB'])
+    """
+    corpora = list(corpora)
+    if not corpora:
+        raise ValueError("concat_corpora needs at least one corpus, got an empty sequence")
+    for i, c in enumerate(corpora):
+        if not isinstance(c, TaggedCorpus):
+            raise TypeError(f"corpora[{i}] must be a TaggedCorpus, got {type(c).__name__}")
+    has_tags = {c.has_tags for c in corpora}
+    if len(has_tags) > 1:
+        raise ValueError("cannot concatenate tagged and untagged corpora")
+    words = corpora[0].words
+    if any(c.words is not words and c.words != words for c in corpora):
+        words = union_vocabulary([c.words for c in corpora])
+    tags = None
+    if corpora[0].has_tags:
+        tags = corpora[0].tags
+        if any(c.tags is not tags and c.tags != tags for c in corpora):
+            tags = union_vocabulary([c.tags for c in corpora])
+    wid, tid, offs = [], [], [np.zeros(1, dtype=np.int64)]
+    shift = 0
+    for c in corpora:
+        w, t = c.recode(words=words, tags=tags)
+        wid.append(w)
+        if t is not None:
+            tid.append(t)
+        offs.append(c.offsets[1:] + shift)
+        shift += c.n_tokens
+    return TaggedCorpus(np.concatenate(wid) if wid else np.zeros(0, np.int32),
+                        np.concatenate(tid) if tags is not None else None,
+                        np.concatenate(offs), words, tags)
+
+
 def train_test_split(corpus: TaggedCorpus, test_size: float | int = 0.1, shuffle: bool = True,
                      random_state=None) -> tuple[TaggedCorpus, TaggedCorpus]:
     """Split a corpus into train and test sentences.

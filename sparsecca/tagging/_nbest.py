@@ -17,18 +17,16 @@ from .._persist import (
     state_value,
     unpack_strings,
 )
-from ..data import TaggedCorpus, Vocabulary
+from ..data import TaggedCorpus, Vocabulary, concat_corpora, union_vocabulary
 from ._nbest_arrays import (
     _TOKEN_SUBSETS,
     _bool_array,
     _check_no_nan,
     _check_offset_array,
-    _concat_corpora,
     _gather_segments,
     _real_array,
     _segment_ids,
     _sentence_index,
-    _union_vocabulary,
 )
 
 __all__ = ["NBestList", "concatenate"]
@@ -607,8 +605,8 @@ def concatenate(nbests: Sequence[NBestList]) -> NBestList:
         return nbests[0]
     tags = nbests[0].tags
     if any(nb.tags != tags for nb in nbests):
-        tags = _union_vocabulary([nb.tags for nb in nbests])
-    corpus = _concat_corpora([nb.corpus for nb in nbests])
+        tags = union_vocabulary([nb.tags for nb in nbests])
+    corpus = concat_corpora([nb.corpus for nb in nbests])
     tag_ids, cand_off, sent_off, scores, unknown = [], [], [np.zeros(1, np.int64)], [], []
     cshift = tshift = 0
     cand_off.append(np.zeros(1, np.int64))

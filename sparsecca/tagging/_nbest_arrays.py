@@ -4,11 +4,7 @@ lists."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
-
-from ..data import TaggedCorpus, Vocabulary
 
 _TOKEN_SUBSETS = ("all", "known", "unknown")
 
@@ -109,38 +105,3 @@ def _check_offset_array(name: str, off: np.ndarray, what, size, item: str) -> No
         raise ValueError(f"{name} must be non-decreasing (each {item} spans {name}[j] to "
                          f"{name}[j + 1]), got {int(off[j])} then {int(off[j + 1])} at "
                          f"positions {j} and {j + 1}")
-
-
-def _union_vocabulary(vocabs: Sequence[Vocabulary]) -> Vocabulary:
-    seen: dict[str, None] = {}
-    for v in vocabs:
-        for s in v:
-            seen.setdefault(s, None)
-    return Vocabulary(seen)
-
-
-def _concat_corpora(corpora: Sequence[TaggedCorpus]) -> TaggedCorpus:
-    """Concatenate corpora, re-coding ids into the union of their vocabularies."""
-    has_tags = {c.has_tags for c in corpora}
-    if len(has_tags) > 1:
-        raise ValueError("cannot concatenate tagged and untagged corpora")
-    words = corpora[0].words
-    if any(c.words is not words and c.words != words for c in corpora):
-        words = _union_vocabulary([c.words for c in corpora])
-    tags = None
-    if corpora[0].has_tags:
-        tags = corpora[0].tags
-        if any(c.tags is not tags and c.tags != tags for c in corpora):
-            tags = _union_vocabulary([c.tags for c in corpora])
-    wid, tid, offs = [], [], [np.zeros(1, dtype=np.int64)]
-    shift = 0
-    for c in corpora:
-        w, t = c.recode(words=words, tags=tags)
-        wid.append(w)
-        if t is not None:
-            tid.append(t)
-        offs.append(c.offsets[1:] + shift)
-        shift += c.n_tokens
-    return TaggedCorpus(np.concatenate(wid) if wid else np.zeros(0, np.int32),
-                        np.concatenate(tid) if tags is not None else None,
-                        np.concatenate(offs), words, tags)

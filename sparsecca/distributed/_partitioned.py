@@ -1,0 +1,172 @@
+"""Ordered collections of Dask-delayed partitions: a corpus or an n-best list split by
+sentences, each partition an ordinary in-memory object of the library.
+
+Every stage of the distributed pipeline is a map over partitions (``map``), a tree reduce of
+per-partition partial results (``reduce``), or both.  Nothing here computes eagerly: a
+``Partitioned`` holds delayed objects, and the active Dask scheduler (threads, processes, or a
+``distributed.Client``) runs them on ``compute``/``persist``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+__all__ = ["Partitioned", "PartitionedCorpus", "PartitionedNBest", "import_dask",
+           "tree_reduce"]
+
+
+def import_dask():
+    """The ``dask`` module, or an ImportError that names the extra to install."""
+    try:
+        import dask
+    except ImportError:  # pragma: no cover - the test extra installs dask
+        raise ImportError("sparsecca.distributed needs dask and distributed: "
+                          "pip install \".[distributed]\" (from the sparsecca checkout)") from None
+    return dask
+
+
+def tree_reduce(parts: Sequence[Any], add: Callable[[Any, Any], Any]):
+    """Pairwise tree sum of delayed partial results: log2(n) levels, no task holding more
+    than two inputs.  ``parts`` must be non-empty; a single part is returned as it is."""
+    dask = import_dask()
+    level = list(parts)
+    if not level:
+        raise ValueError("tree_reduce needs at least one partial result, got none")
+    add_d = dask.delayed(add, pure=True)
+    while len(level) > 1:
+        nxt = [add_d(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+class Partitioned:
+    """An ordered sequence of Dask-delayed partitions.
+
+    Parameters
+    ----------
+    partitions : sequence of dask.delayed.Delayed (or plain objects, wrapped as delayed)
+        In corpus order; at least one.
+
+    Attributes
+    ----------
+    partitions : list of dask.delayed.Delayed
+    n_partitions : int
+
+    Examples
+    --------
+    >>> from sparsecca.distributed import Partitioned
+    >>> p = Partitioned([[1, 2], [3]])
+    >>> p.map(len).compute()
+    [2, 1]
+    >>> p.reduce(sum, lambda a, b: a + b).compute()
+    6
+    """
+
+    def __init__(self, partitions):
+        dask = import_dask()
+        from dask.delayed import Delayed
+
+        parts = list(partitions)
+        if not parts:
+            raise ValueError(f"{type(self).__name__} needs at least one partition, got none")
+        self.partitions = [p if isinstance(p, Delayed)
+                           else dask.delayed(p, traverse=False) for p in parts]
+
+    @property
+    def n_partitions(self) -> int:
+        return len(self.partitions)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n_partitions={self.n_partitions})"
+
+    def _like(self, partitions, cls=None):
+        return (cls or Partitioned)(partitions)
+
+    def map(self, fn: Callable, *args, cls=None, pure: bool = True, **kwargs) -> "Partitioned":
+        """``fn(partition, *args, **kwargs)`` on every partition, lazily; ``cls`` chooses the
+        type of the result (a plain :class:`Partitioned` by default)."""
+        dask = import_dask()
+        f = dask.delayed(fn, pure=pure)
+        return self._like([f(p, *args, **kwargs) for p in self.partitions], cls)
+
+    def reduce(self, of_partition: Callable, add: Callable):
+        """The delayed tree sum ``add(...)`` of ``of_partition(partition)`` over partitions."""
+        return tree_reduce(self.map(of_partition).partitions, add)
+
+    def compute(self, **compute_kwargs) -> list:
+        """The partitions, computed on the active scheduler, as a list."""
+        dask = import_dask()
+        return list(dask.compute(*self.partitions, **compute_kwargs))
+
+    def persist(self, **persist_kwargs) -> "Partitioned":
+        """The same collection with every partition computed and kept where it was computed
+        (on the workers under ``distributed``), so that later stages start from it."""
+        dask = import_dask()
+        return self._like(list(dask.persist(*self.partitions, **persist_kwargs)), type(self))
+
+
+class PartitionedCorpus(Partitioned):
+    """A corpus as sentence-contiguous partitions, each a :class:`~sparsecca.data.TaggedCorpus`
+    with its own vocabularies (``gather`` merges them).
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus
+    >>> from sparsecca.distributed import PartitionedCorpus
+    >>> corpus = synthetic_corpus(10, random_state=0)
+    >>> parts = PartitionedCorpus.from_corpus(corpus, 3)
+    >>> parts.n_partitions, parts.gather() == corpus
+    (3, True)
+    """
+
+    @classmethod
+    def from_corpus(cls, corpus, n_partitions: int) -> "PartitionedCorpus":
+        """Split an in-memory corpus into ``n_partitions`` sentence-contiguous partitions of
+        near-equal sentence counts (each at least one sentence)."""
+        import numpy as np
+
+        from .._params import check_int
+        from ..data import TaggedCorpus
+
+        if not isinstance(corpus, TaggedCorpus):
+            raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
+        n = check_int("n_partitions", n_partitions, 1)
+        if n > max(1, corpus.n_sentences):
+            raise ValueError(f"n_partitions must be an int in [1, {max(1, corpus.n_sentences)}] "
+                             f"(the corpus's sentences), got {n}")
+        bounds = np.linspace(0, corpus.n_sentences, n + 1).astype(np.int64)
+        return cls([corpus.select(np.arange(a, b)) for a, b in zip(bounds[:-1], bounds[1:])])
+
+    def _like(self, partitions, cls=None):
+        return (cls or Partitioned)(partitions)
+
+    def gather(self, **compute_kwargs):
+        """The whole corpus in memory (vocabularies merged in order of first appearance)."""
+        from ..data import concat_corpora
+
+        return concat_corpora(self.compute(**compute_kwargs))
+
+
+class PartitionedNBest(Partitioned):
+    """n-best lists as sentence-contiguous partitions, each a
+    :class:`~sparsecca.tagging.NBestList` (``gather`` concatenates them).
+
+    Examples
+    --------
+    >>> from sparsecca.data import synthetic_corpus
+    >>> from sparsecca.distributed import PartitionedNBest
+    >>> from sparsecca.tagging import TrigramHMM
+    >>> corpus = synthetic_corpus(12, random_state=0)
+    >>> nbest = TrigramHMM().fit(corpus).nbest(corpus, k=3)
+    >>> parts = PartitionedNBest([nbest.select(range(0, 5)), nbest.select(range(5, 12))])
+    >>> parts.gather() == nbest
+    True
+    """
+
+    def gather(self, **compute_kwargs):
+        """The whole n-best list in memory (tag and word vocabularies merged)."""
+        from ..tagging import concatenate
+
+        return concatenate(self.compute(**compute_kwargs))
