@@ -27,7 +27,16 @@ def import_dask():
 
 def tree_reduce(parts: Sequence[Any], add: Callable[[Any, Any], Any]):
     """Pairwise tree sum of delayed partial results: log2(n) levels, no task holding more
-    than two inputs.  ``parts`` must be non-empty; a single part is returned as it is."""
+    than two inputs.  ``parts`` must be non-empty; a single part is returned as it is.
+
+    Examples
+    --------
+    >>> import dask
+    >>> from sparsecca.distributed import tree_reduce
+    >>> parts = [dask.delayed(i) for i in range(5)]
+    >>> tree_reduce(parts, lambda a, b: a + b).compute()
+    10
+    """
     dask = import_dask()
     level = list(parts)
     if not level:
