@@ -145,8 +145,9 @@ class PartitionedCorpus(Partitioned):
         if n > max(1, corpus.n_sentences):
             raise ValueError(f"n_partitions must be an int in [1, {max(1, corpus.n_sentences)}] "
                              f"(the corpus's sentences), got {n}")
-        bounds = np.linspace(0, corpus.n_sentences, n + 1).astype(np.int64)
-        return cls([corpus.select(np.arange(a, b)) for a, b in zip(bounds[:-1], bounds[1:])])
+        # numpy.array_split's sizes: the first n_sentences % n partitions one sentence longer
+        return cls([corpus.select(idx)
+                    for idx in np.array_split(np.arange(corpus.n_sentences), n)])
 
     def _like(self, partitions, cls=None):
         return (cls or Partitioned)(partitions)

@@ -1,0 +1,97 @@
+"""Which Dask scheduler runs the pipeline: a ``distributed`` cluster at an address, a local
+cluster of worker processes, or (the default) none, in process as without Dask."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+__all__ = ["parse_scheduler", "scheduler"]
+
+_LOCAL = re.compile(r"local(?::(\d+))?")
+_ADDRESS = re.compile(r"(?:tcp|tls|inproc|ucx|ws|wss)://\S+|[\w.\-]+:\d+")
+
+
+def parse_scheduler(spec):
+    """``spec`` as ``(kind, value)``: ``('local', n_workers or None)`` for ``local`` or
+    ``local:N``, ``('address', address)`` for ``HOST:PORT`` or ``tcp://HOST:PORT``.
+
+    Raises
+    ------
+    ValueError
+        Anything else, naming the accepted forms and the value received.
+
+    Examples
+    --------
+    >>> from sparsecca.distributed import parse_scheduler
+    >>> parse_scheduler("local:2"), parse_scheduler("tcp://10.0.0.5:8786")
+    (('local', 2), ('address', 'tcp://10.0.0.5:8786'))
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"scheduler must be a string ('local', 'local:N' or a scheduler "
+                        f"address HOST:PORT), got {type(spec).__name__}")
+    m = _LOCAL.fullmatch(spec)
+    if m:
+        n = None if m.group(1) is None else int(m.group(1))
+        if n is not None and n < 1:
+            raise ValueError(f"scheduler 'local:N' needs N >= 1 worker processes, got {spec!r}")
+        return "local", n
+    if _ADDRESS.fullmatch(spec):
+        return "address", spec
+    raise ValueError(f"scheduler must be 'local', 'local:N' (N >= 1 worker processes) or the "
+                     f"address of a running dask scheduler (HOST:PORT or tcp://HOST:PORT), "
+                     f"got {spec!r}")
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def scheduler(spec=None, *, memory_limit="auto"):
+    """A context in which Dask computations run on the scheduler ``spec`` names.
+
+    Parameters
+    ----------
+    spec : str or None
+        None: no cluster (the default Dask scheduler, in process).  ``'local'`` or
+        ``'local:N'``: a ``distributed.LocalCluster`` of N single-threaded worker processes
+        (N = the machine's cores when omitted), shut down on exit.  ``'HOST:PORT'`` or
+        ``'tcp://HOST:PORT'``: a client of a running scheduler (left running on exit).
+    memory_limit : str or int
+        Per worker of a local cluster (distributed's syntax, e.g. ``'3GB'``).
+
+    Yields
+    ------
+    distributed.Client or None
+
+    Examples
+    --------
+    >>> from sparsecca.distributed import scheduler
+    >>> with scheduler(None) as client:
+    ...     print(client)
+    None
+    """
+    if spec is None:
+        yield None
+        return
+    kind, value = parse_scheduler(spec)
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover - the test extra installs distributed
+        raise ImportError("a scheduler needs dask.distributed: pip install \".[distributed]\" "
+                          "(from the sparsecca checkout)") from None
+    if kind == "address":
+        with Client(value) as client:
+            yield client
+        return
+    n = value or _cores()
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                      memory_limit=memory_limit, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        yield client

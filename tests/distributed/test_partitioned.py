@@ -1,0 +1,100 @@
+"""The partition collections and the scheduler specification (no cluster needed: the
+default threaded scheduler runs the same task graphs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask")
+
+from sparsecca.data import TaggedCorpus, concat_corpora, synthetic_corpus  # noqa: E402
+from sparsecca.distributed import (  # noqa: E402
+    Partitioned,
+    PartitionedCorpus,
+    PartitionedNBest,
+    parse_scheduler,
+    scheduler,
+    tree_reduce,
+)
+from sparsecca.tagging import TrigramHMM  # noqa: E402
+
+
+@pytest.mark.parametrize("n_parts", [1, 2, 3, 7, 20])
+def test_from_corpus_round_trips_and_keeps_order(n_parts):
+    corpus = synthetic_corpus(20, random_state=3)
+    parts = PartitionedCorpus.from_corpus(corpus, n_parts)
+    assert parts.n_partitions == n_parts
+    got = parts.compute()
+    assert [p.n_sentences for p in got] == [len(a) for a in np.array_split(np.arange(20),
+                                                                           n_parts)]
+    assert parts.gather() == corpus
+    assert parts.persist().gather() == corpus
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 13])
+def test_tree_reduce_equals_the_sequential_sum(n):
+    dask = pytest.importorskip("dask")
+    values = [np.arange(4) * (i + 1) for i in range(n)]
+    got = tree_reduce([dask.delayed(v) for v in values], np.add).compute()
+    np.testing.assert_array_equal(got, np.sum(values, axis=0))
+    # a non-commutative 'add' keeps the partition order
+    assert tree_reduce([dask.delayed(str(i)) for i in range(n)],
+                       lambda a, b: a + b).compute() == "".join(map(str, range(n)))
+
+
+def test_map_and_reduce_follow_the_partitions():
+    p = Partitioned([[1, 2], [3], [4, 5, 6]])
+    assert p.map(len).compute() == [2, 1, 3]
+    assert p.reduce(sum, lambda a, b: a + b).compute() == 21
+    assert repr(p) == "Partitioned(n_partitions=3)"
+
+
+def test_partitioned_nbest_gathers_the_whole_list():
+    corpus = synthetic_corpus(15, random_state=1)
+    nbest = TrigramHMM().fit(corpus).nbest(corpus, k=3)
+    parts = PartitionedNBest([nbest.select(range(0, 4)), nbest.select(range(4, 9)),
+                              nbest.select(range(9, 15))])
+    assert parts.gather() == nbest
+
+
+def test_concat_corpora_merges_vocabularies():
+    a = TaggedCorpus.from_sentences([[("a", "X"), ("b", "Y")]])
+    b = TaggedCorpus.from_sentences([[("c", "Z"), ("a", "X")]])
+    both = concat_corpora([a, b])
+    assert both.words.items == ["a", "b", "c"] and both.tags.items == ["X", "Y", "Z"]
+    assert both.sentence(1) == (["c", "a"], ["Z", "X"])
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("local", ("local", None)), ("local:3", ("local", 3)),
+    ("10.1.2.3:8786", ("address", "10.1.2.3:8786")),
+    ("tcp://host.example:8786", ("address", "tcp://host.example:8786")),
+])
+def test_parse_scheduler(spec, expected):
+    assert parse_scheduler(spec) == expected
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: Partitioned([]), ValueError, "Partitioned needs at least one partition"),
+    (lambda: PartitionedCorpus.from_corpus([("a", "X")], 1), TypeError,
+     "corpus must be a TaggedCorpus, got list"),
+    (lambda: PartitionedCorpus.from_corpus(synthetic_corpus(3, random_state=0), 4),
+     ValueError, r"n_partitions must be an int in \[1, 3\] .*got 4"),
+    (lambda: PartitionedCorpus.from_corpus(synthetic_corpus(3, random_state=0), 0),
+     ValueError, "n_partitions must be an int >= 1, got 0"),
+    (lambda: tree_reduce([], np.add), ValueError, "at least one partial result"),
+    (lambda: concat_corpora([]), ValueError, "at least one corpus"),
+    (lambda: concat_corpora(["x"]), TypeError, r"corpora\[0\] must be a TaggedCorpus"),
+    (lambda: parse_scheduler("local:0"), ValueError, "N >= 1 worker processes, got 'local:0'"),
+    (lambda: parse_scheduler("cluster"), ValueError, "got 'cluster'"),
+    (lambda: parse_scheduler(4), TypeError, "got int"),
+])
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_no_scheduler_runs_in_process():
+    with scheduler(None) as client:
+        assert client is None
