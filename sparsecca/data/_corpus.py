@@ -57,10 +57,11 @@ class Vocabulary:
 
     def __init__(self, items: Iterable[str] = ()):
         self._items = list(items)
-        for i, s in enumerate(self._items):
-            if not isinstance(s, str):
-                raise TypeError(f"Vocabulary items must be str, got {type(s).__name__} {s!r} "
-                                f"at position {i}")
+        if not set(map(type, self._items)) <= {str}:  # one C-level pass when all are str
+            for i, s in enumerate(self._items):
+                if not isinstance(s, str):
+                    raise TypeError(f"Vocabulary items must be str, got {type(s).__name__} "
+                                    f"{s!r} at position {i}")
         self._index = {s: i for i, s in enumerate(self._items)}
         if len(self._index) != len(self._items):
             raise ValueError("Vocabulary items must be distinct")
