@@ -335,7 +335,22 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
 
 def observed_pairs(X, tag_ids, T):
     """The (feature, tag) pairs seen in gold data: the sorted pattern of ``X^T @ onehot(gold)``,
-    as (indptr int64, tags int32), CSR by feature."""
+    as (indptr int64, tags int32), CSR by feature.
+
+    With positive values (no sum of a pair can cancel) and a pair table no larger than
+    :data:`_BLOCK_CELLS` or the entries of ``X``, the pairs are marked in a boolean table, in
+    linear time; otherwise the sparse product gives them.
+    """
+    F = X.shape[1]
+    X = sp.csr_matrix(X)
+    if F * T <= max(_BLOCK_CELLS, X.nnz) and (X.nnz == 0 or X.data.min() > 0):
+        seen = np.zeros(F * T, dtype=bool)
+        rows = np.repeat(np.asarray(tag_ids, dtype=np.int64), np.diff(X.indptr))
+        seen[X.indices.astype(np.int64) * T + rows] = True
+        pairs = np.flatnonzero(seen)
+        indptr = np.zeros(F + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs // T, minlength=F), out=indptr[1:])
+        return indptr, (pairs % T).astype(np.int32)
     G = sp.csr_matrix((np.ones(tag_ids.size, dtype=X.dtype), tag_ids,
                        np.arange(tag_ids.size + 1)), shape=(tag_ids.size, T))
     P = (X.T.tocsr() @ G).tocsr()
