@@ -112,6 +112,14 @@ class Vocabulary:
         return other.ids(self._items, default=default)
 
 
+def first_seen(keys: list[str]) -> tuple[list[str], np.ndarray]:
+    """The distinct ``keys`` in first-seen order, and the position (int64) of each key among
+    them: ``distinct[ids[i]] == keys[i]`` (dict passes in C, no Python loop per key)."""
+    distinct = list(dict.fromkeys(keys))
+    index = dict(zip(distinct, range(len(distinct))))
+    return distinct, np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
+
+
 def _check_sentence(k: int, sent) -> None:
     # a str is a sequence too: iterating it would make each character a token
     if isinstance(sent, (str, bytes)):
