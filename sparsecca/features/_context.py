@@ -9,6 +9,7 @@ from .._params import check_float_dtype, check_int
 from .._persist import pack_strings, state_value, unpack_strings
 from .._sparse import expand_ranges
 from ..data import TaggedCorpus, Vocabulary
+from ..data._corpus import first_seen
 from ._base import (
     BaseView,
     check_corpus,
@@ -23,13 +24,6 @@ __all__ = ["ContextFeatures"]
 _FLAGS = ("has_upper", "has_digit", "has_hyphen", "all_caps", "init_cap")
 #: most word types whose columns a fitted ContextFeatures keeps (see _TypeTable)
 _CACHE_TYPES = 1 << 18
-
-
-def _first_seen(keys: list[str]) -> tuple[list[str], np.ndarray]:
-    """The distinct ``keys`` in first-seen order, and the position of each key among them."""
-    distinct = list(dict.fromkeys(keys))
-    index = dict(zip(distinct, range(len(distinct))))
-    return distinct, np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
 
 
 def _templates(strings: list[str], lower: list[str], affix: int):
@@ -82,25 +76,56 @@ def _type_features(strings: list[str], low: list[str], affix: int, lower: list[s
                    lower_ids: np.ndarray):
     """Word features of each type: ``(indptr, local ids, local names)``, CSR by type, the
     names distinct (``low``: each type lowercased; ``lower``, ``lower_ids``: the distinct
-    ones and each type's position among them, from :func:`_first_seen`)."""
+    ones and each type's position among them, from :func:`first_seen`), and the template
+    blocks of the names, ``(head, number of names)`` in order."""
     names: list[str] = []
     parts = []
+    blocks = []
     for head, rows, keys in _templates(strings, low, affix):
         if keys is None:
             if rows.size:
                 parts.append((rows, len(names)))
                 names.append(head)
+                blocks.append((head, 1))
             continue
         if head == "w=":  # the types are distinct
             distinct, ids = keys, rows
         elif head == "l=":
             distinct, ids = lower, lower_ids
         else:
-            distinct, ids = _first_seen(keys)
+            distinct, ids = first_seen(keys)
         parts.append((rows, ids + len(names)))
         names.extend(map(head.__add__, distinct))
+        blocks.append((head, len(distinct)))
     indptr, local = _by_type(len(strings), parts)
-    return indptr, local, names
+    return indptr, local, names, blocks
+
+
+def _name_order(names: list[str], sizes: list[int], alike: dict[int, int]) -> np.ndarray:
+    """The positions of the distinct ``names`` in sorted order.
+
+    ``names`` are blocks of consecutive names of ``sizes``; block ``b`` in ``alike`` has the
+    keys of block ``alike[b]`` behind another head, so the same order.  Each block is sorted
+    on its own, the blocks are put in the order of their first names, and when every block
+    ends below the next one's start that is the order of all (else all are sorted at once).
+    """
+    starts = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    ranks: dict[int, np.ndarray] = {}
+    for b, (start, size) in enumerate(zip(starts.tolist(), sizes)):
+        if not size:
+            continue
+        if b in alike:
+            ranks[b] = ranks[alike[b]]
+        else:
+            ranks[b] = np.array(sorted(range(size), key=names[start:start + size].__getitem__),
+                                dtype=np.int64)
+    spans = sorted((names[starts[b] + r[0]], names[starts[b] + r[-1]], b)
+                   for b, r in ranks.items())
+    if any(prev[1] >= nxt[0] for prev, nxt in zip(spans, spans[1:])):
+        return np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+    return np.concatenate([starts[b] + ranks[b] for _, _, b in spans] or
+                          [np.zeros(0, dtype=np.int64)])
 
 
 def _window_names(d: int, lower: list[str]) -> list[str]:
@@ -132,8 +157,9 @@ class _Tokens:
         if columns is None:
             # lowercased types, ids in first-seen order; BOS = n_lower, EOS = n_lower + 1
             low = [w.lower() for w in strings]
-            self.lower, self.lower_of_type = _first_seen(low)
-            self.type_indptr, self.type_local, self.type_names = _type_features(
+            self.lower, self.lower_of_type = first_seen(low)
+            (self.type_indptr, self.type_local, self.type_names,
+             self.type_blocks) = _type_features(
                 strings, low, affix, self.lower, self.lower_of_type)
             n_ids, tok_id = len(self.lower), self.lower_of_type[self.tok_type]
         else:
@@ -173,7 +199,7 @@ class _TypeTable:
             # new types: each word feature looked up as named (no local vocabulary)
             tok = _Tokens.__new__(_Tokens)
             low = [w.lower() for w in strings]
-            tok.lower, tok.lower_of_type = _first_seen(low)
+            tok.lower, tok.lower_of_type = first_seen(low)
             tok.type_indptr, col = _by_type(len(strings), [
                 (rows, np.full(rows.size, vocab.id(head)) if keys is None
                  else vocab.ids(map(head.__add__, keys)))
@@ -336,14 +362,23 @@ class ContextFeatures(BaseView):
                np.bincount(tok.type_local,
                            weights=np.repeat(tok.type_counts, np.diff(tok.type_indptr)),
                            minlength=len(tok.type_names)).astype(np.int64)]
+        # name blocks: bias, the templates of the word features, then per offset the window
+        # names (the lowercased types, in the order of the ``l=`` block) and the two markers
+        heads = [head for head, _ in tok.type_blocks]
+        sizes = [1] + [size for _, size in tok.type_blocks]
+        alike = {}
         for d, nb in tok.neighbours.items():
             names += _window_names(d, tok.lower)
             occ.append(np.bincount(nb, minlength=len(tok.lower) + 2).astype(np.int64))
+            if "l=" in heads:
+                alike[len(sizes)] = 1 + heads.index("l=")
+            sizes += [len(tok.lower), 1, 1]
         occ = np.concatenate(occ)
         keep = select_features(self, occ, min_count, None, corpus.n_sentences)
         # the names are distinct: sorting the kept ones gives every name its column
-        order = sorted(np.flatnonzero(keep).tolist(), key=names.__getitem__)
-        kept = [names[i] for i in order]
+        order = _name_order(names, sizes, alike)
+        order = order[keep[order]]
+        kept = [names[i] for i in order.tolist()]
         tok.name_cols = np.full(len(names), -1, dtype=np.int64)
         tok.name_cols[order] = np.arange(len(order), dtype=np.int64)
         self._params = params
