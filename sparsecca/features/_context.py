@@ -151,7 +151,7 @@ class _Tokens:
         word_ids, offsets = corpus.word_ids, corpus.offsets
         present, self.type_counts, lookup = present_types(word_ids, len(corpus.words))
         items = corpus.words.items
-        strings = [items[i] for i in present]
+        strings = [items[i] for i in present.tolist()]
         self.strings = strings
         self.tok_type = lookup[word_ids] if word_ids.size else np.zeros(0, dtype=np.int64)
         if columns is None:

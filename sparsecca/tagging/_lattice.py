@@ -181,8 +181,8 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
         tag_used, tag_ids = np.unique(corpus.tag_ids, return_inverse=True)
         word_used, word_ids = np.unique(corpus.word_ids, return_inverse=True)
         tag_items, word_items = corpus.tags.items, corpus.words.items
-        self.tags_ = Vocabulary([tag_items[i] for i in tag_used])
-        self.words_ = Vocabulary([word_items[i] for i in word_used])
+        self.tags_ = Vocabulary([tag_items[i] for i in tag_used.tolist()])
+        self.words_ = Vocabulary([word_items[i] for i in word_used.tolist()])
         T, V = len(self.tags_), len(self.words_)
         tag_ids = tag_ids.astype(np.int32)
         self.word_counts_ = np.bincount(word_ids, minlength=V).astype(np.int64)
@@ -215,7 +215,7 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
         """Per-token candidate tags (CSR, sorted within each token) and the unknown mask."""
         used, inv = np.unique(corpus.word_ids, return_inverse=True)
         items = corpus.words.items
-        strings = [items[i] for i in used]
+        strings = [items[i] for i in used.tolist()]
         model_id = self.words_.ids(strings)
         known = model_id >= 0
         count = np.where(known, self.word_counts_[np.maximum(model_id, 0)], 0)
