@@ -57,10 +57,11 @@ class Vocabulary:
 
     def __init__(self, items: Iterable[str] = ()):
         self._items = list(items)
-        for i, s in enumerate(self._items):
-            if not isinstance(s, str):
-                raise TypeError(f"Vocabulary items must be str, got {type(s).__name__} {s!r} "
-                                f"at position {i}")
+        if not set(map(type, self._items)) <= {str}:  # one C-level pass when all are str
+            for i, s in enumerate(self._items):
+                if not isinstance(s, str):
+                    raise TypeError(f"Vocabulary items must be str, got {type(s).__name__} "
+                                    f"{s!r} at position {i}")
         self._index = {s: i for i, s in enumerate(self._items)}
         if len(self._index) != len(self._items):
             raise ValueError("Vocabulary items must be distinct")
@@ -109,6 +110,14 @@ class Vocabulary:
         look-up per *type* instead of per token.
         """
         return other.ids(self._items, default=default)
+
+
+def first_seen(keys: list[str]) -> tuple[list[str], np.ndarray]:
+    """The distinct ``keys`` in first-seen order, and the position (int64) of each key among
+    them: ``distinct[ids[i]] == keys[i]`` (dict passes in C, no Python loop per key)."""
+    distinct = list(dict.fromkeys(keys))
+    index = dict(zip(distinct, range(len(distinct))))
+    return distinct, np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
 
 
 def _check_sentence(k: int, sent) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import itertools
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -12,13 +9,13 @@ from .._params import check_float_dtype, check_int
 from .._persist import pack_strings, state_value, unpack_strings
 from .._sparse import expand_ranges
 from ..data import TaggedCorpus, Vocabulary
+from ..data._corpus import first_seen
 from ._base import (
     BaseView,
     check_corpus,
     check_min_count,
     present_types,
     select_features,
-    type_features,
 )
 
 __all__ = ["ContextFeatures"]
@@ -29,42 +26,113 @@ _FLAGS = ("has_upper", "has_digit", "has_hyphen", "all_caps", "init_cap")
 _CACHE_TYPES = 1 << 18
 
 
-@functools.lru_cache(maxsize=None)
-def _affix_heads(k: int) -> tuple[str, str]:
-    return f"p{k}=", f"s{k}="
-
-
-def _word_features(word: str, affix: int) -> list[str]:
-    """Features of one word type (the window features are added per token).
+def _templates(strings: list[str], lower: list[str], affix: int):
+    """The word features of the types ``strings`` (lowercased: ``lower``; the window features
+    are added per token), template by template: ``(head, rows, keys)`` where ``rows`` are the
+    types (ascending) having the template and ``head + keys[r]`` their feature names; a flag
+    has ``keys`` None (its name is ``head``).
 
     The template of a name is the text before its first ``=`` (or the whole name for a
     flag), so no two templates can share a name.
     """
-    out = ["w=" + word, "l=" + word.lower()]
-    for k in range(1, min(affix, len(word)) + 1):
-        p, s = _affix_heads(k)
-        out.append(p + word[:k])
-        out.append(s + word[-k:])
+    n = len(strings)
+    every = np.arange(n, dtype=np.int64)
+    out = [("w=", every, strings), ("l=", every, lower)]
+    length = np.fromiter(map(len, strings), dtype=np.int64, count=n)
+    for k in range(1, affix + 1):
+        rows = np.flatnonzero(length >= k)
+        part = strings if rows.size == n else [strings[i] for i in rows.tolist()]
+        out.append((f"p{k}=", rows, [w[:k] for w in part]))
+        out.append((f"s{k}=", rows, [w[-k:] for w in part]))
     # the cheap string tests first: a word with only lower-case letters has no upper-case
     # one, an alphabetic word no digit
-    if not word.islower() and any(c.isupper() for c in word):
-        out.append(_FLAGS[0])
-    if not word.isalpha() and any(c.isdigit() for c in word):
-        out.append(_FLAGS[1])
-    if "-" in word:
-        out.append(_FLAGS[2])
-    if word.isupper():
-        out.append(_FLAGS[3])
-    if word[:1].isupper():
-        out.append(_FLAGS[4])
+    has = ([not w.islower() and any(map(str.isupper, w)) for w in strings],
+           [not w.isalpha() and any(map(str.isdigit, w)) for w in strings],
+           ["-" in w for w in strings],
+           list(map(str.isupper, strings)),
+           [w[:1].isupper() for w in strings])
+    for flag, h in zip(_FLAGS, has):
+        out.append((flag, np.flatnonzero(np.fromiter(h, dtype=bool, count=n)), None))
     return out
+
+
+def _by_type(n: int, parts) -> tuple[np.ndarray, np.ndarray]:
+    """CSR by type ``(indptr, values)`` of ``parts``, pairs ``(rows, values)`` whose ``rows``
+    are distinct within a part: each type's values in the order of the parts."""
+    counts = np.zeros(n, dtype=np.int64)
+    for rows, _ in parts:
+        counts[rows] += 1
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    out = np.empty(int(indptr[-1]), dtype=np.int64)
+    fill = indptr[:-1].copy()
+    for rows, values in parts:
+        out[fill[rows]] = values
+        fill[rows] += 1
+    return indptr, out
+
+
+def _type_features(strings: list[str], low: list[str], affix: int, lower: list[str],
+                   lower_ids: np.ndarray):
+    """Word features of each type: ``(indptr, local ids, local names)``, CSR by type, the
+    names distinct (``low``: each type lowercased; ``lower``, ``lower_ids``: the distinct
+    ones and each type's position among them, from :func:`first_seen`), and the template
+    blocks of the names, ``(head, number of names)`` in order."""
+    names: list[str] = []
+    parts = []
+    blocks = []
+    for head, rows, keys in _templates(strings, low, affix):
+        if keys is None:
+            if rows.size:
+                parts.append((rows, len(names)))
+                names.append(head)
+                blocks.append((head, 1))
+            continue
+        if head == "w=":  # the types are distinct
+            distinct, ids = keys, rows
+        elif head == "l=":
+            distinct, ids = lower, lower_ids
+        else:
+            distinct, ids = first_seen(keys)
+        parts.append((rows, ids + len(names)))
+        names.extend(map(head.__add__, distinct))
+        blocks.append((head, len(distinct)))
+    indptr, local = _by_type(len(strings), parts)
+    return indptr, local, names, blocks
+
+
+def _name_order(names: list[str], sizes: list[int], alike: dict[int, int]) -> np.ndarray:
+    """The positions of the distinct ``names`` in sorted order.
+
+    ``names`` are blocks of consecutive names of ``sizes``; block ``b`` in ``alike`` has the
+    keys of block ``alike[b]`` behind another head, so the same order.  Each block is sorted
+    on its own, the blocks are put in the order of their first names, and when every block
+    ends below the next one's start that is the order of all (else all are sorted at once).
+    """
+    starts = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    ranks: dict[int, np.ndarray] = {}
+    for b, (start, size) in enumerate(zip(starts.tolist(), sizes)):
+        if not size:
+            continue
+        if b in alike:
+            ranks[b] = ranks[alike[b]]
+        else:
+            ranks[b] = np.array(sorted(range(size), key=names[start:start + size].__getitem__),
+                                dtype=np.int64)
+    spans = sorted((names[starts[b] + r[0]], names[starts[b] + r[-1]], b)
+                   for b, r in ranks.items())
+    if any(prev[1] >= nxt[0] for prev, nxt in zip(spans, spans[1:])):
+        return np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+    return np.concatenate([starts[b] + ranks[b] for _, _, b in spans] or
+                          [np.zeros(0, dtype=np.int64)])
 
 
 def _window_names(d: int, lower: list[str]) -> list[str]:
     """Names of the window template at offset ``d``: one per lowercased type, then the two
     sentence-boundary markers (``:`` instead of ``=``, so no word can take their name)."""
     head = f"w{d:+d}"
-    return [f"{head}={w}" for w in lower] + [head + ":BOS", head + ":EOS"]
+    return [*map((head + "=").__add__, lower), head + ":BOS", head + ":EOS"]
 
 
 class _Tokens:
@@ -83,18 +151,16 @@ class _Tokens:
         word_ids, offsets = corpus.word_ids, corpus.offsets
         present, self.type_counts, lookup = present_types(word_ids, len(corpus.words))
         items = corpus.words.items
-        strings = [items[i] for i in present]
+        strings = [items[i] for i in present.tolist()]
         self.strings = strings
         self.tok_type = lookup[word_ids] if word_ids.size else np.zeros(0, dtype=np.int64)
         if columns is None:
-            self.type_indptr, self.type_local, self.type_names = type_features(
-                strings, lambda w: _word_features(w, affix))
             # lowercased types, ids in first-seen order; BOS = n_lower, EOS = n_lower + 1
-            index: dict[str, int] = {}
-            self.lower_of_type = np.fromiter(
-                (index.setdefault(s.lower(), len(index)) for s in strings), dtype=np.int64,
-                count=len(strings))
-            self.lower = list(index)
+            low = [w.lower() for w in strings]
+            self.lower, self.lower_of_type = first_seen(low)
+            (self.type_indptr, self.type_local, self.type_names,
+             self.type_blocks) = _type_features(
+                strings, low, affix, self.lower, self.lower_of_type)
             n_ids, tok_id = len(self.lower), self.lower_of_type[self.tok_type]
         else:
             (self.type_indptr, self.type_cols, self.type_dropped,
@@ -132,17 +198,12 @@ class _TypeTable:
         if tok is None:
             # new types: each word feature looked up as named (no local vocabulary)
             tok = _Tokens.__new__(_Tokens)
-            affix = params["affix"]
-            feats = [_word_features(w, affix) for w in strings]
-            tok.type_indptr = np.zeros(len(strings) + 1, dtype=np.int64)
-            np.cumsum(np.fromiter(map(len, feats), dtype=np.int64, count=len(strings)),
-                      out=tok.type_indptr[1:])
-            col = vocab.ids(itertools.chain.from_iterable(feats))
-            index: dict[str, int] = {}
-            tok.lower_of_type = np.fromiter(
-                (index.setdefault(s.lower(), len(index)) for s in strings), dtype=np.int64,
-                count=len(strings))
-            tok.lower = list(index)
+            low = [w.lower() for w in strings]
+            tok.lower, tok.lower_of_type = first_seen(low)
+            tok.type_indptr, col = _by_type(len(strings), [
+                (rows, np.full(rows.size, vocab.id(head)) if keys is None
+                 else vocab.ids(map(head.__add__, keys)))
+                for head, rows, keys in _templates(strings, low, params["affix"])])
             name_cols = None
         else:
             # columns of the names ``_fit`` counted (bias, the word features, then per offset
@@ -168,7 +229,7 @@ class _TypeTable:
             else:
                 start = 1 + n_local + j * (n_lower + 2)
                 tok.lower_window[:, j] = name_cols[start:start + n_lower]
-        return cls({w: i for i, w in enumerate(strings)}, indptr, col[known], lost,
+        return cls(dict(zip(strings, range(len(strings)))), indptr, col[known], lost,
                    tok.lower_window[tok.lower_of_type])
 
     def joined(self, other, inplace=False):
@@ -301,14 +362,23 @@ class ContextFeatures(BaseView):
                np.bincount(tok.type_local,
                            weights=np.repeat(tok.type_counts, np.diff(tok.type_indptr)),
                            minlength=len(tok.type_names)).astype(np.int64)]
+        # name blocks: bias, the templates of the word features, then per offset the window
+        # names (the lowercased types, in the order of the ``l=`` block) and the two markers
+        heads = [head for head, _ in tok.type_blocks]
+        sizes = [1] + [size for _, size in tok.type_blocks]
+        alike = {}
         for d, nb in tok.neighbours.items():
             names += _window_names(d, tok.lower)
             occ.append(np.bincount(nb, minlength=len(tok.lower) + 2).astype(np.int64))
+            if "l=" in heads:
+                alike[len(sizes)] = 1 + heads.index("l=")
+            sizes += [len(tok.lower), 1, 1]
         occ = np.concatenate(occ)
         keep = select_features(self, occ, min_count, None, corpus.n_sentences)
         # the names are distinct: sorting the kept ones gives every name its column
-        order = sorted(np.flatnonzero(keep).tolist(), key=names.__getitem__)
-        kept = [names[i] for i in order]
+        order = _name_order(names, sizes, alike)
+        order = order[keep[order]]
+        kept = [names[i] for i in order.tolist()]
         tok.name_cols = np.full(len(names), -1, dtype=np.int64)
         tok.name_cols[order] = np.arange(len(order), dtype=np.int64)
         self._params = params

@@ -55,6 +55,7 @@ from .._persist import (
     unpack_strings,
 )
 from ..data import TaggedCorpus, Vocabulary
+from ..data._corpus import first_seen
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
 from ..kernels import kbest_viterbi
 from ._kbest_mixin import KBestTaggerMixin, _check_corpus, saved_vocabularies
@@ -88,16 +89,18 @@ def _theta(prior: np.ndarray) -> float:
     return float(np.std(prior, ddof=1)) if prior.size > 1 else 0.0
 
 
-def _affix_keys(word: str, L: int, prefix: bool) -> list[str]:
-    """Keys of the affixes of ``word`` of length 1..L, shortest first.
+def _affix_form(word: str, prefix: bool) -> tuple[str, str]:
+    """The trie (``U`` for a capitalised word, else ``L``, as in TnT) and the form whose
+    suffixes are the affix keys: digits folded to ``0`` (all numerals share statistics),
+    reversed for prefixes."""
+    form = word if word.isalpha() else _DIGITS.sub("0", word)  # a letter is not a digit
+    return ("U" if word[:1].isupper() else "L"), (form[::-1] if prefix else form)
 
-    Digits are folded to ``0`` (all numerals share statistics) and the key starts with
-    ``U`` or ``L`` for capitalised / other words (separate tries, as in TnT).
-    """
-    form = _DIGITS.sub("0", word)
-    if prefix:
-        form = form[::-1]
-    cap = "U" if word[:1].isupper() else "L"
+
+def _affix_keys(word: str, L: int, prefix: bool) -> list[str]:
+    """Keys of the affixes of ``word`` of length 1..L, shortest first (see
+    :func:`_affix_form`)."""
+    cap, form = _affix_form(word, prefix)
     return [cap + form[-m:] for m in range(1, min(len(form), L) + 1)]
 
 
@@ -112,19 +115,16 @@ def _lexicon_counts(word_ids, tag_ids, T, V):
 def _affix_table(items, word_counts, lex, T, L, rare_threshold, prefix):
     """``P^(t | affix)`` from the words seen 1..rare_threshold times, CSR by affix key."""
     rare = np.flatnonzero((word_counts >= 1) & (word_counts <= rare_threshold))
-    index: dict[str, int] = {}
-    rows: list[int] = []
-    cols: list[int] = []
-    setdefault = index.setdefault
-    for wi in rare.tolist():
-        for key in _affix_keys(items[wi], L, prefix):
-            rows.append(setdefault(key, len(index)))
-            cols.append(wi)
+    # the _affix_keys of every rare word in one comprehension, word by word
+    forms = [_affix_form(items[i], prefix) for i in rare.tolist()]
+    index, rows = first_seen([cap + form[-m:] for cap, form in forms
+                              for m in range(1, min(len(form), L) + 1)])
+    cols = np.repeat(rare, np.minimum(np.array([len(form) for _, form in forms],
+                                                dtype=np.int64), L))
     lex_indptr, lex_tags, lex_counts = lex
     lexm = sp.csr_matrix((lex_counts.astype(np.float64), lex_tags, lex_indptr),
                          shape=(len(items), T))
-    A = sp.csr_matrix((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64),
-                                            np.asarray(cols, dtype=np.int64))),
+    A = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
                       shape=(len(index), len(items)))
     counts = (A @ lexm).tocsr()
     counts.sum_duplicates()

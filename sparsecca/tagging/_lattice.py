@@ -181,8 +181,8 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
         tag_used, tag_ids = np.unique(corpus.tag_ids, return_inverse=True)
         word_used, word_ids = np.unique(corpus.word_ids, return_inverse=True)
         tag_items, word_items = corpus.tags.items, corpus.words.items
-        self.tags_ = Vocabulary([tag_items[i] for i in tag_used])
-        self.words_ = Vocabulary([word_items[i] for i in word_used])
+        self.tags_ = Vocabulary([tag_items[i] for i in tag_used.tolist()])
+        self.words_ = Vocabulary([word_items[i] for i in word_used.tolist()])
         T, V = len(self.tags_), len(self.words_)
         tag_ids = tag_ids.astype(np.int32)
         self.word_counts_ = np.bincount(word_ids, minlength=V).astype(np.int64)
@@ -215,7 +215,7 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
         """Per-token candidate tags (CSR, sorted within each token) and the unknown mask."""
         used, inv = np.unique(corpus.word_ids, return_inverse=True)
         items = corpus.words.items
-        strings = [items[i] for i in used]
+        strings = [items[i] for i in used.tolist()]
         model_id = self.words_.ids(strings)
         known = model_id >= 0
         count = np.where(known, self.word_counts_[np.maximum(model_id, 0)], 0)
@@ -335,7 +335,22 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
 
 def observed_pairs(X, tag_ids, T):
     """The (feature, tag) pairs seen in gold data: the sorted pattern of ``X^T @ onehot(gold)``,
-    as (indptr int64, tags int32), CSR by feature."""
+    as (indptr int64, tags int32), CSR by feature.
+
+    With positive values (no sum of a pair can cancel) and a pair table no larger than
+    :data:`_BLOCK_CELLS` or the entries of ``X``, the pairs are marked in a boolean table, in
+    linear time; otherwise the sparse product gives them.
+    """
+    F = X.shape[1]
+    X = sp.csr_matrix(X)
+    if F * T <= max(_BLOCK_CELLS, X.nnz) and (X.nnz == 0 or X.data.min() > 0):
+        seen = np.zeros(F * T, dtype=bool)
+        rows = np.repeat(np.asarray(tag_ids, dtype=np.int64), np.diff(X.indptr))
+        seen[X.indices.astype(np.int64) * T + rows] = True
+        pairs = np.flatnonzero(seen)
+        indptr = np.zeros(F + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs // T, minlength=F), out=indptr[1:])
+        return indptr, (pairs % T).astype(np.int32)
     G = sp.csr_matrix((np.ones(tag_ids.size, dtype=X.dtype), tag_ids,
                        np.arange(tag_ids.size + 1)), shape=(tag_ids.size, T))
     P = (X.T.tocsr() @ G).tocsr()

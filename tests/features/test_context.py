@@ -71,6 +71,34 @@ def test_equals_reference(affix, window):
     assert view.n_dropped_ == 0
 
 
+#: words that look like feature names or sort next to their heads and markers
+ODD = [["w=", "l=x", "p1=", "=", ":", "w-1", "a=b", "BOS", "w-1:EOS", "Ünï", "\u00e9t\u00e9"],
+       ["0", "-", "p10=", "s1", "has_upper", "bias", "ALL", "A", "a", "Ünï", "x" * 12]]
+
+
+@pytest.mark.parametrize("affix, window, min_count", [(10, 3, 1), (1, 12, 1), (4, 2, 2)])
+def test_names_that_look_like_templates(affix, window, min_count):
+    """The columns are the sorted kept names, whatever the words (the name blocks of the
+    templates are sorted each on its own, then put in order)."""
+    view = ContextFeatures(affix=affix, window=window, min_count=min_count)
+    X = view.fit_transform(TaggedCorpus.from_words(ODD))
+    ref = reference_rows(ODD, affix=affix, window=window)
+    counts = Counter(n for row in ref for n in row)
+    kept = sorted(n for n, c in counts.items() if c >= min_count)
+    assert list(view.feature_names_out()) == kept
+    assert rows_as_names(X, view) == [row & set(kept) for row in ref]
+
+
+def test_name_order_of_overlapping_blocks():
+    """Blocks whose spans overlap are not put side by side: all names are sorted at once."""
+    from sparsecca.features._context import _name_order
+
+    names = ["b", "a", "c", "a0", "z"]
+    assert _name_order(names, [2, 2, 1], {}).tolist() == [1, 3, 0, 2, 4]
+    assert _name_order(names, [2, 0, 3], {}).tolist() == [1, 3, 0, 2, 4]
+    assert _name_order(["y", "x", "b", "a"], [2, 2], {1: 0}).tolist() == [3, 2, 1, 0]
+
+
 @pytest.mark.parametrize("min_count", [1, 2, 3, 5])
 def test_min_count_and_unseen_words(min_count):
     train = synthetic_corpus(60, random_state=1)
