@@ -179,3 +179,10 @@ class PartitionedNBest(Partitioned):
         from ..tagging import concatenate
 
         return concatenate(self.compute(**compute_kwargs))
+
+    def _apply_reranker(self, reranker, method: str, **compute_kwargs):
+        """What a reranker's ``method`` gives for this list, partition by partition (the
+        rerankers call it when handed a PartitionedNBest; see ``distributed._rerank``)."""
+        from ._rerank import apply_reranker
+
+        return apply_reranker(reranker, self, method, **compute_kwargs)

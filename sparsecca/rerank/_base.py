@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._params import check_bool, check_int, check_weight_scale
@@ -521,6 +523,25 @@ def plateau_score(curve, w, window: int = 2) -> float:
     return float(_smoothed(accs, window)[i])
 
 
+def _mapping_partitions(fn, name):
+    """``fn`` (a reranker method of one n-best list), which on partitioned n-best lists (a
+    ``sparsecca.distributed.PartitionedNBest``, recognised by its ``_apply_reranker``) runs
+    partition by partition instead."""
+    @functools.wraps(fn)
+    def method(self, nbest, *args, **kwargs):
+        apply = getattr(nbest, "_apply_reranker", None)
+        if apply is not None and not args and not kwargs:
+            return apply(self, name)
+        return fn(self, nbest, *args, **kwargs)
+
+    method._maps_partitions = True
+    return method
+
+
+def _partition_aware(fn):
+    return _mapping_partitions(fn, fn.__name__)
+
+
 class BaseReranker:
     """Base class of every reranker.
 
@@ -528,7 +549,11 @@ class BaseReranker:
     ``decision_function(nbest)`` giving one final score per candidate; the chosen candidate of
     each sentence is the one with the largest score (ties: the decoder's order).  The base
     class gives them ``rerank`` (the choices), ``predict`` (the tagged corpus),
-    ``reranked`` (the list re-sorted) and ``score`` (token accuracy).
+    ``reranked`` (the list re-sorted) and ``score`` (token accuracy).  Given partitioned
+    n-best lists (a :class:`sparsecca.distributed.PartitionedNBest`), these methods and
+    ``decision_function`` run partition by partition: lazily, returning partitioned results
+    (``reranked`` a PartitionedNBest), except ``score``, which sums the wrong tokens of the
+    partitions and returns the accuracy.
 
     Examples
     --------
@@ -563,6 +588,13 @@ class BaseReranker:
     (['the', 'dog'], ['DET', 'NOUN'])
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("decision_function", "projection_scores"):
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_maps_partitions", False):
+                setattr(cls, name, _mapping_partitions(fn, name))
+
     def _check_fitted(self, attr: str):
         if not hasattr(self, attr):
             raise NotFittedError(
@@ -572,21 +604,25 @@ class BaseReranker:
     def decision_function(self, nbest) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @_partition_aware
     def rerank(self, nbest) -> np.ndarray:
         """Within-sentence index of the chosen candidate, shape (n_sentences,)."""
         nbest = check_nbest(nbest)
         return nbest.argmax(self.decision_function(nbest))
 
+    @_partition_aware
     def predict(self, nbest):
         """The corpus tagged with the chosen candidates (a TaggedCorpus)."""
         nbest = check_nbest(nbest)
         return nbest.best(nbest.argmax(self.decision_function(nbest)))
 
+    @_partition_aware
     def reranked(self, nbest) -> NBestList:
         """The n-best list re-sorted by this reranker's scores (best first)."""
         nbest = check_nbest(nbest)
         return nbest.sort_by(self.decision_function(nbest))
 
+    @_partition_aware
     def score(self, nbest) -> float:
         """Token accuracy of the chosen candidates (needs gold)."""
         nbest = check_nbest(nbest, need_gold=True)
