@@ -186,3 +186,10 @@ class PartitionedNBest(Partitioned):
         from ._rerank import apply_reranker
 
         return apply_reranker(reranker, self, method, **compute_kwargs)
+
+    def _fit_cca_reranker(self, reranker, dev, grids):
+        """A CCA reranker's fit on these lists (the rerankers call it when handed a
+        PartitionedNBest; see ``distributed._cca_fit``)."""
+        from ._cca_fit import fit_cca_reranker
+
+        return fit_cca_reranker(reranker, self, dev, grids)

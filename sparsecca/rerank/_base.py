@@ -538,6 +538,21 @@ def _mapping_partitions(fn, name):
     return method
 
 
+def _gathered(nbest):
+    """``nbest``, gathered on the driver when it is partitioned (a PartitionedNBest)."""
+    return nbest.gather() if hasattr(nbest, "_apply_reranker") else nbest
+
+
+def _gathering(fit):
+    """``fit`` (of a reranker that trains on in-memory lists) taking partitioned lists too:
+    they are gathered on the driver first."""
+    @functools.wraps(fit)
+    def method(self, train, dev=None, *args, **kwargs):
+        return fit(self, _gathered(train), _gathered(dev), *args, **kwargs)
+
+    return method
+
+
 def _partition_aware(fn):
     return _mapping_partitions(fn, fn.__name__)
 
@@ -553,7 +568,10 @@ class BaseReranker:
     n-best lists (a :class:`sparsecca.distributed.PartitionedNBest`), these methods and
     ``decision_function`` run partition by partition: lazily, returning partitioned results
     (``reranked`` a PartitionedNBest), except ``score``, which sums the wrong tokens of the
-    partitions and returns the accuracy.
+    partitions and returns the accuracy.  ``fit`` given partitioned lists gathers them on
+    the driver (the baselines: boosting, perceptron, hidden-variable), unless the class fits
+    on partitions itself (the CCA rerankers, whose views, engine and tuning run per
+    partition and by tree sums).
 
     Examples
     --------
@@ -588,12 +606,19 @@ class BaseReranker:
     (['the', 'dog'], ['DET', 'NOUN'])
     """
 
+    #: whether ``fit`` takes partitioned lists itself (the CCA rerankers); otherwise they
+    #: are gathered on the driver first
+    _fits_partitions = False
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         for name in ("decision_function", "projection_scores"):
             fn = cls.__dict__.get(name)
             if fn is not None and not getattr(fn, "_maps_partitions", False):
                 setattr(cls, name, _mapping_partitions(fn, name))
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not cls._fits_partitions:
+            cls.fit = _gathering(fit)
 
     def _check_fitted(self, attr: str):
         if not hasattr(self, attr):

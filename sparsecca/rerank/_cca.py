@@ -66,6 +66,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
     """Shared fitting, tuning and scoring; subclasses define the cross-covariance factor."""
 
     _has_lam = True
+    _fits_partitions = True
     # what save() stores; load() rebuilds the views from their own (validated) state
     _state_arrays = ("x_weights_", "y_weights_", "eigenvalues_", "x_mean_", "y_mean_")
     _state_values = ("n_components_", "tau_", "w_", "solver_", "solver_error_", "dev_accuracy_",

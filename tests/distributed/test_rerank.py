@@ -3,6 +3,8 @@ method partition by partition, equal to the in-memory result on the gathered lis
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from sparsecca.data import synthetic_corpus, train_test_split  # noqa: E402
 from sparsecca.distributed import Partitioned, PartitionedNBest, apply_reranker  # noqa: E402
 from sparsecca.rerank import (  # noqa: E402
     BoostingReranker,
+    DiscriminativeReranker,
     GenerativeReranker,
     HiddenVariableReranker,
     PerceptronReranker,
@@ -98,3 +101,81 @@ def test_partition_errors_name_the_partition(client, lists, fitted):
     empty = PartitionedNBest([dev.select(np.arange(0))])
     with pytest.raises(ValueError, match="nbest is empty"):
         fitted["perceptron"].score(empty)
+
+
+# -- the CCA rerankers' fit on partitioned lists ------------------------------------------
+
+@pytest.fixture(scope="module")
+def sequoia_lists(shared_data):
+    from sparsecca.data import read_conllu
+
+    train = read_conllu(shared_data / "fr-sequoia" / "train.conllu", tags="upos")[:240]
+    dev = read_conllu(shared_data / "fr-sequoia" / "dev.conllu", tags="upos")[:80]
+    return (jackknife_nbest(TrigramHMM(), train, k=4, folds=3),
+            TrigramHMM().fit(train).nbest(dev, k=4))
+
+
+CCA = {
+    "generative": lambda: GenerativeReranker(n_components=6, tau=(0.9, 0.99), k_grid=[3, 6]),
+    "softened": lambda: SoftenedReranker(n_components=6, tau=0.9, lam=(0.5, 0.9), center=True),
+    "discriminative": lambda: DiscriminativeReranker(n_components=6, tau=0.99, lam=0.5,
+                                                     n_iter=2, k_grid=[6]),
+}
+
+
+def _assert_same_fit(dist, mem, dev):
+    for attr in ("tau_", "w_", "n_components_", "dev_accuracy_", "solver_"):
+        assert getattr(dist, attr) == getattr(mem, attr), attr
+    if hasattr(mem, "lam_"):
+        assert dist.lam_ == mem.lam_
+    np.testing.assert_allclose(dist.eigenvalues_, mem.eigenvalues_, rtol=1e-6)
+    np.testing.assert_allclose(dist.x_mean_, mem.x_mean_, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(dist.projection_scores(dev), mem.projection_scores(dev),
+                               atol=1e-6)
+    assert dist.score(dev) == mem.score(dev)
+    assert dist.input_view_.feature_names_out().tolist() == \
+        mem.input_view_.feature_names_out().tolist()
+    np.testing.assert_allclose(dist.grid_scores_["accuracy"], mem.grid_scores_["accuracy"])
+
+
+@pytest.mark.parametrize("name", sorted(CCA))
+def test_cca_fit_on_partitions_equals_in_memory(client, sequoia_lists, name, tmp_path):
+    train, dev = sequoia_lists
+    train_parts = split_nbest(train, [90, 0, 70, 80])
+    dev_parts = split_nbest(dev, [30, 50])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        mem = CCA[name]().fit(train_parts.gather(), dev_parts.gather())
+        n_mem = len(record)
+        dist = CCA[name]().fit(train_parts, dev_parts if name != "softened" else dev)
+    # the same warnings on both paths
+    assert [str(w.message) for w in record[n_mem:]] == [str(w.message) for w in record[:n_mem]]
+    _assert_same_fit(dist, mem, dev)
+    if name == "discriminative":
+        np.testing.assert_allclose(dist.slacks_, mem.slacks_, atol=1e-6)
+    dist.save(tmp_path / "m.npz")
+    loaded = type(dist).load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(loaded.decision_function(dev), dist.decision_function(dev))
+
+
+def test_baseline_fit_gathers_partitions(client, lists):
+    train, dev = lists
+    parts = split_nbest(train, [40, 0, 60])
+    a = RERANKERS["perceptron"]().fit(parts, split_nbest(dev, [60]))
+    b = RERANKERS["perceptron"]().fit(train, dev)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_cca_fit_bad_partitions(client, lists):
+    train, dev = lists
+    no_gold = train.select(np.arange(10))
+    no_gold = type(no_gold)(no_gold.tag_ids, no_gold.cand_offsets, no_gold.sent_offsets,
+                            no_gold.scores, no_gold.corpus.with_tags(None, None), no_gold.tags)
+    with pytest.raises(ValueError, match="train partition 1 has no gold tags"):
+        GenerativeReranker(n_components=2, tau=0.9, w=1.0, k_grid=[2]).fit(
+            PartitionedNBest([train.select(np.arange(10, 30)), no_gold]))
+    with pytest.raises(ValueError, match="train has 1 sentence over its partitions"):
+        GenerativeReranker(n_components=2, tau=0.9, w=1.0, k_grid=[2]).fit(
+            PartitionedNBest([train.select(np.arange(1)), train.select(np.arange(0))]))
+    with pytest.raises(ValueError, match="dev n-best list is required"):
+        GenerativeReranker(n_components=2).fit(split_nbest(train, [50, 50]))
