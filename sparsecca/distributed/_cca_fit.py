@@ -40,40 +40,20 @@ def _column_sums(B) -> np.ndarray:
     return np.asarray(B.sum(axis=0, dtype=np.float64)).ravel()
 
 
-def _squared_norms(X, Y, A, B, means):
-    from ..linalg import centred_projection
-
-    PX = centred_projection(X, A, means[0]) if X.shape[0] else np.zeros((0, A.shape[1]))
-    PY = centred_projection(Y, B, means[1]) if Y.shape[0] else np.zeros((0, B.shape[1]))
-    return np.sum(PX * PX, axis=0), np.sum(PY * PY, axis=0)
-
-
 def _add_pair(a, b):
     return a[0] + b[0], a[1] + b[1]
 
 
-def _slack_block(part, X, Y, Yhat, A, B, means, norms, losses, alpha, gamma):
-    from ..kernels import slack_update
-    from ..linalg import centred_projection
-    from ..rerank._cca_data import normalised_margins
-
+def _slack_block(part, slack_block, *args):
     if part.n_sentences == 0:
         return np.zeros(0), np.zeros(0)
-    PX = centred_projection(X, A, means[0])
-    PY = centred_projection(Y, B, means[1])
-    QH = centred_projection(Yhat, B, means[1])
-    margins = normalised_margins(PX, PY, QH, norms[0], norms[1], part.cand_sentence)
-    return slack_update(margins, losses, alpha, part.sent_offsets, gamma)
+    return slack_block(part, *args)
 
 
-def _prefix_block(part, X, Yhat, A, B, means):
-    from ..linalg import centred_projection
-    from ..rerank._cca_views import cosine_prefix_scores
-
+def _prefix_block(part, prefix_block, X, Yhat, A, B, means):
     if part.n_total == 0:
         return np.zeros((0, A.shape[1]))
-    return cosine_prefix_scores(centred_projection(X, A, means[0]),
-                                centred_projection(Yhat, B, means[1]), part.cand_sentence)
+    return prefix_block(part, X, Yhat, A, B, means)
 
 
 def _losses(part):
@@ -84,9 +64,9 @@ class PartitionedTraining:
     """:class:`~sparsecca.rerank._cca_data.TrainingData` over partitions: the same
     computations, each a map over the partitions or a tree sum."""
 
-    def __init__(self, parts: PartitionedNBest, arrays):
+    def __init__(self, parts: PartitionedNBest, arrays, in_memory):
         dask = import_dask()
-        self.parts = parts
+        self.parts, self._mem = parts, in_memory
         self.X, self.Y, self.Yhat = dask.persist(arrays.X, arrays.Y, arrays.Yhat)
         self._x = list(self.X.to_delayed().ravel())
         self._y = list(self.Y.to_delayed().ravel())
@@ -124,18 +104,17 @@ class PartitionedTraining:
         return row_chunked(blocks, self.rows, int(self.Y.shape[1]), dtype, "sparsecca-M")
 
     def slack_step(self, X, A, B, means, losses, alpha, gamma):
-        from ..rerank._cca_data import safe_norms
-
         dask = import_dask()
+        mem = self._mem
         shared = dask.delayed((A, B, means), traverse=False)
-        sq = dask.delayed(_squared_norms, pure=True, nout=2)
+        sq = dask.delayed(mem.squared_norms, pure=True, nout=2)
         parts = [sq(x, y, shared[0], shared[1], shared[2]) for x, y in zip(self._x, self._y)]
         (sx, sy), = dask.compute(tree_reduce(parts, _add_pair))
-        norms = dask.delayed((safe_norms(sx), safe_norms(sy)), traverse=False)
+        norms = dask.delayed((mem.safe_norms(sx), mem.safe_norms(sy)), traverse=False)
         n = len(self.rows)
-        steps = self._map(_slack_block, self._x, self._y, self._yhat, [shared[0]] * n,
-                          [shared[1]] * n, [shared[2]] * n, [norms] * n, losses, alpha,
-                          [gamma] * n, nout=2)
+        steps = self._map(_slack_block, [mem.slack_block] * n, self._x, self._y, self._yhat,
+                          [shared[0]] * n, [shared[1]] * n, [shared[2]] * n, [norms] * n,
+                          losses, alpha, [gamma] * n, nout=2)
         persisted = dask.persist(*[s[0] for s in steps], *[s[1] for s in steps])
         xi = np.concatenate(dask.compute(*persisted[:n]))
         return xi, list(persisted[n:])
@@ -145,11 +124,11 @@ class PartitionedDev:
     """:class:`~sparsecca.rerank._cca_data.DevData` over partitions: the projection scores
     per partition, the list itself (``nbest``) gathered for the weight search."""
 
-    def __init__(self, parts: PartitionedNBest, nbest, views):
+    def __init__(self, parts: PartitionedNBest, nbest, views, in_memory):
         from ._views import _transform
 
         dask = import_dask()
-        self.parts, self.nbest = parts, nbest
+        self.parts, self.nbest, self._mem = parts, nbest, in_memory
         f = dask.delayed(in_partition, pure=True)
         x = [f(i, _transform, p, views[0], False) for i, p in enumerate(parts.partitions)]
         yh = [f(i, _transform, p, views[1], True) for i, p in enumerate(parts.partitions)]
@@ -161,8 +140,9 @@ class PartitionedDev:
         dask = import_dask()
         shared = dask.delayed((A, B, means), traverse=False)
         f = dask.delayed(in_partition, pure=True)
-        blocks = [f(i, _prefix_block, p, self._x[i], self._yhat[i], shared[0], shared[1],
-                    shared[2]) for i, p in enumerate(self.parts.partitions)]
+        blocks = [f(i, _prefix_block, p, self._mem.prefix_block, self._x[i], self._yhat[i],
+                    shared[0], shared[1], shared[2])
+                  for i, p in enumerate(self.parts.partitions)]
         return np.concatenate(dask.compute(*blocks), axis=0)
 
 
@@ -189,22 +169,13 @@ def _check_train(parts: PartitionedNBest) -> None:
                          f"partitions; CCA needs at least 2")
 
 
-def _dev(reranker, dev, train_tags, tuning: bool):
+def _dev(reranker, dev, train_tags, grids):
     """The dev list in memory (validated as the in-memory fit does) and its partitions."""
-    from .._tagset import check_tagset
-    from ..rerank._base import check_nbest, check_tuning_dev
-
     parts = None
     if isinstance(dev, PartitionedNBest):
         parts = dev.persist()
         dev = parts.gather()
-    dev = check_nbest(dev, "dev", need_gold=True)
-    check_tagset(dev.corpus.tag_ids, dev.corpus.tags, train_tags, what="dev gold tags",
-                 fitted_what="the gold tagset of train")
-    if tuning:
-        check_tuning_dev(dev, "fix scalar tau and lam, k_grid=[n_components] and a number "
-                              "for w")
-    return dev, parts
+    return reranker._check_dev(dev, train_tags, grids), parts
 
 
 def fit_cca_reranker(reranker, train: PartitionedNBest, dev, grids):
@@ -212,27 +183,20 @@ def fit_cca_reranker(reranker, train: PartitionedNBest, dev, grids):
     training lists; ``dev`` None, an NBestList or a PartitionedNBest.  Returns the
     reranker, fitted as the in-memory fit on the gathered lists fits it."""
     from ..data import Vocabulary, union_vocabulary
-    from ..rerank._cca_data import DevData
 
-    taus, lams, ks = grids
     train = train.persist()
     _check_train(train)
-    tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or reranker.w is None
-    if dev is None and tuning:
-        raise ValueError(
-            "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "
-            "them (scalar tau and lam, k_grid=[n_components], a number for w)")
     dask = import_dask()
     train_tags = union_vocabulary([Vocabulary(t) for t in
                                    dask.compute(*train.map(_gold_tags).partitions)])
-    dev_nb, dev_parts = (None, None) if dev is None else _dev(reranker, dev, train_tags,
-                                                               tuning)
+    dev_nb, dev_parts = _dev(reranker, dev, train_tags, grids)
     arrays = cca_arrays(train, *reranker._new_views())
     views = (arrays.input_view, arrays.output_view)
     if dev_nb is None:
         dev_data = None
     elif dev_parts is None:
-        dev_data = DevData(dev_nb, *reranker._views(dev_nb, "dev", views))
+        dev_data = reranker._dev_data(dev_nb, *reranker._views(dev_nb, "dev", views))
     else:
-        dev_data = PartitionedDev(dev_parts, dev_nb, views)
-    return reranker._fit_data(PartitionedTraining(train, arrays), dev_data, views, grids)
+        dev_data = PartitionedDev(dev_parts, dev_nb, views, reranker._dev_data)
+    training = PartitionedTraining(train, arrays, reranker._training_data)
+    return reranker._fit_data(training, dev_data, views, grids)

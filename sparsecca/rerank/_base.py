@@ -68,10 +68,12 @@ def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBest
     return nbest
 
 
-def check_dev_tagset(train: NBestList, dev: NBestList) -> None:
+def check_dev_tagset(train, dev: NBestList) -> None:
     """Refuse dev gold tags mostly outside train's tagset (another tag column): tuning on
-    them would choose w, k and the rest against meaningless losses."""
-    check_tagset(dev.corpus.tag_ids, dev.corpus.tags, train.corpus.tags,
+    them would choose w, k and the rest against meaningless losses.  ``train``: the
+    training NBestList, or its gold tag Vocabulary."""
+    tags = train.corpus.tags if isinstance(train, NBestList) else train
+    check_tagset(dev.corpus.tag_ids, dev.corpus.tags, tags,
                  what="dev gold tags", fitted_what="the gold tagset of train")
 
 

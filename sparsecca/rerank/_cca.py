@@ -67,6 +67,9 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
 
     _has_lam = True
     _fits_partitions = True
+    # what the fit reads of its lists (a partitioned fit runs their per-block computations)
+    _training_data = TrainingData
+    _dev_data = DevData
     # what save() stores; load() rebuilds the views from their own (validated) state
     _state_arrays = ("x_weights_", "y_weights_", "eigenvalues_", "x_mean_", "y_mean_")
     _state_values = ("n_components_", "tau_", "w_", "solver_", "solver_error_", "dev_accuracy_",
@@ -256,10 +259,16 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         train = check_nbest(train, "train", need_gold=True)
         if train.n_sentences < 2:   # one row of X and Y: no covariance to estimate
             raise ValueError(f"train has {train.n_sentences} sentence; CCA needs at least 2")
+        return train, self._check_dev(dev, train.corpus.tags, (taus, lams, ks))
+
+    def _check_dev(self, dev, train_tags, grids):
+        """``dev`` validated against the gold tagset of train; needed when anything is to
+        be tuned (``grids``: tau, lam and k)."""
+        taus, lams, ks = grids
         tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or self.w is None
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
-            check_dev_tagset(train, dev)
+            check_dev_tagset(train_tags, dev)
             if tuning:
                 check_tuning_dev(dev, "fix scalar tau and lam, k_grid=[n_components] and a "
                                       "number for w")
@@ -267,7 +276,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
             raise ValueError(
                 "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "
                 "them (scalar tau and lam, k_grid=[n_components], a number for w)")
-        return train, dev
+        return dev
 
     def _point(self, tau, lam):
         """A grid point in the user's terms."""

@@ -64,13 +64,28 @@ class TrainingData:
     def slack_step(self, X, A, B, means, losses, alpha, gamma):
         """One multiplier update of Algorithm 1: (slacks, new multipliers); ``X`` is the
         engine's input view."""
+        sx, sy = self.squared_norms(X, self.Y, A, B, means)
+        return self.slack_block(self.train, X, self.Y, self.Yhat, A, B, means,
+                                (safe_norms(sx), safe_norms(sy)), losses, alpha, gamma)
+
+    @staticmethod
+    def squared_norms(X, Y, A, B, means):
+        """Column sums of squares of the centred projections of X and Y (rows of a block)."""
+        PX = centred_projection(X, A, means[0]) if X.shape[0] else np.zeros((0, A.shape[1]))
+        PY = centred_projection(Y, B, means[1]) if Y.shape[0] else np.zeros((0, B.shape[1]))
+        return np.sum(PX * PX, axis=0), np.sum(PY * PY, axis=0)
+
+    safe_norms = staticmethod(safe_norms)
+
+    @staticmethod
+    def slack_block(nbest, X, Y, Yhat, A, B, means, norms, losses, alpha, gamma):
+        """The slack update of the sentences of ``nbest`` (rows of X, Y; Yhat its
+        candidates), ``norms`` the projections' column norms over all sentences."""
         PX = centred_projection(X, A, means[0])
-        PY = centred_projection(self.Y, B, means[1])
-        nx = safe_norms(np.sum(PX * PX, axis=0))
-        ny = safe_norms(np.sum(PY * PY, axis=0))
-        QH = centred_projection(self.Yhat, B, means[1])
-        margins = normalised_margins(PX, PY, QH, nx, ny, self.train.cand_sentence)
-        return slack_update(margins, losses, alpha, self.train.sent_offsets, gamma)
+        PY = centred_projection(Y, B, means[1])
+        QH = centred_projection(Yhat, B, means[1])
+        margins = normalised_margins(PX, PY, QH, norms[0], norms[1], nbest.cand_sentence)
+        return slack_update(margins, losses, alpha, nbest.sent_offsets, gamma)
 
 
 class DevData:
@@ -81,6 +96,10 @@ class DevData:
 
     def prefix_scores(self, A, B, means):
         """cos(A_k^T x_i, B_k^T yhat_ij) of every dev candidate and prefix k (columns)."""
-        return cosine_prefix_scores(centred_projection(self.X, A, means[0]),
-                                    centred_projection(self.Yhat, B, means[1]),
-                                    self.nbest.cand_sentence)
+        return self.prefix_block(self.nbest, self.X, self.Yhat, A, B, means)
+
+    @staticmethod
+    def prefix_block(nbest, X, Yhat, A, B, means):
+        """:meth:`prefix_scores` of the list ``nbest`` with views X and Yhat."""
+        return cosine_prefix_scores(centred_projection(X, A, means[0]),
+                                    centred_projection(Yhat, B, means[1]), nbest.cand_sentence)
