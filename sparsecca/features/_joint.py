@@ -35,7 +35,7 @@ from ._base import (
     stack_rows,
     type_features,
 )
-from ._counts import JointCounts, check_counts, check_joint_codes, joint_space
+from ._counts import JointCounts, check_joint_codes, joint_space
 from ._lexical import escape_from_state, escape_to_state, suffixes
 from ._tags import BOS, check_tag_symbols, recode_tags
 
@@ -223,15 +223,6 @@ class JointView(BaseView):
         return ("JointView", params["kind"], params.get("lengths"), params["lowercase"],
                 params.get("escape"))
 
-    def fit(self, corpus: TaggedCorpus) -> "JointView":
-        """Collect the joint features of a tagged corpus; ``fit_counts(count(corpus))``.
-
-        Returns
-        -------
-        self
-        """
-        return self.fit_counts(self.count(corpus))
-
     def count(self, corpus: TaggedCorpus) -> JointCounts:
         """The joint feature occurrences of a tagged ``corpus``, mergeable with those of other
         pieces of a corpus (:func:`~sparsecca.features.merge_counts`); :meth:`fit_counts`
@@ -277,27 +268,9 @@ class JointView(BaseView):
         return JointCounts(self._signature(params), corpus.tags, units, uniq, occ,
                            corpus.n_sentences)
 
-    def fit_counts(self, counts: JointCounts) -> "JointView":
-        """Fit from the (merged) counts of a corpus: the view ``fit`` on that corpus gives.
-
-        Parameters
-        ----------
-        counts : JointCounts
-            From :meth:`count` of a view with the same kind, lengths and lowercase.
-
-        Returns
-        -------
-        self
-        """
-        self._fit_counts(counts)
-        return self
-
     def _fit_counts(self, counts) -> np.ndarray:
         """Fit from ``counts``; the kept columns' sums on the fitting corpus."""
-        params = self._validated()
-        min_count = check_min_count(self.min_count)
-        max_features = check_max_features(self.max_features)
-        check_counts(self, counts, JointCounts, self._signature(params))
+        params, min_count, max_features = self._checked_counts(counts, JointCounts)
         T = len(counts.tags)
         nt = joint_space(params["kind"], T)
         n_units = counts.units.size + (1 if params["kind"] == "ngram" else 0)

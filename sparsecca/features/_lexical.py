@@ -23,7 +23,7 @@ from ._base import (
     select_features,
     type_features,
 )
-from ._counts import FeatureCounts, check_counts
+from ._counts import FeatureCounts
 
 __all__ = ["SuffixView", "CharNgramView", "WordView", "SHORT_WORD_MARK", "SUFFIX_ESCAPE",
            "suffixes"]
@@ -106,21 +106,6 @@ class _LexicalView(BaseView):
         return (type(self).__name__,) + tuple(
             (k, v) for k, v in sorted(params.items()) if k != "dtype")
 
-    def fit(self, corpus: TaggedCorpus) -> "_LexicalView":
-        """Build the feature vocabulary from ``corpus``: features with count >= min_count,
-        then the ``max_features`` most frequent of them (``fit_counts(count(corpus))``).
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-            Tags are not used (an untagged corpus is fine).
-
-        Returns
-        -------
-        self
-        """
-        return self.fit_counts(self.count(corpus))
-
     def count(self, corpus: TaggedCorpus) -> FeatureCounts:
         """The feature occurrences of ``corpus``, mergeable with those of other pieces of a
         corpus (:func:`~sparsecca.features.merge_counts`); :meth:`fit_counts` fits on them.
@@ -150,27 +135,9 @@ class _LexicalView(BaseView):
         return FeatureCounts(self._signature(params), sorted_names, occ[order],
                              corpus.n_sentences)
 
-    def fit_counts(self, counts: FeatureCounts) -> "_LexicalView":
-        """Fit from the (merged) counts of a corpus: the view ``fit`` on that corpus gives.
-
-        Parameters
-        ----------
-        counts : FeatureCounts
-            From :meth:`count` of a view with the same parameters (merged over pieces).
-
-        Returns
-        -------
-        self
-        """
-        self._fit_counts(counts)
-        return self
-
     def _fit_counts(self, counts) -> np.ndarray:
         """Fit from ``counts``; the kept columns' sums on the fitting corpus."""
-        params = self._validated()
-        min_count = check_min_count(self.min_count)
-        max_features = check_max_features(self.max_features)
-        check_counts(self, counts, FeatureCounts, self._signature(params))
+        params, min_count, max_features = self._checked_counts(counts, FeatureCounts)
         occ = counts.occ
         keep = select_features(self, occ, min_count, max_features, counts.n_sentences)
         kept = counts.names[keep].tolist()

@@ -32,7 +32,7 @@ from ._base import (
     sequence_chunks,
     stack_rows,
 )
-from ._counts import TagCodeCounts, check_counts, tag_layout
+from ._counts import TagCodeCounts, tag_layout
 
 __all__ = ["TagNgramView", "BOS", "EOS", "recode_tags"]
 
@@ -218,16 +218,6 @@ class TagNgramView(BaseView):
     def _signature(params: dict) -> tuple:
         return ("TagNgramView", params["orders"], params["boundaries"])
 
-    def fit(self, corpus: TaggedCorpus) -> "TagNgramView":
-        """Collect the tag n-grams of ``corpus`` (which must be tagged);
-        ``fit_counts(count(corpus))``.
-
-        Returns
-        -------
-        self
-        """
-        return self.fit_counts(self.count(corpus))
-
     def count(self, corpus: TaggedCorpus) -> TagCodeCounts:
         """The n-gram occurrences of a tagged ``corpus``, mergeable with those of other pieces
         of a corpus (:func:`~sparsecca.features.merge_counts`); :meth:`fit_counts` fits on
@@ -262,27 +252,9 @@ class TagNgramView(BaseView):
         return TagCodeCounts(self._signature(params), corpus.tags, uniq, occ,
                              corpus.n_sentences)
 
-    def fit_counts(self, counts: TagCodeCounts) -> "TagNgramView":
-        """Fit from the (merged) counts of a corpus: the view ``fit`` on that corpus gives.
-
-        Parameters
-        ----------
-        counts : TagCodeCounts
-            From :meth:`count` of a view with the same orders and boundaries.
-
-        Returns
-        -------
-        self
-        """
-        self._fit_counts(counts)
-        return self
-
     def _fit_counts(self, counts) -> np.ndarray:
         """Fit from ``counts``; the kept columns' sums on the fitting corpus."""
-        params = self._validated()
-        min_count = check_min_count(self.min_count)
-        max_features = check_max_features(self.max_features)
-        check_counts(self, counts, TagCodeCounts, self._signature(params))
+        params, min_count, max_features = self._checked_counts(counts, TagCodeCounts)
         T = len(counts.tags)
         order_base, _ = self._layout(params["orders"], T)
         occ = counts.occ  # follows the sorted codes, i.e. column order

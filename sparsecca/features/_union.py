@@ -214,21 +214,6 @@ class HStackView(BaseView):
         return StackCounts(("HStackView",) + tuple(c.signature for c in parts), parts,
                            corpus.n_sentences)
 
-    def fit_counts(self, counts: StackCounts) -> "HStackView":
-        """Fit from the (merged) counts of a corpus: the stack ``fit`` on that corpus gives.
-
-        Parameters
-        ----------
-        counts : StackCounts
-            From :meth:`count` of a stack with the same parts.
-
-        Returns
-        -------
-        self
-        """
-        self._fit_counts(counts)
-        return self
-
     def _fit_counts(self, counts) -> np.ndarray:
         views = _check_views(self.views)
         max_features = check_max_features(self.max_features)
