@@ -139,7 +139,20 @@ def _assert_same_fit(dist, mem, dev):
 
 
 @pytest.mark.parametrize("name", sorted(CCA))
-def test_cca_fit_on_partitions_equals_in_memory(client, sequoia_lists, name, tmp_path):
+def test_cca_fit_on_partitions_equals_in_memory(client, sequoia_lists, name, tmp_path,
+                                                monkeypatch):
+    import dask.array as da
+
+    import sparsecca.rerank._cca as cca_module
+
+    engines = []
+
+    class Recording(cca_module.CCAEngine):
+        def __init__(self, X, Y, **kwargs):
+            engines.append((type(X), type(Y)))
+            super().__init__(X, Y, **kwargs)
+
+    monkeypatch.setattr(cca_module, "CCAEngine", Recording)
     train, dev = sequoia_lists
     train_parts = split_nbest(train, [90, 0, 70, 80])
     dev_parts = split_nbest(dev, [30, 50])
@@ -148,6 +161,8 @@ def test_cca_fit_on_partitions_equals_in_memory(client, sequoia_lists, name, tmp
         mem = CCA[name]().fit(train_parts.gather(), dev_parts.gather())
         n_mem = len(record)
         dist = CCA[name]().fit(train_parts, dev_parts if name != "softened" else dev)
+    # the partitioned fit ran the engine on the row-chunked Dask views
+    assert engines[1] == (da.Array, da.Array) and engines[0] != engines[1]
     # the same warnings on both paths
     assert [str(w.message) for w in record[n_mem:]] == [str(w.message) for w in record[:n_mem]]
     _assert_same_fit(dist, mem, dev)
