@@ -12,6 +12,7 @@ distributed = pytest.importorskip("distributed")
 
 from sparsecca.data import synthetic_corpus, train_test_split  # noqa: E402
 from sparsecca.distributed import Partitioned, PartitionedNBest, apply_reranker  # noqa: E402
+from sparsecca.exceptions import TagsetMismatchError  # noqa: E402
 from sparsecca.rerank import (  # noqa: E402
     BoostingReranker,
     DiscriminativeReranker,
@@ -97,6 +98,15 @@ def test_partition_errors_name_the_partition(client, lists, fitted):
         apply_reranker(fitted["perceptron"], [dev], "score")
     with pytest.raises(ValueError, match="method must be one of"):
         apply_reranker(fitted["perceptron"], parts, "fit")
+    nb = dev.select(np.arange(10, 20))
+    renamed = [t.lower() + "x" for t in nb.tags.items]  # another tag column
+    other = type(nb)(nb.tag_ids, nb.cand_offsets, nb.sent_offsets, nb.scores,
+                     nb.corpus.with_tags(nb.corpus.tag_ids,
+                                         [t.lower() + "x" for t in nb.corpus.tags.items]),
+                     renamed, nb.unknown)
+    with pytest.raises(TagsetMismatchError, match="partition 1: the candidates of nbest"):
+        fitted["softened"].reranked(PartitionedNBest([dev.select(np.arange(10)), other])
+                                    ).compute()
     empty = PartitionedNBest([dev.select(np.arange(0))])
     with pytest.raises(ValueError, match="nbest is empty"):
         fitted["perceptron"].score(empty)
