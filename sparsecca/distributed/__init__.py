@@ -2,7 +2,10 @@
 partitions of a corpus, on whatever Dask scheduler is active (the ``distributed`` extra)."""
 
 from ._partitioned import Partitioned, PartitionedCorpus, PartitionedNBest, tree_reduce
+from ._rerank import apply_reranker
 from ._scheduler import parse_scheduler, scheduler
+from ._views import cca_arrays, fit_views, partition_summaries, transform_partitions
 
-__all__ = ["Partitioned", "PartitionedCorpus", "PartitionedNBest", "parse_scheduler",
-           "scheduler", "tree_reduce"]
+__all__ = ["Partitioned", "PartitionedCorpus", "PartitionedNBest", "apply_reranker",
+           "cca_arrays", "fit_views", "parse_scheduler", "partition_summaries", "scheduler",
+           "transform_partitions", "tree_reduce"]

@@ -180,3 +180,17 @@ class PartitionedNBest(Partitioned):
         from ..tagging import concatenate
 
         return concatenate(self.compute(**compute_kwargs))
+
+    def _apply_reranker(self, reranker, method: str, **compute_kwargs):
+        """What a reranker's ``method`` gives for this list, partition by partition (the
+        rerankers call it when handed a PartitionedNBest; see ``distributed._rerank``)."""
+        from ._rerank import apply_reranker
+
+        return apply_reranker(reranker, self, method, **compute_kwargs)
+
+    def _fit_cca_reranker(self, reranker, dev, grids):
+        """A CCA reranker's fit on these lists (the rerankers call it when handed a
+        PartitionedNBest; see ``distributed._cca_fit``)."""
+        from ._cca_fit import fit_cca_reranker
+
+        return fit_cca_reranker(reranker, self, dev, grids)

@@ -19,6 +19,7 @@ for :class:`JointView`).  Views over tags also take raw candidate arrays
 
 from ._base import NotFittedError
 from ._context import ContextFeatures
+from ._counts import merge_counts
 from ._joint import JointView
 from ._lexical import SHORT_WORD_MARK, SUFFIX_ESCAPE, CharNgramView, SuffixView, WordView
 from ._tags import BOS, EOS, TagNgramView
@@ -37,4 +38,5 @@ __all__ = [
     "SuffixView",
     "TagNgramView",
     "WordView",
+    "merge_counts",
 ]

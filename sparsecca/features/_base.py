@@ -9,6 +9,7 @@ from .._params import ParamsMixin
 from .._persist import ModelFormatError, PersistMixin
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
+from ._counts import check_counts
 
 __all__ = ["NotFittedError"]
 
@@ -351,6 +352,48 @@ class BaseView(PersistMixin, ParamsMixin):
 
     #: what the view featurises (see the class docstring); every concrete view declares it
     reads: frozenset | None = None
+
+    def fit(self, corpus: TaggedCorpus) -> "BaseView":
+        """Build the vocabulary from ``corpus``: ``fit_counts(count(corpus))``, the features
+        with count >= ``min_count``, then the ``max_features`` most frequent of them.
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+            Tagged when the view reads tags.
+
+        Returns
+        -------
+        self
+        """
+        return self.fit_counts(self.count(corpus))
+
+    def fit_counts(self, counts) -> "BaseView":
+        """Fit from the (merged) counts of a corpus: the view ``fit`` on that corpus gives.
+
+        Parameters
+        ----------
+        counts
+            From ``count`` of views with the same parameters, merged over the pieces of a
+            corpus in order (:func:`~sparsecca.features.merge_counts`).
+
+        Returns
+        -------
+        self
+        """
+        if not callable(getattr(self, "_fit_counts", None)):
+            raise TypeError(f"{type(self).__name__} has no split fit (count / fit_counts)")
+        self._fit_counts(counts)
+        return self
+
+    def _checked_counts(self, counts, cls) -> tuple:
+        """(validated params, min_count, max_features) of a fit from ``counts``, which
+        must be a ``cls`` made by a view with the same parameters."""
+        params = self._validated()
+        min_count = check_min_count(self.min_count)
+        max_features = check_max_features(self.max_features)
+        check_counts(self, counts, cls, self._signature(params))
+        return params, min_count, max_features
 
     def _check_fitted(self) -> None:
         if "n_features_" not in self.__dict__:

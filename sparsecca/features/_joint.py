@@ -35,13 +35,13 @@ from ._base import (
     stack_rows,
     type_features,
 )
+from ._counts import JointCounts, check_joint_codes, joint_space
 from ._lexical import escape_from_state, escape_to_state, suffixes
 from ._tags import BOS, check_tag_symbols, recode_tags
 
 __all__ = ["JointView"]
 
 _KINDS = ("suffix", "ngram")
-_KEY_LIMIT = 1 << 62
 
 
 class JointView(BaseView):
@@ -159,30 +159,30 @@ class JointView(BaseView):
             p["escape"] = True  # as in SuffixView._validated
         return p
 
-    def _featurizer(self):
-        if self._params["kind"] == "suffix":
-            lengths, escape = self._params["lengths"], self._params["escape"]
+    def _featurizer(self, params):
+        if params["kind"] == "suffix":
+            lengths, escape = params["lengths"], params["escape"]
             return lambda w: suffixes(w, lengths, escape)
         return lambda w: [w]
 
-    def _type_units(self, words: Vocabulary, present: np.ndarray):
+    def _type_units(self, words: Vocabulary, present: np.ndarray, params=None):
         """Per present type, its lexical units: (indptr, local unit ids, local unit names)."""
+        params = params or self._params
         items = words.items
-        if self._params["lowercase"]:
+        if params["lowercase"]:
             strings = [items[i].lower() for i in present]
         else:
             strings = [items[i] for i in present]
-        return type_features(strings, self._featurizer())
+        return type_features(strings, self._featurizer(params))
 
-    def _codes(self, word_ids, t, offsets, type_lookup, unit_indptr, unit_ids):
-        """Feature codes of a block of sequences.
+    def _codes(self, word_ids, t, offsets, type_lookup, unit_indptr, unit_ids, layout, lost):
+        """Feature codes of a block of sequences; ``layout`` = (params, n_tags, nt).
 
-        Yields (rows, codes) groups, rows non-decreasing within a group; returns via
-        ``self._unseen_units`` the occurrences lost to lexical units unseen at fit.
+        Yields (rows, codes) groups, rows non-decreasing within a group; adds to ``lost[0]``
+        the occurrences lost to lexical units unseen at fit.
         """
-        T = self._n_tags
+        params, T, NT = layout
         B = T + 2
-        NT = self._nt
         lengths = np.diff(offsets)
         n_tok = t.size
         seq = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
@@ -193,12 +193,12 @@ class JointView(BaseView):
         prev[first] = T
         bigram = B + prev * B + t
         p = type_lookup[word_ids]
-        if self._params["kind"] == "suffix":
+        if params["kind"] == "suffix":
             cnt = np.diff(unit_indptr)[p]
             unit = unit_ids[expand_ranges(unit_indptr[p], cnt)]
             tok = np.repeat(np.arange(n_tok, dtype=np.int64), cnt)
             ok = unit >= 0
-            self._unseen_units += 2 * int(ok.size - np.count_nonzero(ok))
+            lost[0] += 2 * int(ok.size - np.count_nonzero(ok))
             unit, tok = unit[ok], tok[ok]
             base = unit * NT
             rows = seq[tok]
@@ -207,7 +207,7 @@ class JointView(BaseView):
         else:
             unit = unit_ids[unit_indptr[p]]  # exactly one unit (the word) per type
             ok = unit >= 0
-            self._unseen_units += 2 * int(ok.size - np.count_nonzero(ok))
+            lost[0] += 2 * int(ok.size - np.count_nonzero(ok))
             base = unit[ok] * NT
             rows = seq[ok]
             yield rows, base + t[ok]
@@ -219,61 +219,76 @@ class JointView(BaseView):
             yield seq, B + B * B + (pp * B + prev) * B + t
 
     # -- estimator API -------------------------------------------------------------------
-    def fit(self, corpus: TaggedCorpus) -> "JointView":
-        """Collect the joint features of a tagged corpus.
+    def _signature(self, params: dict) -> tuple:
+        return ("JointView", params["kind"], params.get("lengths"), params["lowercase"],
+                params.get("escape"))
+
+    def count(self, corpus: TaggedCorpus) -> JointCounts:
+        """The joint feature occurrences of a tagged ``corpus``, mergeable with those of other
+        pieces of a corpus (:func:`~sparsecca.features.merge_counts`); :meth:`fit_counts`
+        fits on them.
 
         Returns
         -------
-        self
+        JointCounts
         """
         params = self._validated()
-        min_count = check_min_count(self.min_count)
-        max_features = check_max_features(self.max_features)
+        check_min_count(self.min_count)
+        check_max_features(self.max_features)
         corpus = check_corpus(corpus, tagged=True)
         check_tag_symbols(corpus, type(self).__name__, (BOS,), separators=" \t")
-        self._params = params
         T = len(corpus.tags)
-        B = T + 2
-        nt = B + B * B + (B ** 3 if params["kind"] == "ngram" else 0)
+        nt = joint_space(params["kind"], T)
         present, _, lookup = present_types(corpus.word_ids, len(corpus.words))
-        indptr, local, names = self._type_units(corpus.words, present)
+        indptr, local, names = self._type_units(corpus.words, present, params)
         # units sorted by name so that columns are ordered by (unit, tag feature)
         order = np.argsort(np.array(names, dtype=object), kind="stable") if names else \
             np.zeros(0, dtype=np.int64)
         rank = np.empty(len(names), dtype=np.int64)
         rank[order] = np.arange(len(names), dtype=np.int64)
         shift = 1 if params["kind"] == "ngram" else 0
-        n_units = len(names) + shift
-        if n_units * nt >= _KEY_LIMIT:
-            raise ValueError(f"{n_units} lexical units x {nt} tag features exceed 2**62 codes")
-        self._n_tags, self._nt = T, nt
+        check_joint_codes(len(names) + shift, nt)
+        layout = (params, T, nt)
         unit_ids = rank[local] + shift if local.size else local
         uniq_parts, occ_parts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        self._unseen_units = 0
         t_all = corpus.tag_ids.astype(np.int64)
         for s0, s1 in sequence_chunks(corpus.offsets):
             a, b = corpus.offsets[s0], corpus.offsets[s1]
             off = corpus.offsets[s0:s1 + 1] - a
             codes = [c for _, c in self._codes(corpus.word_ids[a:b], t_all[a:b], off, lookup,
-                                               indptr, unit_ids)]
+                                               indptr, unit_ids, layout, [0])]
             u, c = np.unique(np.concatenate(codes), return_counts=True)
             uniq_parts.append(u)
             occ_parts.append(c)
         uniq, inv = np.unique(np.concatenate(uniq_parts), return_inverse=True)
         occ = np.bincount(inv, weights=np.concatenate(occ_parts),
                           minlength=uniq.size).astype(np.int64)
-        # occ follows uniq, i.e. column order
-        keep = select_features(self, occ, min_count, max_features, corpus.n_sentences)
-        self.tags_ = corpus.tags
-        self.lexical_vocabulary_ = Vocabulary([names[i] for i in order])
-        self.keys_ = uniq[keep]
+        units = np.empty(len(names), dtype=object)
+        units[:] = [names[i] for i in order]
+        return JointCounts(self._signature(params), corpus.tags, units, uniq, occ,
+                           corpus.n_sentences)
+
+    def _fit_counts(self, counts) -> np.ndarray:
+        """Fit from ``counts``; the kept columns' sums on the fitting corpus."""
+        params, min_count, max_features = self._checked_counts(counts, JointCounts)
+        T = len(counts.tags)
+        nt = joint_space(params["kind"], T)
+        n_units = counts.units.size + (1 if params["kind"] == "ngram" else 0)
+        check_joint_codes(n_units, nt)
+        occ = counts.occ  # follows the sorted codes, i.e. column order
+        keep = select_features(self, occ, min_count, max_features, counts.n_sentences)
+        self._params = params
+        self._n_tags, self._nt = T, nt
+        self.tags_ = counts.tags
+        self.lexical_vocabulary_ = Vocabulary(counts.units.tolist())
+        self.keys_ = counts.keys[keep]
         self._vocabulary = None
         # keys_ grouped by lexical unit, for the lookups in transform
         self._unit_start = np.searchsorted(self.keys_ // nt, np.arange(n_units + 1))
         self._keys_tf = self.keys_ % nt
         self.n_features_ = int(self.keys_.size)
         self.n_dropped_ = int(occ[~keep].sum())
-        return self
+        return occ[keep]
 
     # -- persistence -------------------------------------------------------------------------
     def _get_state(self):
@@ -290,12 +305,9 @@ class JointView(BaseView):
         tags = Vocabulary(unpack_strings(arrays, "tags"))
         units = Vocabulary(unpack_strings(arrays, "lexical_vocabulary"))
         T = len(tags)
-        B = T + 2
-        nt = B + B * B + (B ** 3 if params["kind"] == "ngram" else 0)
+        nt = joint_space(params["kind"], T)
         n_units = len(units) + (1 if params["kind"] == "ngram" else 0)
-        if n_units * nt >= _KEY_LIMIT:
-            raise ModelFormatError(f"{n_units} lexical units x {nt} tag features exceed 2**62 "
-                                   f"codes")
+        check_joint_codes(n_units, nt, ModelFormatError)
         keys = check_index("keys", state_array(arrays, "keys", "int"), n_units * nt,
                            increasing=True)
         check_state_size(keys.size, self.max_features)
@@ -408,17 +420,18 @@ class JointView(BaseView):
             # codes are unit * nt + tag feature: search only the unit's slice of keys_
             return grouped_lookup(code // nt, code % nt, unit_start, keys_tf)
 
-        self._unseen_units = 0
+        unseen = [0]
+        layout = (self._params, self._n_tags, nt)
         dropped = 0
         blocks = []
         for s0, s1 in sequence_chunks(offsets):
             a, b = offsets[s0], offsets[s1]
             groups = self._codes(word_ids[a:b], t_all[a:b], offsets[s0:s1 + 1] - a, lookup,
-                                 indptr, unit_ids)
+                                 indptr, unit_ids, layout, unseen)
             Z, lost = count_block(groups, find, (s1 - s0, n_feat), dtype)
             blocks.append(Z)
             dropped += lost
-        self.n_dropped_ = dropped + self._unseen_units
+        self.n_dropped_ = dropped + unseen[0]
         if not blocks:
             return sp.csr_matrix((offsets.size - 1, n_feat), dtype=dtype)
         return stack_rows(blocks, n_feat, dtype)

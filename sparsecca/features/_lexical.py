@@ -23,6 +23,7 @@ from ._base import (
     select_features,
     type_features,
 )
+from ._counts import FeatureCounts
 
 __all__ = ["SuffixView", "CharNgramView", "WordView", "SHORT_WORD_MARK", "SUFFIX_ESCAPE",
            "suffixes"]
@@ -101,22 +102,25 @@ class _LexicalView(BaseView):
             return [items[i].lower() for i in present]
         return [items[i] for i in present]
 
-    def fit(self, corpus: TaggedCorpus) -> "_LexicalView":
-        """Build the feature vocabulary from ``corpus``: features with count >= min_count,
-        then the ``max_features`` most frequent of them.
+    def _signature(self, params: dict) -> tuple:
+        return (type(self).__name__,) + tuple(
+            (k, v) for k, v in sorted(params.items()) if k != "dtype")
+
+    def count(self, corpus: TaggedCorpus) -> FeatureCounts:
+        """The feature occurrences of ``corpus``, mergeable with those of other pieces of a
+        corpus (:func:`~sparsecca.features.merge_counts`); :meth:`fit_counts` fits on them.
 
         Parameters
         ----------
         corpus : TaggedCorpus
-            Tags are not used (an untagged corpus is fine).
 
         Returns
         -------
-        self
+        FeatureCounts
         """
         params = self._validated()
-        min_count = check_min_count(self.min_count)
-        max_features = check_max_features(self.max_features)
+        check_min_count(self.min_count)
+        check_max_features(self.max_features)
         corpus = check_corpus(corpus)
         present, tcounts, _ = present_types(corpus.word_ids, len(corpus.words))
         strings = self._word_strings(corpus.words, present, params["lowercase"])
@@ -124,16 +128,24 @@ class _LexicalView(BaseView):
         # occurrences of each feature = sum over types of (token count x multiplicity)
         occ = np.bincount(local, weights=np.repeat(tcounts, np.diff(indptr)),
                           minlength=len(names)).astype(np.int64)
-        # to column order (sorted names) first, so that max_features breaks ties by column
-        order = sorted(range(len(names)), key=names.__getitem__)
-        occ = occ[np.asarray(order, dtype=np.int64)]
-        keep = select_features(self, occ, min_count, max_features, corpus.n_sentences)
-        kept = [names[order[i]] for i in np.flatnonzero(keep)]
+        # column order (sorted names), so that max_features breaks ties by column
+        order = np.asarray(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+        sorted_names = np.empty(len(names), dtype=object)
+        sorted_names[:] = [names[i] for i in order]
+        return FeatureCounts(self._signature(params), sorted_names, occ[order],
+                             corpus.n_sentences)
+
+    def _fit_counts(self, counts) -> np.ndarray:
+        """Fit from ``counts``; the kept columns' sums on the fitting corpus."""
+        params, min_count, max_features = self._checked_counts(counts, FeatureCounts)
+        occ = counts.occ
+        keep = select_features(self, occ, min_count, max_features, counts.n_sentences)
+        kept = counts.names[keep].tolist()
         self._params = params
         self.vocabulary_ = Vocabulary(kept)
         self.n_features_ = len(kept)
         self.n_dropped_ = int(occ[~keep].sum())
-        return self
+        return occ[keep]
 
     def transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
         """Bag-of-features count matrix of each sentence.

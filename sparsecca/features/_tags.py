@@ -32,6 +32,7 @@ from ._base import (
     sequence_chunks,
     stack_rows,
 )
+from ._counts import TagCodeCounts, tag_layout
 
 __all__ = ["TagNgramView", "BOS", "EOS", "recode_tags"]
 
@@ -39,7 +40,6 @@ __all__ = ["TagNgramView", "BOS", "EOS", "recode_tags"]
 BOS = "<s>"
 EOS = "</s>"
 
-_KEY_LIMIT = 1 << 62
 
 
 def recode_tags(tag_ids: np.ndarray, tags: Vocabulary, fitted: Vocabulary,
@@ -200,66 +200,76 @@ class TagNgramView(BaseView):
         self.dtype = dtype
 
     # symbol ids: tags 0..T-1, BOS = T, EOS = T + 1, UNK = T + 2 (a tag unseen at fit)
-    def _codes(self, t: np.ndarray, offsets: np.ndarray):
-        p = self._params
-        T = self._n_tags
+    def _codes(self, t: np.ndarray, offsets: np.ndarray, layout=None):
+        """(order, rows, codes) of each order; ``layout`` = (params, n_tags, order bases),
+        the fitted one by default."""
+        p, T, order_base = layout or (self._params, self._n_tags, self._order_base)
         base = T + 3
         for n in p["orders"]:
             rows, code = ngram_occurrences(t, offsets, n, p["boundaries"], base, T, T + 1)
-            yield n, rows, code + self._order_base[n]
+            yield n, rows, code + order_base[n]
 
-    def fit(self, corpus: TaggedCorpus) -> "TagNgramView":
-        """Collect the tag n-grams of ``corpus`` (which must be tagged).
+    def _validated(self) -> dict:
+        return dict(orders=check_int_tuple("orders", self.orders),
+                    boundaries=check_bool("boundaries", self.boundaries),
+                    dtype=check_float_dtype(self.dtype))
+
+    @staticmethod
+    def _signature(params: dict) -> tuple:
+        return ("TagNgramView", params["orders"], params["boundaries"])
+
+    def count(self, corpus: TaggedCorpus) -> TagCodeCounts:
+        """The n-gram occurrences of a tagged ``corpus``, mergeable with those of other pieces
+        of a corpus (:func:`~sparsecca.features.merge_counts`); :meth:`fit_counts` fits on
+        them.
 
         Returns
         -------
-        self
+        TagCodeCounts
         """
-        orders = check_int_tuple("orders", self.orders)
-        params = dict(orders=orders, boundaries=check_bool("boundaries", self.boundaries),
-                      dtype=check_float_dtype(self.dtype))
-        min_count = check_min_count(self.min_count)
-        max_features = check_max_features(self.max_features)
+        params = self._validated()
+        orders = params["orders"]
+        check_min_count(self.min_count)
+        check_max_features(self.max_features)
         corpus = check_corpus(corpus, tagged=True)
         if max(orders) >= 2:
             check_tag_symbols(corpus, type(self).__name__,
                               (BOS, EOS) if params["boundaries"] else ())
         T = len(corpus.tags)
         order_base, _ = self._layout(orders, T)
-        self._params, self._n_tags, self._order_base = params, T, order_base
+        layout = (params, T, order_base)
         t_all, offsets = corpus.tag_ids.astype(np.int64), corpus.offsets
         uniq_parts, occ_parts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         for s0, s1 in sequence_chunks(offsets):
             a, b = offsets[s0], offsets[s1]
-            codes = [c for _, _, c in self._codes(t_all[a:b], offsets[s0:s1 + 1] - a)]
+            codes = [c for _, _, c in self._codes(t_all[a:b], offsets[s0:s1 + 1] - a, layout)]
             u, c = np.unique(np.concatenate(codes), return_counts=True)
             uniq_parts.append(u)
             occ_parts.append(c)
         uniq, inv = np.unique(np.concatenate(uniq_parts), return_inverse=True)
         occ = np.bincount(inv, weights=np.concatenate(occ_parts),
                           minlength=uniq.size).astype(np.int64)
-        # occ follows uniq, i.e. column order
-        keep = select_features(self, occ, min_count, max_features, corpus.n_sentences)
-        self.tags_ = corpus.tags
-        self.keys_ = uniq[keep]
+        return TagCodeCounts(self._signature(params), corpus.tags, uniq, occ,
+                             corpus.n_sentences)
+
+    def _fit_counts(self, counts) -> np.ndarray:
+        """Fit from ``counts``; the kept columns' sums on the fitting corpus."""
+        params, min_count, max_features = self._checked_counts(counts, TagCodeCounts)
+        T = len(counts.tags)
+        order_base, _ = self._layout(params["orders"], T)
+        occ = counts.occ  # follows the sorted codes, i.e. column order
+        keep = select_features(self, occ, min_count, max_features, counts.n_sentences)
+        self._params, self._n_tags, self._order_base = params, T, order_base
+        self.tags_ = counts.tags
+        self.keys_ = counts.keys[keep]
         self.vocabulary_ = Vocabulary(self._names(self.keys_))
         self.n_features_ = int(self.keys_.size)
         self.n_dropped_ = int(occ[~keep].sum())
-        return self
+        return occ[keep]
 
     def _layout(self, orders, T):
         """Code offset of each order and the size of the code space."""
-        base = T + 3
-        order_base, acc = {}, 0
-        for n in orders:
-            order_base[n] = acc
-            acc += base ** n
-        if acc >= _KEY_LIMIT:
-            raise ValueError(
-                f"orders={self.orders!r} with {T} tags gives more than 2**62 possible n-grams; "
-                f"use lower orders"
-            )
-        return order_base, acc
+        return tag_layout(orders, T, repr(self.orders))
 
     # -- persistence -------------------------------------------------------------------------
     def _get_state(self):
@@ -268,9 +278,8 @@ class TagNgramView(BaseView):
         return self._persist_params(), arrays, {"n_dropped": self.n_dropped_}
 
     def _set_state(self, arrays, extra):
-        orders = check_int_tuple("orders", self.orders)
-        params = dict(orders=orders, boundaries=check_bool("boundaries", self.boundaries),
-                      dtype=check_float_dtype(self.dtype))
+        params = self._validated()
+        orders = params["orders"]
         check_min_count(self.min_count)
         tags = Vocabulary(unpack_strings(arrays, "tags"))
         T = len(tags)

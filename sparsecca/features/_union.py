@@ -17,6 +17,7 @@ from .._persist import (
 )
 from ..data import TaggedCorpus
 from ._base import BaseView, check_corpus, check_max_features, keep_most_frequent
+from ._counts import StackCounts
 
 __all__ = ["HStackView", "hstack_csr"]
 
@@ -83,6 +84,11 @@ def _check_views(views) -> list:
                 raise TypeError(f"views[{i}] must be a feature view with fit, transform and "
                                 f"get_params, got {type(v).__name__}")
     return views
+
+
+def _splits(view) -> bool:
+    """Whether ``view`` has a split fit (``count`` / ``fit_counts``)."""
+    return all(callable(getattr(view, a, None)) for a in ("count", "fit_counts", "_fit_counts"))
 
 
 class HStackView(BaseView):
@@ -161,7 +167,8 @@ class HStackView(BaseView):
 
     def fit(self, corpus: TaggedCorpus) -> "HStackView":
         """Fit a clone of every part on ``corpus`` (and, with ``max_features``, choose the
-        columns by their sums on ``corpus``).
+        columns by their sums on ``corpus``): ``fit_counts(count(corpus))`` when every part
+        has a split fit (``count``/``fit_counts``, as the package's views do).
 
         Parameters
         ----------
@@ -171,35 +178,61 @@ class HStackView(BaseView):
         -------
         self
         """
-        self._fit(corpus, transform=False)
-        return self
-
-    def fit_transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
-        """``fit(corpus)`` then ``transform(corpus)`` (each part fitted and used once)."""
-        return self._fit(corpus, transform=True)
-
-    def _fit(self, corpus, transform: bool):
         views = _check_views(self.views)
+        if all(_splits(v) for v in views):
+            return self.fit_counts(self.count(corpus))
+        # a part without a split fit: fitted on the corpus, column sums from its transform
         max_features = check_max_features(self.max_features)
         corpus = check_corpus(corpus)
         parts = [type(v)(**v.get_params()) for v in views]
-        if max_features is None and not transform:
+        if max_features is None:
             self._set_parts([p.fit(corpus) for p in parts], None)
-            return None
-        blocks = [sp.csr_matrix(p.fit_transform(corpus)) for p in parts]
-        columns, unselected = None, 0
-        if max_features is not None:
-            # column sums of the stack, exact in float64 for counts below 2**53
-            occ = np.concatenate([np.bincount(b.indices, weights=b.data, minlength=b.shape[1])
-                                  for b in blocks])
-            keep = keep_most_frequent(np.ones(occ.size, dtype=bool), occ, max_features)
-            columns = np.flatnonzero(keep).astype(np.int64)
-            unselected = int(occ[~keep].sum())
-        self._set_parts(parts, columns)
-        if transform:
-            return self._stack(blocks)
-        self._update_dropped(unselected)
-        return None
+            return self
+        occ = []
+        for p in parts:
+            b = sp.csr_matrix(p.fit_transform(corpus))
+            occ.append(np.bincount(b.indices, weights=b.data, minlength=b.shape[1]))
+        self._select(parts, np.concatenate(occ), max_features)
+        return self
+
+    def count(self, corpus: TaggedCorpus) -> StackCounts:
+        """Every part's counts of ``corpus`` (each part must have a split fit), mergeable with
+        those of other pieces of a corpus (:func:`~sparsecca.features.merge_counts`).
+
+        Returns
+        -------
+        StackCounts
+        """
+        views = _check_views(self.views)
+        check_max_features(self.max_features)
+        corpus = check_corpus(corpus)
+        for i, v in enumerate(views):
+            if not _splits(v):
+                raise TypeError(f"views[{i}] ({type(v).__name__}) has no split fit (count and "
+                                f"fit_counts), so the stack cannot be fitted from counts")
+        parts = tuple(type(v)(**v.get_params()).count(corpus) for v in views)
+        return StackCounts(("HStackView",) + tuple(c.signature for c in parts), parts,
+                           corpus.n_sentences)
+
+    def _fit_counts(self, counts) -> np.ndarray:
+        views = _check_views(self.views)
+        max_features = check_max_features(self.max_features)
+        if not isinstance(counts, StackCounts) or len(counts.parts) != len(views):
+            raise TypeError(f"counts must be the StackCounts of an HStackView.count with "
+                            f"{len(views)} parts, got {type(counts).__name__}")
+        parts = [type(v)(**v.get_params()) for v in views]
+        occ = np.concatenate([p._fit_counts(c) for p, c in zip(parts, counts.parts)])
+        if max_features is None:
+            self._set_parts(parts, None)
+            return occ
+        return self._select(parts, occ, max_features)
+
+    def _select(self, parts, occ, max_features) -> np.ndarray:
+        """Keep the ``max_features`` columns of largest sums ``occ``; the kept sums."""
+        keep = keep_most_frequent(np.ones(occ.size, dtype=bool), occ, max_features)
+        self._set_parts(parts, np.flatnonzero(keep).astype(np.int64))
+        self._update_dropped(int(occ[~keep].sum()))
+        return occ[keep]
 
     def _set_parts(self, fitted: list, columns) -> None:
         self.views_ = fitted

@@ -20,6 +20,7 @@ import numpy as np
 from .._params import ParamsMixin, check_bool
 from .._persist import ModelFormatError, PersistMixin, state_array, to_json
 from ..exceptions import NotFittedError
+from ._dask_operator import check_dask_pair, check_dask_rows, dask_projection, is_dask
 from ._engine import (
     PRECONDITIONERS,
     SOLVERS,
@@ -405,8 +406,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self.n_merged_features_ = merged
         # the engine solves on X with duplicate columns merged; the weights come back expanded,
         # so the means must be those of the original columns
-        self.x_mean_ = column_mean(EX) if engine.center else None
-        self.y_mean_ = column_mean(EY) if engine.center else None
+        self.x_mean_ = _view_mean(engine, EX) if engine.center else None
+        self.y_mean_ = _view_mean(engine, EY) if engine.center else None
 
     def _check_fitted(self):
         if not self.__sklearn_is_fitted__():
@@ -510,6 +511,8 @@ class SparseCCA(PersistMixin, ParamsMixin):
             return self._transform(X, Y)
 
     def _transform(self, X, Y):
+        if is_dask(X) or is_dask(Y):
+            return _dask_transform(self, X, Y)
         X = check_matrix(X, "X")
         if X.shape[1] != self.x_weights_.shape[0]:
             raise ValueError(f"X must have {self.x_weights_.shape[0]} features as in fit, "
@@ -586,11 +589,36 @@ def _training_correlations(engine, A, B, res):
             else:
                 moments = None
     if moments is None:
+        if engine._dask is not None:  # n x k projections, gathered
+            return _pearson(*(np.asarray(dask_projection(M, W, None))
+                              for M, W in ((engine.X, A), (engine.Y, B))))
         return _pearson(centred_projection(engine.X, A), centred_projection(engine.Y, B))
     den = np.sqrt(np.maximum(xx, 0.0) * np.maximum(yy, 0.0))
     out = np.zeros_like(xy)
     np.divide(xy, den, out=out, where=den > 0)
     return out
+
+
+def _view_mean(engine, M):
+    """Column means of the engine's view M (its X or Y, as given)."""
+    if engine._dask is None:
+        return column_mean(M)
+    return engine._column_sums("X" if M is engine.X else "Y") / M.shape[0]
+
+
+def _dask_transform(est, X, Y):
+    """:meth:`SparseCCA.transform` of Dask views: lazy Dask arrays of the scores, row block
+    by row block (Y with X's row chunks)."""
+    if Y is None:
+        X = check_dask_rows(X, "X")
+    else:
+        X, Y = check_dask_pair(X, Y)
+    for M, W, name in ((X, est.x_weights_, "X"), (Y, est.y_weights_, "Y")):
+        if M is not None and M.shape[1] != W.shape[0]:
+            raise ValueError(f"{name} must have {W.shape[0]} features as in fit, got "
+                             f"{M.shape[1]}")
+    xs = dask_projection(X, est.x_weights_, est.x_mean_, "X")
+    return xs if Y is None else (xs, dask_projection(Y, est.y_weights_, est.y_mean_, "Y"))
 
 
 def _pearson(P, Q):

@@ -21,55 +21,65 @@ class _ColumnMerge:
     """
 
     def __init__(self, X):
-        d = X.shape[1]
-        self.n_features = d
         # fingerprint: two random projections; identical columns give bit-identical sums
         R = np.random.default_rng(0x5eed).standard_normal((X.shape[0], 2))
         h = np.asarray(X.T @ R) if sp.issparse(X) else X.T @ R
-        order = np.lexsort((h[:, 1], h[:, 0]))
-        hs = h[order]
-        new = np.ones(d, dtype=bool)
-        new[1:] = np.any(hs[1:] != hs[:-1], axis=1)
-        label_sorted = np.cumsum(new) - 1
-        labels = np.empty(d, dtype=np.int64)
-        labels[order] = label_sorted
-        # verify candidate groups exactly (a hash collision splits the group)
         Xc = X.tocsc() if sp.issparse(X) else X
         if sp.issparse(Xc):
             Xc.sort_indices()
-        rep_of = {}
-        next_label = int(label_sorted[-1]) + 1 if d else 0
-        for j in order[~new]:  # members other than the first of each candidate group
-            g = labels[j]
-            first = rep_of.get(g)
-            if first is None:
-                first = order[np.searchsorted(label_sorted, g)]
-                rep_of[g] = first
-            if not _same_column(Xc, first, j):
-                labels[j] = next_label
-                next_label += 1
+
+        def same(firsts, members):
+            return np.array([_same_column(Xc, i, j) for i, j in zip(firsts, members)],
+                            dtype=bool)
+
+        self._set_labels(_verified_labels(h, same))
+        if self.trivial:
+            self.merged = X
+        elif sp.issparse(X):
+            Xm = X.tocsc()[:, self.first] @ sp.diags(self.scale.astype(X.dtype))
+            self.merged = sp.csr_matrix(Xm, dtype=X.dtype)
+        else:
+            self.merged = np.ascontiguousarray(X[:, self.first] * self.scale.astype(X.dtype))
+
+    def _set_labels(self, labels):
+        """Groups from a label per original column: ``labels`` (merged index of every
+        column), ``counts``, ``n_merged``, ``trivial``, and the ``first`` column and the
+        ``scale`` sqrt(m_g) of each group."""
+        self.n_features = labels.size
         uniq, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
         self.labels = inverse  # merged index of every original column
         self.counts = counts
         self.n_merged = uniq.size
-        self.trivial = self.n_merged == d
-        if self.trivial:
-            self.merged = X
-            return
-        first = np.full(self.n_merged, d, dtype=np.int64)
-        np.minimum.at(first, inverse, np.arange(d))
-        scale = np.sqrt(counts.astype(np.float64))
-        if sp.issparse(X):
-            Xm = X.tocsc()[:, first] @ sp.diags(scale.astype(X.dtype))
-            self.merged = sp.csr_matrix(Xm, dtype=X.dtype)
-        else:
-            self.merged = np.ascontiguousarray(X[:, first] * scale.astype(X.dtype))
+        self.trivial = self.n_merged == labels.size
+        self.first = np.full(self.n_merged, labels.size, dtype=np.int64)
+        np.minimum.at(self.first, inverse, np.arange(labels.size))
+        self.scale = np.sqrt(counts.astype(np.float64))
 
     def expand(self, W):
         """Weights on the merged columns (d', k) -> original columns (d, k)."""
         if self.trivial:
             return W
         return W[self.labels] / np.sqrt(self.counts[self.labels])[:, None]
+
+
+def _verified_labels(h, same):
+    """A label per column from its fingerprint row of ``h`` (d, 2): equal fingerprints share
+    a label once ``same(firsts, members)`` (bool array) confirms each member equals its
+    group's first column exactly (a hash collision splits the group)."""
+    d = h.shape[0]
+    order = np.lexsort((h[:, 1], h[:, 0]))
+    hs = h[order]
+    new = np.ones(d, dtype=bool)
+    new[1:] = np.any(hs[1:] != hs[:-1], axis=1)
+    label_sorted = np.cumsum(new) - 1
+    labels = np.empty(d, dtype=np.int64)
+    labels[order] = label_sorted
+    members = order[~new]  # members other than the first of each candidate group
+    firsts = order[np.searchsorted(label_sorted, labels[members])]
+    if members.size:
+        bad = members[~np.asarray(same(firsts, members), dtype=bool)]
+        labels[bad] = int(label_sorted[-1]) + 1 + np.arange(bad.size)
+    return labels
 
 
 def _same_column(Xc, i, j):

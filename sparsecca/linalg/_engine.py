@@ -17,6 +17,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from .._params import check_bool
+from ._dask_operator import DaskViews, is_dask
 from ._gram import (
     CrossCovariance,
     _ColumnMerge,
@@ -102,9 +103,12 @@ class CCAEngine(_Preconditioning):
 
     Parameters
     ----------
-    X : (n, d1) ndarray or scipy.sparse matrix
-        Input view, one example per row.
-    Y : (n, d2) ndarray or scipy.sparse matrix
+    X : (n, d1) ndarray or scipy.sparse matrix, or dask.array.Array
+        Input view, one example per row.  A Dask array (both views then, with the same row
+        chunks, one chunk across the columns; chunks NumPy arrays or scipy.sparse matrices)
+        is persisted and never gathered: the statistics are tree reductions over its
+        chunks and the solvers' products map-reduces (see docs/engine.md).
+    Y : (n, d2) ndarray or scipy.sparse matrix, or dask.array.Array
         Output view (defines C_yy); at most 10,000 features or rows unless ``lowrank_y``.
     solver : {'auto', 'dense', 'randomized', 'iterative'}, default 'auto'
         As in :class:`SparseCCA`; 'auto' picks 'dense' while min(n, d1) <= 8000 (d1 after
@@ -248,25 +252,34 @@ class CCAEngine(_Preconditioning):
             self._y_given = weakref.ref(Y)
         except TypeError:  # lists and the like: never the same object again anyway
             self._y_given = lambda: None
-        X = check_matrix(X, "X")
-        Y = check_matrix(Y, "Y")
-        n = check_n_samples(check_same_rows(X=X, Y=Y))
-        check_magnitude(X, "X")
-        check_magnitude(Y, "Y")
-        self.X, self.Y = X, Y
         self.center = bool(center)
         rng = check_random_state(random_state)
         self._rng = rng
-        # duplicate input columns are merged exactly (see _ColumnMerge); weights are mapped
-        # back to the original columns
-        self._xmerge = _ColumnMerge(X) if merge_duplicates else None
-        Xm = X if self._xmerge is None else self._xmerge.merged
-        self.n_merged_features_ = Xm.shape[1]
-        self._xdata = _DataMatrix(Xm, self.center, "X")
+        self._dask = None
+        if is_dask(X) or is_dask(Y):
+            # row-chunked Dask views: statistics by tree reductions, products by map-reduces
+            # over the chunks persisted where they are (see _dask_operator)
+            self._dask = DaskViews(X, Y, self.center, merge_duplicates)
+            X, Y, n = self._dask.X, self._dask.Y, check_n_samples(self._dask.n)
+            self._xmerge = self._dask.merge
+            self._xdata, ydata = self._dask.xdata, self._dask.ydata
+        else:
+            X = check_matrix(X, "X")
+            Y = check_matrix(Y, "Y")
+            n = check_n_samples(check_same_rows(X=X, Y=Y))
+            check_magnitude(X, "X")
+            check_magnitude(Y, "Y")
+            # duplicate input columns are merged exactly (see _ColumnMerge); weights are
+            # mapped back to the original columns
+            self._xmerge = _ColumnMerge(X) if merge_duplicates else None
+            Xm = X if self._xmerge is None else self._xmerge.merged
+            self._xdata = _DataMatrix(Xm, self.center, "X")
+            ydata = _DataMatrix(Y, self.center, "Y")
+        self.X, self.Y = X, Y
+        self.n_merged_features_ = self._xdata.d
         self.xfactor = GramFactor(self._xdata, center=self.center, random_state=rng)
-        self.yfactor = GramFactor(_DataMatrix(Y, self.center, "Y"), center=self.center,
-                                  random_state=rng, name="Y")
-        d1, d2 = Xm.shape[1], Y.shape[1]
+        self.yfactor = GramFactor(ydata, center=self.center, random_state=rng, name="Y")
+        d1, d2 = self._xdata.d, Y.shape[1]
         if solver == "auto":
             self.solver_, self.solver_reason_ = _auto_solver(n, d1, d2)
         else:
@@ -410,7 +423,9 @@ class CCAEngine(_Preconditioning):
 
         Parameters
         ----------
-        M : (n, d2) ndarray or sparse matrix, the cross-covariance factor (Y for plain CCA)
+        M : (n, d2) ndarray or sparse matrix, the cross-covariance factor (Y for plain CCA);
+            a Dask array with X's row chunks when the engine's views are Dask arrays (C_xy =
+            Xc^T M is then reduced over the chunks, where they are)
         tau : float in [0, 1]
         n_components : int in [1, min(d1, d2)]
         strategy : {'auto', 'full', 'dual', 'operator', 'krylov', 'lobpcg'}, see
@@ -429,6 +444,13 @@ class CCAEngine(_Preconditioning):
         """
         tau = check_tau(tau)
         plain = M is self.Y or (M is not None and M is self._y_given())
+        if self._dask is not None:
+            k = _check_distinct_columns(
+                self, check_n_components(n_components, self.X.shape[1], self.Y.shape[1]))
+            strategy = check_choice(strategy, "strategy", STRATEGIES)
+            # C_xy = Xc^T M reduced over the row chunks (M's chunking validated first)
+            return self._solve(self.Y if plain else self._dask.cross(M), tau, k, strategy,
+                               plain)
         M = self.Y if plain else check_matrix(M, "M")
         check_same_rows(X=self.X, M=M)
         if not plain:
@@ -443,7 +465,9 @@ class CCAEngine(_Preconditioning):
     def _solve(self, M, tau, k, strategy="auto", plain=True):
         """:meth:`solve` on validated arguments (``plain``: M is the engine's Y)."""
         t0 = time.perf_counter()
-        if plain:
+        if self._dask is not None:  # M: the reduced C_xy, or the engine's Y
+            cross = self._dask.cross() if plain else M
+        elif plain:
             # plain CCA: one operator for every tau, so X^T Y is formed once (the engine
             # assumes X and Y unchanged anyway: their factorisations are cached)
             if self._ycross is None:
@@ -514,7 +538,8 @@ class CCAEngine(_Preconditioning):
     def _column_sums(self, which):
         if which not in self._colsums:
             M = self.X if which == "X" else self.Y
-            self._colsums[which] = column_sums(M)
+            self._colsums[which] = (column_sums(M) if self._dask is None
+                                    else self._dask.colsums[which])
         return self._colsums[which]
 
     def _keep_warm(self, res):
@@ -526,4 +551,6 @@ class CCAEngine(_Preconditioning):
 
 
 def _nnz(X):
+    if is_dask(X):
+        return f" (Dask, {X.numblocks[0]} row chunks)"
     return f" (nnz {X.nnz:,})" if hasattr(X, "nnz") else " (dense)"

@@ -136,8 +136,12 @@ def check_magnitude(X, name: str) -> None:
     data = X.data if sp.issparse(X) else X
     if data.size == 0:
         return
-    amax = max(abs(float(data.max())), abs(float(data.min())))
-    n = X.shape[0]
+    check_magnitude_of(max(abs(float(data.max())), abs(float(data.min()))), X.shape[0], name)
+
+
+def check_magnitude_of(amax, n, name: str) -> None:
+    """:func:`check_magnitude` of a matrix with ``n`` rows and largest |value| ``amax``
+    (for data held elsewhere, e.g. the chunks of a Dask array)."""
     if amax > np.sqrt(_FLOAT_MAX / n):
         raise ValueError(f"{name} has values too large for float64: its covariance "
                          f"overflows (largest |value| {amax:.3g} with {n} rows; n * max|x|^2 "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._params import check_bool, check_int, check_weight_scale
@@ -66,10 +68,12 @@ def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBest
     return nbest
 
 
-def check_dev_tagset(train: NBestList, dev: NBestList) -> None:
+def check_dev_tagset(train, dev: NBestList) -> None:
     """Refuse dev gold tags mostly outside train's tagset (another tag column): tuning on
-    them would choose w, k and the rest against meaningless losses."""
-    check_tagset(dev.corpus.tag_ids, dev.corpus.tags, train.corpus.tags,
+    them would choose w, k and the rest against meaningless losses.  ``train``: the
+    training NBestList, or its gold tag Vocabulary."""
+    tags = train.corpus.tags if isinstance(train, NBestList) else train
+    check_tagset(dev.corpus.tag_ids, dev.corpus.tags, tags,
                  what="dev gold tags", fitted_what="the gold tagset of train")
 
 
@@ -521,6 +525,40 @@ def plateau_score(curve, w, window: int = 2) -> float:
     return float(_smoothed(accs, window)[i])
 
 
+def _mapping_partitions(fn, name):
+    """``fn`` (a reranker method of one n-best list), which on partitioned n-best lists (a
+    ``sparsecca.distributed.PartitionedNBest``, recognised by its ``_apply_reranker``) runs
+    partition by partition instead."""
+    @functools.wraps(fn)
+    def method(self, nbest, *args, **kwargs):
+        apply = getattr(nbest, "_apply_reranker", None)
+        if apply is not None and not args and not kwargs:
+            return apply(self, name)
+        return fn(self, nbest, *args, **kwargs)
+
+    method._maps_partitions = True
+    return method
+
+
+def _gathered(nbest):
+    """``nbest``, gathered on the driver when it is partitioned (a PartitionedNBest)."""
+    return nbest.gather() if hasattr(nbest, "_apply_reranker") else nbest
+
+
+def _gathering(fit):
+    """``fit`` (of a reranker that trains on in-memory lists) taking partitioned lists too:
+    they are gathered on the driver first."""
+    @functools.wraps(fit)
+    def method(self, train, dev=None, *args, **kwargs):
+        return fit(self, _gathered(train), _gathered(dev), *args, **kwargs)
+
+    return method
+
+
+def _partition_aware(fn):
+    return _mapping_partitions(fn, fn.__name__)
+
+
 class BaseReranker:
     """Base class of every reranker.
 
@@ -528,7 +566,14 @@ class BaseReranker:
     ``decision_function(nbest)`` giving one final score per candidate; the chosen candidate of
     each sentence is the one with the largest score (ties: the decoder's order).  The base
     class gives them ``rerank`` (the choices), ``predict`` (the tagged corpus),
-    ``reranked`` (the list re-sorted) and ``score`` (token accuracy).
+    ``reranked`` (the list re-sorted) and ``score`` (token accuracy).  Given partitioned
+    n-best lists (a :class:`sparsecca.distributed.PartitionedNBest`), these methods and
+    ``decision_function`` run partition by partition: lazily, returning partitioned results
+    (``reranked`` a PartitionedNBest), except ``score``, which sums the wrong tokens of the
+    partitions and returns the accuracy.  ``fit`` given partitioned lists gathers them on
+    the driver (the baselines: boosting, perceptron, hidden-variable), unless the class fits
+    on partitions itself (the CCA rerankers, whose views, engine and tuning run per
+    partition and by tree sums).
 
     Examples
     --------
@@ -563,6 +608,20 @@ class BaseReranker:
     (['the', 'dog'], ['DET', 'NOUN'])
     """
 
+    #: whether ``fit`` takes partitioned lists itself (the CCA rerankers); otherwise they
+    #: are gathered on the driver first
+    _fits_partitions = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("decision_function", "projection_scores"):
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_maps_partitions", False):
+                setattr(cls, name, _mapping_partitions(fn, name))
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not cls._fits_partitions:
+            cls.fit = _gathering(fit)
+
     def _check_fitted(self, attr: str):
         if not hasattr(self, attr):
             raise NotFittedError(
@@ -572,21 +631,25 @@ class BaseReranker:
     def decision_function(self, nbest) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @_partition_aware
     def rerank(self, nbest) -> np.ndarray:
         """Within-sentence index of the chosen candidate, shape (n_sentences,)."""
         nbest = check_nbest(nbest)
         return nbest.argmax(self.decision_function(nbest))
 
+    @_partition_aware
     def predict(self, nbest):
         """The corpus tagged with the chosen candidates (a TaggedCorpus)."""
         nbest = check_nbest(nbest)
         return nbest.best(nbest.argmax(self.decision_function(nbest)))
 
+    @_partition_aware
     def reranked(self, nbest) -> NBestList:
         """The n-best list re-sorted by this reranker's scores (best first)."""
         nbest = check_nbest(nbest)
         return nbest.sort_by(self.decision_function(nbest))
 
+    @_partition_aware
     def score(self, nbest) -> float:
         """Token accuracy of the chosen candidates (needs gold)."""
         nbest = check_nbest(nbest, need_gold=True)

@@ -23,8 +23,7 @@ from .._params import ParamsMixin, check_bool, check_float, check_int
 from .._persist import ModelFormatError, PersistMixin, state_array
 from ..exceptions import TagsetMismatchError
 from ..features import SuffixView, TagNgramView
-from ..kernels import aggregate_residuals, slack_update
-from ..linalg import CCAEngine, RankDeficientError, centred_projection, column_mean
+from ..linalg import CCAEngine, RankDeficientError, centred_projection
 from ._base import (
     PLATEAU_TIE,
     BaseReranker,
@@ -36,6 +35,7 @@ from ._base import (
     plateau_score,
     tune_weight,
 )
+from ._cca_data import DevData, TrainingData, scaled_sum
 from ._cca_solve import SolveLog
 from ._cca_views import check_view, clone_view, cosine_prefix_scores, view_problem
 from ._joint_features import check_grid, check_ints
@@ -66,6 +66,10 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
     """Shared fitting, tuning and scoring; subclasses define the cross-covariance factor."""
 
     _has_lam = True
+    _fits_partitions = True
+    # what the fit reads of its lists (a partitioned fit runs their per-block computations)
+    _training_data = TrainingData
+    _dev_data = DevData
     # what save() stores; load() rebuilds the views from their own (validated) state
     _state_arrays = ("x_weights_", "y_weights_", "eigenvalues_", "x_mean_", "y_mean_")
     _state_values = ("n_components_", "tau_", "w_", "solver_", "solver_error_", "dev_accuracy_",
@@ -160,11 +164,12 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
     def _cross_factor(self, Y, R, lam):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _solve_family(self, log, Y, Yhat, train, tau, lam, K, means):
+    def _solve_family(self, log, data, tau, lam, K, means):
         """Projections (A, B, omega, info) for one (tau, lam); ``means`` = (mu_x, mu_y);
-        ``log`` (a :class:`SolveLog`) runs the engine's solves."""
-        R = aggregate_residuals(Y, Yhat, train.losses.astype(np.float64), train.sent_offsets)
-        A, B, omega, err = log.solve(self._cross_factor(Y, R, lam), tau, K)
+        ``log`` (a :class:`SolveLog`) runs the engine's solves; ``data`` the training lists
+        (a :class:`TrainingData`, or its partitioned counterpart)."""
+        M = data.residual_factor(data.losses(), self._cross_factor, lam)
+        A, B, omega, err = log.solve(M, tau, K)
         return A, B, omega, {"error": err}
 
     # -- fitting ---------------------------------------------------------------------------
@@ -189,35 +194,46 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
             by their own residuals (the estimate of the selected point is ``solver_error_``).
         """
         taus, lams, ks = self._validate()
+        fit_partitioned = getattr(train, "_fit_cca_reranker", None)
+        if fit_partitioned is not None:  # a sparsecca.distributed.PartitionedNBest
+            return fit_partitioned(self, dev, (taus, lams, ks))
         train, dev = self._check_lists(train, dev, taus, lams, ks)
-        # everything learned stays in locals until the grid is done: a refit that fails
-        # (a rank-deficient solve, a bad dev list) leaves the previous fit intact and usable
-        input_view = (SuffixView() if self.input_view is None
-                      else clone_view(self.input_view))
-        output_view = (TagNgramView() if self.output_view is None
-                       else clone_view(self.output_view))
-        views = (input_view, output_view)
+        input_view, output_view = views = self._new_views()
         X = input_view.fit_transform(train.corpus)
         Y = output_view.fit_transform(train.corpus)
         Yhat = self._candidate_view(train, "train", output_view)
+        dev_data = None if dev is None else DevData(dev, *self._views(dev, "dev", views))
+        return self._fit_data(TrainingData(train, X, Y, Yhat), dev_data, views,
+                              (taus, lams, ks))
+
+    def _new_views(self):
+        """Unfitted clones of the views (the defaults for None)."""
+        return (SuffixView() if self.input_view is None else clone_view(self.input_view),
+                TagNgramView() if self.output_view is None else clone_view(self.output_view))
+
+    def _fit_data(self, data, dev_data, views, grids):
+        """The fit on the views of the training lists (``data``) and of dev (``dev_data``,
+        None without dev): the engine, the grid search, the fitted attributes."""
+        taus, lams, ks = grids
+        # everything learned stays in locals until the grid is done: a refit that fails
+        # (a rank-deficient solve, a bad dev list) leaves the previous fit intact and usable
         # the rank cap is part of the model (rank-plus-ridge C_xx): no adaptive doubling
         # a tag n-gram view too wide for a dense C_yy whitener (1-3 grams of a large XPOS
         # tagset reach tens of thousands of columns) gets a rank-2048 one under the
         # randomized solver, part of its model
-        engine = CCAEngine(X, Y, solver=self.solver, max_rank=int(self.max_rank),
+        engine = CCAEngine(data.X, data.Y, solver=self.solver, max_rank=int(self.max_rank),
                            random_state=self.random_state, adaptive_rank=False,
                            center=bool(self.center), lowrank_y=self.solver == "randomized")
         # identical input columns (a tiny corpus) are merged by the engine: its d1 is the cap
-        K = min(int(self.n_components), engine.n_merged_features_, Y.shape[1])
+        K = min(int(self.n_components), engine.n_merged_features_, data.Y.shape[1])
         ks = ks[ks <= K] if np.any(ks <= K) else np.array([K])
         # training means of the views (zero without centring): every projection is taken
         # of the centred vector, A^T (x - mu_x) and B^T (yhat - mu_y)
-        means = (column_mean(X) if self.center else np.zeros(X.shape[1]),
-                 column_mean(Y) if self.center else np.zeros(Y.shape[1]))
+        means = data.means(bool(self.center))
         log = SolveLog(engine, type(self).__name__)
-        best, grid_acc = self._search(log, (Y, Yhat), train, dev, views, (taus, lams, ks), K,
-                                      means)
+        best, grid_acc = self._search(log, data, dev_data, (taus, lams, ks), K, means)
         _, acc, tau, lam, k, w, A, B, omega, info = best
+        dev = None if dev_data is None else dev_data.nbest
         # the fit succeeded: only now does it replace the previous one
         self.input_view_, self.output_view_ = views
         self.x_mean_, self.y_mean_ = means
@@ -235,7 +251,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.grid_scores_ = None if dev is None else {
             "tau": taus.tolist(), "lam": lams.tolist(), "accuracy": grid_acc.tolist()}
         self.grid_edges_ = self._edges(dev, taus, lams, ks, tau, lam, k, w)
-        log.warn(self._point(tau, lam), self.solver_error_)
+        log.warn(self._point(tau, lam), self.solver_error_, stacklevel=4)
         return self
 
     def _check_lists(self, train, dev, taus, lams, ks):
@@ -243,10 +259,16 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         train = check_nbest(train, "train", need_gold=True)
         if train.n_sentences < 2:   # one row of X and Y: no covariance to estimate
             raise ValueError(f"train has {train.n_sentences} sentence; CCA needs at least 2")
+        return train, self._check_dev(dev, train.corpus.tags, (taus, lams, ks))
+
+    def _check_dev(self, dev, train_tags, grids):
+        """``dev`` validated against the gold tagset of train; needed when anything is to
+        be tuned (``grids``: tau, lam and k)."""
+        taus, lams, ks = grids
         tuning = taus.size > 1 or lams.size > 1 or ks.size > 1 or self.w is None
         if dev is not None:
             dev = check_nbest(dev, "dev", need_gold=True)
-            check_dev_tagset(train, dev)
+            check_dev_tagset(train_tags, dev)
             if tuning:
                 check_tuning_dev(dev, "fix scalar tau and lam, k_grid=[n_components] and a "
                                       "number for w")
@@ -254,18 +276,16 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
             raise ValueError(
                 "dev n-best list is required to tune tau, lam, k and w; give dev, or fix "
                 "them (scalar tau and lam, k_grid=[n_components], a number for w)")
-        return train, dev
+        return dev
 
     def _point(self, tau, lam):
         """A grid point in the user's terms."""
         return f"tau={tau:g}" + (f", lam={lam:g}" if self._has_lam else "")
 
-    def _search(self, log, targets, train, dev, views, grids, K, means):
+    def _search(self, log, data, dev, grids, K, means):
         """The best grid point, as (score, dev accuracy, tau, lam, k, w, A, B, omega,
-        info), and the dev accuracies of the (tau, lam) grid."""
-        (Y, Yhat), (taus, lams, ks) = targets, grids
-        if dev is not None:
-            Xd, Yhat_d = self._views(dev, "dev", views)
+        info), and the dev accuracies of the (tau, lam) grid (``dev``: a DevData)."""
+        taus, lams, ks = grids
         grid_acc = np.full((taus.size, lams.size), -np.inf)
         best = None
         points = [(a, b) for a in range(taus.size) for b in range(lams.size)]
@@ -277,8 +297,7 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         for a, b in points:
             tau, lam = taus[a], lams[b]
             try:
-                A, B, omega, info = self._solve_family(log, Y, Yhat, train, tau, lam, K,
-                                                       means)
+                A, B, omega, info = self._solve_family(log, data, tau, lam, K, means)
             except RankDeficientError as exc:
                 # say it in the user's terms: K is n_components capped at min(d1, d2)
                 capped = (f" (capped at min(d1, d2) = {K}, d1 counting identical input "
@@ -286,13 +305,14 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
                 raise ValueError(
                     f"n_components={self.n_components!r}{capped} exceeds the number of nonzero "
                     f"canonical correlations at {self._point(tau, lam)}: the cross-covariance "
-                    f"has rank {exc.rank}{_rank_cause(exc.rank, Y.shape[0], self.center)}; "
+                    f"has rank {exc.rank}{_rank_cause(exc.rank, data.n_sentences, self.center)}; "
                     f"give n_components <= {exc.rank}") from None
             log.close_point(self._point(tau, lam))
             if dev is None:
                 cand = (-np.inf, -np.inf, tau, lam, K, float(self.w), A, B, omega, info)
             else:
-                score, acc, k, w = self._tune_k_w(dev, Xd, Yhat_d, A, B, ks, means)
+                score, acc, k, w = self._tune_k_w(dev.nbest, dev.prefix_scores(A, B, means),
+                                                  ks)
                 grid_acc[a, b] = acc
                 cand = (score, acc, tau, lam, k, w, A, B, omega, info)
             if best is None or cand[0] > best[0] + PLATEAU_TIE:  # ties: the earlier point
@@ -321,14 +341,13 @@ class _LowDimReranker(PersistMixin, ParamsMixin, BaseReranker):
         """Record what the solve of the selected grid point reported."""
         self.solver_error_ = info.get("error")
 
-    def _tune_k_w(self, dev, Xd, Yhat_d, A, B, ks, means):
-        """Best (selection score, dev accuracy, k, w) over the k grid for one (tau, lam).
+    def _tune_k_w(self, dev, P, ks):
+        """Best (selection score, dev accuracy, k, w) over the k grid for one (tau, lam),
+        ``P`` the dev candidates' prefix projection scores.
 
         The selection score is the plateau-averaged dev accuracy of :func:`tune_weight`
         (``w_window``), so k, tau and lam are compared on the same robust criterion as w.
         """
-        P = cosine_prefix_scores(centred_projection(Xd, A, means[0]),
-                                  centred_projection(Yhat_d, B, means[1]), dev.cand_sentence)
         best = (-np.inf, -np.inf, None, None)
         for k in ks:
             p = P[:, k - 1]
@@ -481,8 +500,8 @@ class GenerativeReranker(_LowDimReranker):
     def _lam_grid(self):
         return np.array([0.0])
 
-    def _solve_family(self, log, Y, Yhat, train, tau, lam, K, means):
-        A, B, omega, err = log.solve(Y, tau, K)
+    def _solve_family(self, log, data, tau, lam, K, means):
+        A, B, omega, err = log.solve(data.Y, tau, K)
         return A, B, omega, {"error": err}
 
 
@@ -623,37 +642,24 @@ class DiscriminativeReranker(_LowDimReranker):
         check_int("n_iter", self.n_iter, 0)
         return out
 
-    def _solve_family(self, log, Y, Yhat, train, tau, lam, K, means):
-        L = train.losses.astype(np.float64)
-        alpha = L.copy()
-        off = train.sent_offsets
-        cand_sent = train.cand_sentence
+    def _solve_family(self, log, data, tau, lam, K, means):
+        L = data.losses()
+        alpha = data.losses()
         X = log.engine.X
         scale = (1.0 - lam) / lam
         xi_prev = None
         history = []
         for it in range(int(self.n_iter) + 1):
-            R = aggregate_residuals(Y, Yhat, alpha, off)
-            A, B, omega, err = log.solve((scale * Y + R).tocsr(), tau, K)
+            M = data.residual_factor(alpha, scaled_sum, scale)
+            A, B, omega, err = log.solve(M, tau, K)
             if it == int(self.n_iter):
                 break
-            # normalise to the length constraints ||X a|| = ||Y b|| = 1 (Eq. 4)
-            PX = centred_projection(X, A, means[0])
-            PY = centred_projection(Y, B, means[1])
-            nx = np.linalg.norm(PX, axis=0)
-            ny = np.linalg.norm(PY, axis=0)
-            nx[nx == 0] = 1.0
-            ny[ny == 0] = 1.0
-            PX /= nx
-            QY = PY / ny
-            QH = centred_projection(Yhat, B, means[1]) / ny
-            margins = np.einsum("ij,ij->i", PX[cand_sent], QY[cand_sent] - QH)
-            xi, alpha = slack_update(margins, L, alpha, off, float(self.gamma))
+            xi, alpha = data.slack_step(X, A, B, means, L, alpha, float(self.gamma))
             history.append(xi)
             if xi_prev is not None and np.allclose(xi, xi_prev, rtol=1e-9, atol=1e-12):
                 break
             xi_prev = xi
-        return A, B, omega, {"slacks": history, "n": train.n_sentences, "error": err}
+        return A, B, omega, {"slacks": history, "n": data.n_sentences, "error": err}
 
     def _set_info(self, info):
         super()._set_info(info)
