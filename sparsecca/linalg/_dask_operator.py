@@ -97,12 +97,38 @@ def map_reduce(array, of_block, *args, add=None, indexed=False):
     scheduler; ``args`` (small arrays) are sent once, as one node of the graph each.
     ``indexed``: ``of_block(chunk_b, b, *args)``, b the chunk's index."""
     dask, _ = _import_dask()
-    shared = [dask.delayed(a, pure=True) if isinstance(a, np.ndarray) else a for a in args]
+    shared = [_shared(a, dask) for a in args]
     parts = [dask.delayed(of_block, pure=True)(b, *((i,) if indexed else ()), *shared)
              for i, (b, c) in enumerate(zip(array.to_delayed().ravel(), array.chunks[0]))
              if c]
     (total,) = dask.compute(_tree_sum(parts, dask, add))
     return total
+
+
+#: arrays from this size are scattered rather than sent in the graph (distributed warns of
+#: graphs above 10 MB)
+_SCATTER_BYTES = 4 << 20
+
+
+def _shared(a, dask):
+    """An array argument of every chunk's task, sent once: one node of the graph, or, from
+    ``_SCATTER_BYTES`` when a distributed Client is the active scheduler, scattered to the
+    cluster (a large array would travel with the graph; a small one is not worth the extra
+    round trip of a scatter)."""
+    if not isinstance(a, np.ndarray):
+        return a
+    client = _active_client(dask) if a.nbytes >= _SCATTER_BYTES else None
+    return client.scatter(a) if client is not None else dask.delayed(a, pure=True)
+
+
+def _active_client(dask):
+    if dask.config.get("scheduler", None) not in (None, "dask.distributed", "distributed"):
+        return None
+    try:
+        from distributed import default_client
+        return default_client()
+    except (ImportError, ValueError):
+        return None
 
 
 def _gram_block(B, V):
