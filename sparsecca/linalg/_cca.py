@@ -318,10 +318,13 @@ class SparseCCA(PersistMixin, ParamsMixin):
 
         Parameters
         ----------
-        X : (n, d1) array-like or scipy.sparse matrix
-        Y : (n, d2) array-like or scipy.sparse matrix
+        X : (n, d1) array-like or scipy.sparse matrix, or dask.array.Array
+        Y : (n, d2) array-like or scipy.sparse matrix, or dask.array.Array
             n >= 2; finite values whose covariances neither overflow nor underflow float64
-            (n * max|x|^2 between 2.2e-308 and 1.8e308), else a ValueError.
+            (n * max|x|^2 between 2.2e-308 and 1.8e308), else a ValueError.  Dask arrays
+            (both views, chunked by rows only, with the same row chunks; chunks NumPy arrays
+            or scipy.sparse matrices) are solved where their chunks are, as in
+            :class:`CCAEngine`, with the same fitted attributes.
 
         Returns
         -------
@@ -499,12 +502,14 @@ class SparseCCA(PersistMixin, ParamsMixin):
 
         Parameters
         ----------
-        X : (m, d1) array-like or sparse
-        Y : (m, d2) array-like or sparse, optional
+        X : (m, d1) array-like or sparse, or dask.array.Array chunked by rows only
+        Y : (m, d2) array-like or sparse, optional; a Dask array with X's row chunks when X
+            is one
 
         Returns
         -------
-        x_scores : (m, k) array, or (x_scores, y_scores) when Y is given
+        x_scores : (m, k) array, or (x_scores, y_scores) when Y is given; lazy Dask arrays
+            of (chunk rows, k) blocks for Dask input
         """
         self._check_fitted()
         with applied(check_thresholds(self.thresholds)):

@@ -101,7 +101,7 @@ def centred_projection(X, W, mean=None):
 
     Parameters
     ----------
-    X : (n, d) array-like or scipy.sparse matrix
+    X : (n, d) array-like or scipy.sparse matrix, or dask.array.Array chunked by rows only
     W : (d,) or (d, k) array-like
         Weights, e.g. ``SparseCCA.x_weights_``.
     mean : (d,) array-like, optional
@@ -111,7 +111,8 @@ def centred_projection(X, W, mean=None):
     Returns
     -------
     P : (n,) or (n, k) float64 ndarray
-        The projections, one row per row of X.
+        The projections, one row per row of X (for a Dask X a lazy Dask array, projected
+        row chunk by row chunk where the chunks are).
 
     Raises
     ------
@@ -135,6 +136,9 @@ def centred_projection(X, W, mean=None):
     >>> bool(np.allclose(centred_projection(X, W), X @ W))
     True
     """
+    if type(X).__module__.startswith("dask."):
+        from ._dask_operator import dask_projection
+        return dask_projection(X, W, mean)
     X, _ = check_2d(X, "X")
     W = np.asarray(W)
     d = X.shape[1]

@@ -22,7 +22,8 @@ from ._cross import CrossCovariance
 from ._dask import _import_dask
 from ._gram import GramStats, _StatsSource
 from ._sparse_products import sparse_gram_matmat, sparse_matmat, sparse_tmatmat
-from ._validation import check_magnitude_of, check_matrix
+from ._thresholds import active
+from ._validation import check_block, check_magnitude_of, check_matrix, check_shape
 
 __all__ = []
 
@@ -132,8 +133,8 @@ def _active_client(dask):
 
 
 def _gram_block(B, V):
-    if sp.issparse(B):
-        return sparse_gram_matmat(sp.csr_matrix(B), V)
+    if sp.issparse(B):  # in V's precision (float32 V: B's float32 copy)
+        return sparse_gram_matmat(sp.csr_matrix(B), V, V.dtype)
     B = np.asarray(B, dtype=np.float64)
     return B.T @ (B @ V)
 
@@ -220,6 +221,7 @@ class _DaskSource(_StatsSource):
         self.rawsum = s
         self.offset = None
         self._centred = None
+        self._single = None
         self._stats = None
         if self.center and not self.sparse:  # explicitly, as _centred_copy does
             self.offset = s / self.n
@@ -252,7 +254,18 @@ class _DaskSource(_StatsSource):
                 else 1.0)
 
     def accumulates_single(self, dtype):
-        return False  # the map-reduce products accumulate in float64
+        """Whether products in ``dtype`` accumulate in float32, as ``_DataMatrix``'s: a
+        sparse view whose centring cancels few digits (the partial sums then travel in
+        float32 too, half the bytes)."""
+        return (self.sparse and np.dtype(dtype) == np.float32
+                and self.centring_amplification() <= active().single_centred_max_amplification)
+
+    def _single_rows(self):
+        """The rows with float32 values (persisted on first use, 4 bytes a value)."""
+        if self._single is None:
+            self._single = self.rows.map_blocks(_single_block, dtype=np.float32,
+                                                meta=self.rows._meta).persist()
+        return self._single
 
     @property
     def stats(self):
@@ -263,12 +276,14 @@ class _DaskSource(_StatsSource):
         return self._stats
 
     def gram_matmat(self, V, dtype=np.float64):
-        V = np.ascontiguousarray(V, dtype=np.float64)
+        single = self.accumulates_single(dtype)
+        V = np.ascontiguousarray(V, dtype=np.float32 if single else np.float64)
         vec = V.ndim == 1
         V2 = V.reshape(-1, 1) if vec else V
-        out = np.asarray(map_reduce(self._work, _gram_block, V2), dtype=np.float64)
-        if self.center:
-            out -= np.outer(self.colsum, self.mean @ V2)
+        rows = self._single_rows() if single else self._work
+        out = np.asarray(map_reduce(rows, _gram_block, V2))
+        if self.center:  # formed in float64, rounded to the product's precision
+            out -= np.outer(self.colsum, self.mean @ V2.astype(np.float64)).astype(out.dtype)
         out = out.reshape(-1) if vec else out
         return out.astype(dtype, copy=False)
 
@@ -302,6 +317,10 @@ class _DaskSource(_StatsSource):
         return G
 
 
+def _single_block(B):
+    return sp.csr_matrix(B, dtype=np.float32) if sp.issparse(B) else B
+
+
 def _centre_block(B, mean):
     return np.asarray(B, dtype=np.float64) - mean
 
@@ -312,9 +331,24 @@ def _project_block(B, W, mean, label=None):
 
 
 def dask_projection(A, W, mean, name="X"):
-    """(A - 1 mean^T) W as a Dask array of (chunk rows, k) float64 blocks, row block by row
-    block (lazy: nothing is computed)."""
+    """(A - 1 mean^T) W as a Dask array of (chunk rows, k) float64 blocks ((chunk rows,) for
+    a (d,) W), row block by row block (lazy: nothing is computed).
+
+    Raises
+    ------
+    ValueError
+        If A is not a 2-D Dask array chunked by rows only, or W and ``mean`` do not have
+        A's d rows.
+    """
+    A = check_dask_rows(A, name)
     W = np.asarray(W, dtype=np.float64)
+    check_block(W, "W", A.shape[1], label=f"{name}.shape[1]")
+    if mean is not None:
+        mean = np.asarray(mean, dtype=np.float64)
+        check_shape(mean, "mean", (A.shape[1],), f"(one per column of {name})")
+    if W.ndim == 1:
+        return A.map_blocks(_project_block, W, mean, dtype=np.float64, drop_axis=1,
+                            chunks=(A.chunks[0],), meta=np.empty((0,)))
     return A.map_blocks(_project_block, W, mean, dtype=np.float64,
                         chunks=(A.chunks[0], (W.shape[1],)), meta=np.empty((0, 0)))
 

@@ -168,6 +168,7 @@ def client():
         yield c
 
 
+@pytest.mark.slow  # two worker processes to start: ~10 s before the fit, more when loaded
 def test_fit_on_a_local_cluster_equals_the_in_memory_fit(client):
     X, Y = _problem(seed=11)
     ref = SparseCCA(4, tau=0.3, solver="dense", center=True).fit(X, Y)
@@ -193,3 +194,21 @@ def test_en_wsj_dask_fit_equals_the_in_memory_fit(shared_data):
             _dask(X, 300), _dask(Y, 300))
     err = np.max(np.abs(est.correlations_ - ref.correlations_) / ref.correlations_)
     assert err <= est.error_estimate_ <= 1e-3
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_centred_projection_of_a_dask_array_is_lazy_and_equal(sparse):
+    from sparsecca.linalg import centred_projection, column_mean
+
+    X, _ = _problem(seed=12)
+    X = X if sparse else X.toarray()
+    W = np.random.default_rng(0).standard_normal((X.shape[1], 3))
+    mean = column_mean(X)
+    for w in (W, W[:, 0]):
+        P = centred_projection(_dask(X), w, mean)
+        assert isinstance(P, da.Array) and P.chunks[0] == UNEVEN
+        with _scheduler():
+            np.testing.assert_allclose(P.compute(), centred_projection(X, w, mean),
+                                       rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match=r"W must have X.shape\[1\] = 85 rows, got 84"):
+        centred_projection(_dask(X), W[:84], mean)
