@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._centring import _centring_amplification, _warn_centring, centred_projection
+from ._centring import _DataMatrix, _warn_centring, centred_projection
 from ._column_merge import _ColumnMerge, _verified_labels
 from ._cross import CrossCovariance
 from ._dask import _import_dask
@@ -222,6 +222,7 @@ class _DaskSource(_StatsSource):
         self.offset = None
         self._centred = None
         self._single = None
+        self._amplification = None
         self._stats = None
         if self.center and not self.sparse:  # explicitly, as _centred_copy does
             self.offset = s / self.n
@@ -243,15 +244,8 @@ class _DaskSource(_StatsSource):
                                                  meta=np.empty((0, 0))).persist()
         return self._centred
 
-    @property
-    def means(self):
-        if not self.center:
-            return None
-        return self.mean if self.offset is None else self.offset + self.mean
-
-    def centring_amplification(self):
-        return (_centring_amplification(self.colsum, self.colsq, self.n) if self.center
-                else 1.0)
+    means = _DataMatrix.means  # the column means of the rows as given (offset + mean)
+    centring_amplification = _DataMatrix.centring_amplification
 
     def accumulates_single(self, dtype):
         """Whether products in ``dtype`` accumulate in float32, as ``_DataMatrix``'s: a
@@ -310,11 +304,7 @@ class _DaskSource(_StatsSource):
             out -= self.mean @ V
         return np.asarray(out, dtype=dtype)
 
-    def dense_gram(self):
-        G = self.stats.gram.toarray()
-        if self.center:
-            G -= np.outer(self.colsum, self.mean)
-        return G
+    # dense_gram: _StatsSource's, from the tree-reduced :attr:`stats`
 
 
 def _single_block(B):
