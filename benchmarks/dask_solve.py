@@ -12,7 +12,7 @@ difference, the Dask fit's error estimate and whether a warning was raised.
 Usage::
 
     python benchmarks/dask_solve.py [--solvers dense iterative randomized] [--repeat 3]
-        [--chunks 4] [--tau 0.5] [--cluster]
+        [--chunks 4] [--tau 0.5] [--sentences N] [--cluster]
 """
 
 from __future__ import annotations
@@ -49,17 +49,22 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3, help="alternating pairs per solver")
     ap.add_argument("--chunks", type=int, default=4, help="row chunks of the Dask views")
     ap.add_argument("--tau", type=float, default=0.5)
+    ap.add_argument("--sentences", type=int, default=None,
+                    help="keep the first N training sentences (default: all)")
     ap.add_argument("--cluster", action="store_true",
                     help="a LocalCluster (2 worker processes, 1 thread each) instead of "
                          "the threads scheduler")
     args = ap.parse_args(argv)
-    if args.repeat < 1 or args.chunks < 1:
-        ap.error(f"--repeat and --chunks must be >= 1, got {args.repeat} and {args.chunks}")
+    if min(args.repeat, args.chunks, args.sentences or 1) < 1:
+        ap.error(f"--repeat, --chunks and --sentences must be >= 1, got {args.repeat}, "
+                 f"{args.chunks} and {args.sentences}")
     require(WSJ)  # exit 3 with one line (see _data_check.py)
     import dask
     import dask.array as da
 
     corpus = read_conllu(WSJ, tags="xpos")
+    if args.sentences is not None:
+        corpus = corpus[:args.sentences]
     X = SuffixView(lengths=(2, 3, 4)).fit_transform(corpus)
     Y = TagNgramView(orders=(1, 2)).fit_transform(corpus)
     rows = -(-X.shape[0] // args.chunks)
