@@ -101,6 +101,20 @@ def test_engine_solve_reduces_a_dask_m_over_the_row_chunks():
     np.testing.assert_allclose(res[0], ref[0], atol=1e-3)
 
 
+def test_the_rerankers_model_on_a_dask_m_is_the_in_memory_model():
+    """adaptive_rank=False solves the rank-r model itself (the rerankers' way): the same
+    model from the chunks as from the stacked matrix (merged columns in the same order)."""
+    X, Y = _problem(seed=3)
+    M = Y.toarray() * np.linspace(0.5, 2.0, Y.shape[0])[:, None]
+    kw = dict(solver="randomized", adaptive_rank=False, max_rank=40, random_state=0)
+    with pytest.warns(RuntimeWarning, match="randomized solver: estimated relative error"):
+        ref = CCAEngine(X, Y, **kw).solve(M, 0.3, 4)
+    with _scheduler(), pytest.warns(RuntimeWarning, match="randomized solver: estimated"):
+        res = CCAEngine(_dask(X), _dask(Y), **kw).solve(_dask(M), 0.3, 4)
+    np.testing.assert_allclose(res.correlations, ref.correlations, rtol=1e-10)
+    np.testing.assert_allclose(res.error_estimate, ref.error_estimate, rtol=1e-8)
+
+
 def test_a_dask_fitted_model_saves_and_loads(tmp_path):
     X, Y = _problem(seed=8)
     with _scheduler():
