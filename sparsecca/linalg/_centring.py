@@ -376,3 +376,16 @@ class _DataMatrix:
             K -= xm[None, :]
             K += float(self.mean @ self.mean)
         return K
+
+
+def _pearson(P, Q):
+    """Column-wise Pearson correlations of P and Q, (n, k) each; centred in two passes."""
+    P = np.asarray(P, dtype=np.float64)
+    Q = np.asarray(Q, dtype=np.float64)
+    P = P - P.mean(axis=0)
+    Q = Q - Q.mean(axis=0)
+    num = np.einsum("ij,ij->j", P, Q)
+    den = np.sqrt(np.einsum("ij,ij->j", P, P) * np.einsum("ij,ij->j", Q, Q))
+    out = np.zeros_like(num)
+    np.divide(num, den, out=out, where=den > 0)
+    return out

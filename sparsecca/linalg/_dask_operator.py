@@ -343,6 +343,21 @@ def dask_projection(A, W, mean, name="X"):
                         chunks=(A.chunks[0], (W.shape[1],)), meta=np.empty((0, 0)))
 
 
+def dask_transform(est, X, Y):
+    """:meth:`SparseCCA.transform` of Dask views: lazy Dask arrays of the scores, row block
+    by row block (Y with X's row chunks)."""
+    if Y is None:
+        X = check_dask_rows(X, "X")
+    else:
+        X, Y = check_dask_pair(X, Y)
+    for M, W, name in ((X, est.x_weights_, "X"), (Y, est.y_weights_, "Y")):
+        if M is not None and M.shape[1] != W.shape[0]:
+            raise ValueError(f"{name} must have {W.shape[0]} features as in fit, got "
+                             f"{M.shape[1]}")
+    xs = dask_projection(X, est.x_weights_, est.x_mean_, "X")
+    return xs if Y is None else (xs, dask_projection(Y, est.y_weights_, est.y_mean_, "Y"))
+
+
 # -- duplicate columns -------------------------------------------------------------------------
 
 def _fingerprint_block(B, i):
