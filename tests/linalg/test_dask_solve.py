@@ -182,7 +182,6 @@ def client():
         yield c
 
 
-@pytest.mark.slow  # two worker processes to start: ~10 s before the fit, more when loaded
 def test_fit_on_a_local_cluster_equals_the_in_memory_fit(client):
     X, Y = _problem(seed=11)
     ref = SparseCCA(4, tau=0.3, solver="dense", center=True).fit(X, Y)
@@ -194,7 +193,6 @@ def test_fit_on_a_local_cluster_equals_the_in_memory_fit(client):
                                atol=1e-3 * np.abs(ref.transform(X)).max())
 
 
-@pytest.mark.slow
 def test_en_wsj_dask_fit_equals_the_in_memory_fit(shared_data):
     from sparsecca.data import read_conllu
     from sparsecca.features import SuffixView, TagNgramView
