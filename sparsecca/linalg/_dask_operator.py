@@ -13,6 +13,8 @@ accumulated statistics' source (``_StatsSource``): like them it has no dual n x 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -22,6 +24,7 @@ from ._cross import CrossCovariance
 from ._dask import _import_dask
 from ._gram import GramStats, _StatsSource
 from ._sparse_products import sparse_gram_matmat, sparse_matmat, sparse_tmatmat
+from ._threads import _on_worker
 from ._thresholds import active
 from ._validation import check_block, check_magnitude_of, check_matrix, check_shape
 
@@ -99,11 +102,19 @@ def map_reduce(array, of_block, *args, add=None, indexed=False):
     ``indexed``: ``of_block(chunk_b, b, *args)``, b the chunk's index."""
     dask, _ = _import_dask()
     shared = [_shared(a, dask) for a in args]
-    parts = [dask.delayed(of_block, pure=True)(b, *((i,) if indexed else ()), *shared)
+    parts = [dask.delayed(_serial, pure=True)(of_block, b, *((i,) if indexed else ()),
+                                              *shared)
              for i, (b, c) in enumerate(zip(array.to_delayed().ravel(), array.chunks[0]))
              if c]
     (total,) = dask.compute(_tree_sum(parts, dask, add))
     return total
+
+
+def _serial(f, *args):
+    """``f(*args)`` with the engine's split products run in turn (as on a split thread): a
+    chunk's task runs on a scheduler thread while the engine's split threads may wait for it
+    (LOBPCG's ``run_pair``), so a split inside it would wait for them: a deadlock."""
+    return _on_worker(partial(f, *args))
 
 
 #: arrays from this size are scattered rather than sent in the graph (distributed warns of
@@ -147,6 +158,10 @@ def _matmul_block(B, V):
     return sparse_matmat(sp.csr_matrix(B), V) if sp.issparse(B) else np.asarray(B) @ V
 
 
+def _serial_matmul(B, V):
+    return _serial(_matmul_block, B, V)
+
+
 def _moments_block(B, label, offset=None):
     """(column sums, column sums of squares, rows, stored values, largest |value|, sparse
     chunks, dtype) of one chunk, validated as a data matrix (its errors name the chunk);
@@ -188,7 +203,7 @@ def column_moments(array, name, offset=None):
     """The moments of :func:`_moments_block` over the whole (persisted) array: one pass,
     which also validates every chunk."""
     dask, _ = _import_dask()
-    parts = [dask.delayed(_moments_block, pure=True)(b, label, offset)
+    parts = [dask.delayed(_serial, pure=True)(_moments_block, b, label, offset)
              for b, c, label in zip(array.to_delayed().ravel(), array.chunks[0],
                                     _block_labels(array, name)) if c]
     if not parts:
@@ -288,7 +303,7 @@ class _DaskSource(_StatsSource):
         parts, start = [], 0
         for b, c in zip(self._work.to_delayed().ravel(), self._work.chunks[0]):
             if c:
-                parts.append(dask.delayed(_tmatmul_block)(b, U[start:start + c]))
+                parts.append(dask.delayed(_serial)(_tmatmul_block, b, U[start:start + c]))
             start += c
         (out,) = dask.compute(_tree_sum(parts, dask))
         if self.center:
@@ -298,7 +313,7 @@ class _DaskSource(_StatsSource):
     def matmat(self, V, dtype=np.float64):
         """Xc V, (n, b): gathered (n x b travels; the engine's solvers never ask for it)."""
         V = np.asarray(V, dtype=np.float64)
-        out = self._work.map_blocks(_matmul_block, V, dtype=np.float64,
+        out = self._work.map_blocks(_serial_matmul, V, dtype=np.float64,
                                     chunks=(self._work.chunks[0], (V.shape[1],))).compute()
         if self.center:
             out -= self.mean @ V
@@ -315,9 +330,8 @@ def _centre_block(B, mean):
     return np.asarray(B, dtype=np.float64) - mean
 
 
-def _project_block(B, W, mean, label=None):
-    B = check_matrix(B, "a row block" if label is None else label)
-    return centred_projection(B, W, mean)
+def _project_block(B, W, mean):
+    return _on_worker(partial(centred_projection, check_matrix(B, "a row block"), W, mean))
 
 
 def dask_projection(A, W, mean, name="X"):
