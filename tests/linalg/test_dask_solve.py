@@ -224,3 +224,20 @@ def test_centred_projection_of_a_dask_array_is_lazy_and_equal(sparse):
                                        rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match=r"W must have X.shape\[1\] = 85 rows, got 84"):
         centred_projection(_dask(X), W[:84], mean)
+
+
+def test_without_a_dual_form_the_size_rules_count_d1():
+    """n < d1: in memory the dense factor is the dual n x n one; from Dask chunks only the
+    primal d1 x d1 one exists, so 'auto' and the preconditioner rule count d1."""
+    from sparsecca.linalg import Thresholds
+
+    X, Y = count_problem(300, 900, 20, seed=1)
+    t = Thresholds().replace(auto_dense_max=500, exact_precond_max=500)
+    assert CCAEngine(X, Y, thresholds=t).solver_ == "dense"
+    with _scheduler():
+        engine = CCAEngine(_dask(X), _dask(Y), thresholds=t, random_state=0)
+        assert engine.solver_ == "iterative" and "no dual form" in engine.solver_reason_
+        assert not engine.exact_preconditioner_fits() and not engine.exact_rescue_fits()
+        res = engine.solve(engine.Y, 0.5, 5)
+    ref = CCAEngine(X, Y, solver="dense").solve(Y, 0.5, 5)
+    np.testing.assert_allclose(res.correlations, ref.correlations, rtol=1e-6)
