@@ -235,7 +235,7 @@ def test_without_a_dual_form_the_size_rules_count_d1():
     t = Thresholds().replace(auto_dense_max=500, exact_precond_max=500)
     assert CCAEngine(X, Y, thresholds=t).solver_ == "dense"
     with _scheduler():
-        engine = CCAEngine(_dask(X), _dask(Y), thresholds=t, random_state=0)
+        engine = CCAEngine(_dask(X, 100), _dask(Y, 100), thresholds=t, random_state=0)
         assert engine.solver_ == "iterative" and "no dual form" in engine.solver_reason_
         assert not engine.exact_preconditioner_fits() and not engine.exact_rescue_fits()
         res = engine.solve(engine.Y, 0.5, 5)
