@@ -1,6 +1,6 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
 bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py, truncated_rayleigh_ritz.py,
-profile_dense_gram.py, bench_data.py, bench_tagger.py, tagger_accuracy.py.
+profile_dense_gram.py, bench_data.py, bench_tagger.py, tagger_accuracy.py, dask_solve.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -199,6 +199,18 @@ def test_wsj_solver_accuracy_with_both_preconditioners(shared_data):
     assert all(r.startswith("randomized-exact ") for r in rows[6:])
     # the exact preconditioner's runs meet the solver's own tol and the estimate covers them
     assert all("own tol 0.001: met" in r and " covers it" in r for r in rows[:3])
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_dask_solve_prints_the_ratio_and_both_fits(shared_data):
+    text = _run("dask_solve.py", "--sentences", 600, "--repeat", 1, "--solvers", "randomized")
+    assert "X 600 x" in text and "row chunks on the threads scheduler" in text
+    row = next(line for line in text.splitlines() if line.startswith("randomized"))
+    assert "ratio" in row
+    diff = float(text.split("max rel diff ")[1].split(";")[0])
+    estimate = float(text.split("Dask error estimate ")[1].split()[0])
+    assert diff <= estimate <= 1e-3 and "Dask warnings: none" in text
 
 
 @pytest.mark.shared_data

@@ -21,7 +21,7 @@ DESIGN = "docs/design.md"
 #: page -> a string each of its python blocks holds, in order (one test below per block)
 EXPECTED = {
     "README.md": ["SoftenedReranker", "sparsecca.experiment(", "SparseCCA("],
-    DESIGN: ["GramStats.from_dask(X)"],
+    DESIGN: ["SparseCCA(50, tau=0.5, solver=\"iterative\").fit(X, Y)"],
 }
 
 
@@ -96,9 +96,10 @@ def test_design_dask_example(tmp_path):
              "Yn = Z[:, 20:80] + 0.5 * rng.standard_normal((600, 60))\n"
              "X, Y = da.from_array(Xn, chunks=(150, -1)), da.from_array(Yn, chunks=(150, -1))\n")
     check = ("\nref = SparseCCA(50, tau=0.5, solver='dense').fit(Xn, Yn).correlations_\n"
-             "err = np.max(np.abs(res.correlations - ref) / ref)\n"
-             "A, B = res[:2]\n"
+             "err = np.max(np.abs(cca.correlations_ - ref) / ref)\n"
+             "A, B = cca.x_weights_, cca.y_weights_\n"
              "assert A.shape == (160, 50) and B.shape == (60, 50)\n"
+             "assert isinstance(scores, da.Array) and scores.shape == (600, 50)\n"
              "print(err)\n")
     out = run_block(setup + python_blocks(DESIGN)[0] + check, tmp_path)
     assert float(out.split()[-1]) < 1e-6  # the iterative solver's tolerance is 1e-7

@@ -20,7 +20,8 @@ import numpy as np
 from .._params import ParamsMixin, check_bool
 from .._persist import ModelFormatError, PersistMixin, state_array, to_json
 from ..exceptions import NotFittedError
-from ._dask_operator import check_dask_pair, check_dask_rows, dask_projection, is_dask
+from ._centring import _pearson
+from ._dask_operator import dask_transform, is_dask
 from ._engine import (
     PRECONDITIONERS,
     SOLVERS,
@@ -28,10 +29,7 @@ from ._engine import (
     _beyond_dense_whitener,
     _check_distinct_columns,
 )
-from ._gram import (
-    centred_projection,
-    column_mean,
-)
+from ._gram import centred_projection
 from ._thresholds import Thresholds, active, applied, check_thresholds
 from ._validation import (
     check_choice,
@@ -318,10 +316,11 @@ class SparseCCA(PersistMixin, ParamsMixin):
 
         Parameters
         ----------
-        X : (n, d1) array-like or scipy.sparse matrix
-        Y : (n, d2) array-like or scipy.sparse matrix
+        X : (n, d1) array-like or scipy.sparse matrix, or dask.array.Array
+        Y : (n, d2) array-like or scipy.sparse matrix, or dask.array.Array
             n >= 2; finite values whose covariances neither overflow nor underflow float64
-            (n * max|x|^2 between 2.2e-308 and 1.8e308), else a ValueError.
+            (n * max|x|^2 between 2.2e-308 and 1.8e308), else a ValueError.  Dask arrays:
+            both views, chunked by rows only alike (see :class:`CCAEngine`).
 
         Returns
         -------
@@ -406,8 +405,10 @@ class SparseCCA(PersistMixin, ParamsMixin):
         self.n_merged_features_ = merged
         # the engine solves on X with duplicate columns merged; the weights come back expanded,
         # so the means must be those of the original columns
-        self.x_mean_ = _view_mean(engine, EX) if engine.center else None
-        self.y_mean_ = _view_mean(engine, EY) if engine.center else None
+        # (from the engine's cached column sums, also of Dask views)
+        means = [engine._column_sums(v) / EX.shape[0] if engine.center else None
+                 for v in ("XY" if not swapped else "YX")]
+        self.x_mean_, self.y_mean_ = means
 
     def _check_fitted(self):
         if not self.__sklearn_is_fitted__():
@@ -499,12 +500,14 @@ class SparseCCA(PersistMixin, ParamsMixin):
 
         Parameters
         ----------
-        X : (m, d1) array-like or sparse
-        Y : (m, d2) array-like or sparse, optional
+        X : (m, d1) array-like or sparse, or dask.array.Array chunked by rows only
+        Y : (m, d2) array-like or sparse, optional; a Dask array with X's row chunks when X
+            is one
 
         Returns
         -------
-        x_scores : (m, k) array, or (x_scores, y_scores) when Y is given
+        x_scores : (m, k) array, or (x_scores, y_scores) when Y is given; lazy Dask arrays
+            of (chunk rows, k) blocks for Dask input
         """
         self._check_fitted()
         with applied(check_thresholds(self.thresholds)):
@@ -512,7 +515,7 @@ class SparseCCA(PersistMixin, ParamsMixin):
 
     def _transform(self, X, Y):
         if is_dask(X) or is_dask(Y):
-            return _dask_transform(self, X, Y)
+            return dask_transform(self, X, Y)
         X = check_matrix(X, "X")
         if X.shape[1] != self.x_weights_.shape[0]:
             raise ValueError(f"X must have {self.x_weights_.shape[0]} features as in fit, "
@@ -588,49 +591,11 @@ def _training_correlations(engine, A, B, res):
                 xx, yy, xy = xx - cx, yy - cy, xy - n * mx * my
             else:
                 moments = None
-    if moments is None:
-        if engine._dask is not None:  # n x k projections, gathered
-            return _pearson(*(np.asarray(dask_projection(M, W, None))
-                              for M, W in ((engine.X, A), (engine.Y, B))))
+    if moments is None:  # (Dask views: the n x k projections gathered by _pearson)
         return _pearson(centred_projection(engine.X, A), centred_projection(engine.Y, B))
     den = np.sqrt(np.maximum(xx, 0.0) * np.maximum(yy, 0.0))
     out = np.zeros_like(xy)
     np.divide(xy, den, out=out, where=den > 0)
-    return out
-
-
-def _view_mean(engine, M):
-    """Column means of the engine's view M (its X or Y, as given)."""
-    if engine._dask is None:
-        return column_mean(M)
-    return engine._column_sums("X" if M is engine.X else "Y") / M.shape[0]
-
-
-def _dask_transform(est, X, Y):
-    """:meth:`SparseCCA.transform` of Dask views: lazy Dask arrays of the scores, row block
-    by row block (Y with X's row chunks)."""
-    if Y is None:
-        X = check_dask_rows(X, "X")
-    else:
-        X, Y = check_dask_pair(X, Y)
-    for M, W, name in ((X, est.x_weights_, "X"), (Y, est.y_weights_, "Y")):
-        if M is not None and M.shape[1] != W.shape[0]:
-            raise ValueError(f"{name} must have {W.shape[0]} features as in fit, got "
-                             f"{M.shape[1]}")
-    xs = dask_projection(X, est.x_weights_, est.x_mean_, "X")
-    return xs if Y is None else (xs, dask_projection(Y, est.y_weights_, est.y_mean_, "Y"))
-
-
-def _pearson(P, Q):
-    """Column-wise Pearson correlations of P and Q, (n, k) each; centred in two passes."""
-    P = np.asarray(P, dtype=np.float64)
-    Q = np.asarray(Q, dtype=np.float64)
-    P = P - P.mean(axis=0)
-    Q = Q - Q.mean(axis=0)
-    num = np.einsum("ij,ij->j", P, Q)
-    den = np.sqrt(np.einsum("ij,ij->j", P, P) * np.einsum("ij,ij->j", Q, Q))
-    out = np.zeros_like(num)
-    np.divide(num, den, out=out, where=den > 0)
     return out
 
 

@@ -101,7 +101,7 @@ def centred_projection(X, W, mean=None):
 
     Parameters
     ----------
-    X : (n, d) array-like or scipy.sparse matrix
+    X : (n, d) array-like or scipy.sparse matrix, or dask.array.Array chunked by rows only
     W : (d,) or (d, k) array-like
         Weights, e.g. ``SparseCCA.x_weights_``.
     mean : (d,) array-like, optional
@@ -111,7 +111,8 @@ def centred_projection(X, W, mean=None):
     Returns
     -------
     P : (n,) or (n, k) float64 ndarray
-        The projections, one row per row of X.
+        The projections, one row per row of X (for a Dask X a lazy Dask array, projected
+        row chunk by row chunk where the chunks are).
 
     Raises
     ------
@@ -135,6 +136,9 @@ def centred_projection(X, W, mean=None):
     >>> bool(np.allclose(centred_projection(X, W), X @ W))
     True
     """
+    if type(X).__module__.startswith("dask."):
+        from ._dask_operator import dask_projection
+        return dask_projection(X, W, mean)
     X, _ = check_2d(X, "X")
     W = np.asarray(W)
     d = X.shape[1]
@@ -372,3 +376,16 @@ class _DataMatrix:
             K -= xm[None, :]
             K += float(self.mean @ self.mean)
         return K
+
+
+def _pearson(P, Q):
+    """Column-wise Pearson correlations of P and Q, (n, k) each; centred in two passes."""
+    P = np.asarray(P, dtype=np.float64)
+    Q = np.asarray(Q, dtype=np.float64)
+    P = P - P.mean(axis=0)
+    Q = Q - Q.mean(axis=0)
+    num = np.einsum("ij,ij->j", P, Q)
+    den = np.sqrt(np.einsum("ij,ij->j", P, P) * np.einsum("ij,ij->j", Q, Q))
+    out = np.zeros_like(num)
+    np.divide(num, den, out=out, where=den > 0)
+    return out

@@ -45,15 +45,21 @@ class _ColumnMerge:
         """Groups from a label per original column: ``labels`` (merged index of every
         column), ``counts``, ``n_merged``, ``trivial``, and the ``first`` column and the
         ``scale`` sqrt(m_g) of each group."""
-        self.n_features = labels.size
+        d = self.n_features = labels.size
         uniq, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-        self.labels = inverse  # merged index of every original column
-        self.counts = counts
+        first = np.full(uniq.size, d, dtype=np.int64)
+        np.minimum.at(first, inverse, np.arange(d))
+        # the groups in the order of their first column, whatever the fingerprints (which
+        # differ between an in-memory X and its Dask chunks): the same merged matrix
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        self.labels = rank[inverse]  # merged index of every original column
+        self.counts = counts[order]
+        self.first = first[order]
         self.n_merged = uniq.size
-        self.trivial = self.n_merged == labels.size
-        self.first = np.full(self.n_merged, labels.size, dtype=np.int64)
-        np.minimum.at(self.first, inverse, np.arange(labels.size))
-        self.scale = np.sqrt(counts.astype(np.float64))
+        self.trivial = self.n_merged == d
+        self.scale = np.sqrt(self.counts.astype(np.float64))
 
     def expand(self, W):
         """Weights on the merged columns (d', k) -> original columns (d, k)."""

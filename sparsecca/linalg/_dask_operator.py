@@ -13,16 +13,20 @@ accumulated statistics' source (``_StatsSource``): like them it has no dual n x 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.sparse as sp
 
-from ._centring import _centring_amplification, _warn_centring, centred_projection
+from ._centring import _DataMatrix, _warn_centring, centred_projection
 from ._column_merge import _ColumnMerge, _verified_labels
 from ._cross import CrossCovariance
 from ._dask import _import_dask
 from ._gram import GramStats, _StatsSource
 from ._sparse_products import sparse_gram_matmat, sparse_matmat, sparse_tmatmat
-from ._validation import check_magnitude_of, check_matrix
+from ._threads import _on_worker
+from ._thresholds import active
+from ._validation import check_block, check_magnitude_of, check_matrix, check_shape
 
 __all__ = []
 
@@ -97,17 +101,51 @@ def map_reduce(array, of_block, *args, add=None, indexed=False):
     scheduler; ``args`` (small arrays) are sent once, as one node of the graph each.
     ``indexed``: ``of_block(chunk_b, b, *args)``, b the chunk's index."""
     dask, _ = _import_dask()
-    shared = [dask.delayed(a, pure=True) if isinstance(a, np.ndarray) else a for a in args]
-    parts = [dask.delayed(of_block, pure=True)(b, *((i,) if indexed else ()), *shared)
+    shared = [_shared(a, dask) for a in args]
+    parts = [dask.delayed(_serial, pure=True)(of_block, b, *((i,) if indexed else ()),
+                                              *shared)
              for i, (b, c) in enumerate(zip(array.to_delayed().ravel(), array.chunks[0]))
              if c]
     (total,) = dask.compute(_tree_sum(parts, dask, add))
     return total
 
 
+def _serial(f, *args):
+    """``f(*args)`` with the engine's split products run in turn (as on a split thread): a
+    chunk's task runs on a scheduler thread while the engine's split threads may wait for it
+    (LOBPCG's ``run_pair``), so a split inside it would wait for them: a deadlock."""
+    return _on_worker(partial(f, *args))
+
+
+#: arrays from this size are scattered rather than sent in the graph (distributed warns of
+#: graphs above 10 MB)
+_SCATTER_BYTES = 4 << 20
+
+
+def _shared(a, dask):
+    """An array argument of every chunk's task, sent once: one node of the graph, or, from
+    ``_SCATTER_BYTES`` when a distributed Client is the active scheduler, scattered to the
+    cluster (a large array would travel with the graph; a small one is not worth the extra
+    round trip of a scatter)."""
+    if not isinstance(a, np.ndarray):
+        return a
+    client = _active_client(dask) if a.nbytes >= _SCATTER_BYTES else None
+    return client.scatter(a) if client is not None else dask.delayed(a, pure=True)
+
+
+def _active_client(dask):
+    if dask.config.get("scheduler", None) not in (None, "dask.distributed", "distributed"):
+        return None
+    try:
+        from distributed import default_client
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
 def _gram_block(B, V):
-    if sp.issparse(B):
-        return sparse_gram_matmat(sp.csr_matrix(B), V)
+    if sp.issparse(B):  # in V's precision (float32 V: B's float32 copy)
+        return sparse_gram_matmat(sp.csr_matrix(B), V, V.dtype)
     B = np.asarray(B, dtype=np.float64)
     return B.T @ (B @ V)
 
@@ -118,6 +156,10 @@ def _tmatmul_block(B, U):
 
 def _matmul_block(B, V):
     return sparse_matmat(sp.csr_matrix(B), V) if sp.issparse(B) else np.asarray(B) @ V
+
+
+def _serial_matmul(B, V):
+    return _serial(_matmul_block, B, V)
 
 
 def _moments_block(B, label, offset=None):
@@ -161,7 +203,7 @@ def column_moments(array, name, offset=None):
     """The moments of :func:`_moments_block` over the whole (persisted) array: one pass,
     which also validates every chunk."""
     dask, _ = _import_dask()
-    parts = [dask.delayed(_moments_block, pure=True)(b, label, offset)
+    parts = [dask.delayed(_serial, pure=True)(_moments_block, b, label, offset)
              for b, c, label in zip(array.to_delayed().ravel(), array.chunks[0],
                                     _block_labels(array, name)) if c]
     if not parts:
@@ -194,6 +236,8 @@ class _DaskSource(_StatsSource):
         self.rawsum = s
         self.offset = None
         self._centred = None
+        self._single = None
+        self._amplification = None
         self._stats = None
         if self.center and not self.sparse:  # explicitly, as _centred_copy does
             self.offset = s / self.n
@@ -215,18 +259,22 @@ class _DaskSource(_StatsSource):
                                                  meta=np.empty((0, 0))).persist()
         return self._centred
 
-    @property
-    def means(self):
-        if not self.center:
-            return None
-        return self.mean if self.offset is None else self.offset + self.mean
-
-    def centring_amplification(self):
-        return (_centring_amplification(self.colsum, self.colsq, self.n) if self.center
-                else 1.0)
+    means = _DataMatrix.means  # the column means of the rows as given (offset + mean)
+    centring_amplification = _DataMatrix.centring_amplification
 
     def accumulates_single(self, dtype):
-        return False  # the map-reduce products accumulate in float64
+        """Whether products in ``dtype`` accumulate in float32, as ``_DataMatrix``'s: a
+        sparse view whose centring cancels few digits (the partial sums then travel in
+        float32 too, half the bytes)."""
+        return (self.sparse and np.dtype(dtype) == np.float32
+                and self.centring_amplification() <= active().single_centred_max_amplification)
+
+    def _single_rows(self):
+        """The rows with float32 values (persisted on first use, 4 bytes a value)."""
+        if self._single is None:
+            self._single = self.rows.map_blocks(_single_block, dtype=np.float32,
+                                                meta=self.rows._meta).persist()
+        return self._single
 
     @property
     def stats(self):
@@ -237,12 +285,14 @@ class _DaskSource(_StatsSource):
         return self._stats
 
     def gram_matmat(self, V, dtype=np.float64):
-        V = np.ascontiguousarray(V, dtype=np.float64)
+        single = self.accumulates_single(dtype)
+        V = np.ascontiguousarray(V, dtype=np.float32 if single else np.float64)
         vec = V.ndim == 1
         V2 = V.reshape(-1, 1) if vec else V
-        out = np.asarray(map_reduce(self._work, _gram_block, V2), dtype=np.float64)
-        if self.center:
-            out -= np.outer(self.colsum, self.mean @ V2)
+        rows = self._single_rows() if single else self._work
+        out = np.asarray(map_reduce(rows, _gram_block, V2))
+        if self.center:  # formed in float64, rounded to the product's precision
+            out -= np.outer(self.colsum, self.mean @ V2.astype(np.float64)).astype(out.dtype)
         out = out.reshape(-1) if vec else out
         return out.astype(dtype, copy=False)
 
@@ -253,7 +303,7 @@ class _DaskSource(_StatsSource):
         parts, start = [], 0
         for b, c in zip(self._work.to_delayed().ravel(), self._work.chunks[0]):
             if c:
-                parts.append(dask.delayed(_tmatmul_block)(b, U[start:start + c]))
+                parts.append(dask.delayed(_serial)(_tmatmul_block, b, U[start:start + c]))
             start += c
         (out,) = dask.compute(_tree_sum(parts, dask))
         if self.center:
@@ -263,34 +313,63 @@ class _DaskSource(_StatsSource):
     def matmat(self, V, dtype=np.float64):
         """Xc V, (n, b): gathered (n x b travels; the engine's solvers never ask for it)."""
         V = np.asarray(V, dtype=np.float64)
-        out = self._work.map_blocks(_matmul_block, V, dtype=np.float64,
+        out = self._work.map_blocks(_serial_matmul, V, dtype=np.float64,
                                     chunks=(self._work.chunks[0], (V.shape[1],))).compute()
         if self.center:
             out -= self.mean @ V
         return np.asarray(out, dtype=dtype)
 
-    def dense_gram(self):
-        G = self.stats.gram.toarray()
-        if self.center:
-            G -= np.outer(self.colsum, self.mean)
-        return G
+    # dense_gram: _StatsSource's, from the tree-reduced :attr:`stats`
+
+
+def _single_block(B):
+    return sp.csr_matrix(B, dtype=np.float32) if sp.issparse(B) else B
 
 
 def _centre_block(B, mean):
     return np.asarray(B, dtype=np.float64) - mean
 
 
-def _project_block(B, W, mean, label=None):
-    B = check_matrix(B, "a row block" if label is None else label)
-    return centred_projection(B, W, mean)
+def _project_block(B, W, mean):
+    return _on_worker(partial(centred_projection, check_matrix(B, "a row block"), W, mean))
 
 
 def dask_projection(A, W, mean, name="X"):
-    """(A - 1 mean^T) W as a Dask array of (chunk rows, k) float64 blocks, row block by row
-    block (lazy: nothing is computed)."""
+    """(A - 1 mean^T) W as a Dask array of (chunk rows, k) float64 blocks ((chunk rows,) for
+    a (d,) W), row block by row block (lazy: nothing is computed).
+
+    Raises
+    ------
+    ValueError
+        If A is not a 2-D Dask array chunked by rows only, or W and ``mean`` do not have
+        A's d rows.
+    """
+    A = check_dask_rows(A, name)
     W = np.asarray(W, dtype=np.float64)
+    check_block(W, "W", A.shape[1], label=f"{name}.shape[1]")
+    if mean is not None:
+        mean = np.asarray(mean, dtype=np.float64)
+        check_shape(mean, "mean", (A.shape[1],), f"(one per column of {name})")
+    if W.ndim == 1:
+        return A.map_blocks(_project_block, W, mean, dtype=np.float64, drop_axis=1,
+                            chunks=(A.chunks[0],), meta=np.empty((0,)))
     return A.map_blocks(_project_block, W, mean, dtype=np.float64,
                         chunks=(A.chunks[0], (W.shape[1],)), meta=np.empty((0, 0)))
+
+
+def dask_transform(est, X, Y):
+    """:meth:`SparseCCA.transform` of Dask views: lazy Dask arrays of the scores, row block
+    by row block (Y with X's row chunks)."""
+    if Y is None:
+        X = check_dask_rows(X, "X")
+    else:
+        X, Y = check_dask_pair(X, Y)
+    for M, W, name in ((X, est.x_weights_, "X"), (Y, est.y_weights_, "Y")):
+        if M is not None and M.shape[1] != W.shape[0]:
+            raise ValueError(f"{name} must have {W.shape[0]} features as in fit, got "
+                             f"{M.shape[1]}")
+    xs = dask_projection(X, est.x_weights_, est.x_mean_, "X")
+    return xs if Y is None else (xs, dask_projection(Y, est.y_weights_, est.y_mean_, "Y"))
 
 
 # -- duplicate columns -------------------------------------------------------------------------

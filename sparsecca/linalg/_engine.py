@@ -280,7 +280,11 @@ class CCAEngine(_Preconditioning):
         self.xfactor = GramFactor(self._xdata, center=self.center, random_state=rng)
         self.yfactor = GramFactor(ydata, center=self.center, random_state=rng, name="Y")
         d1, d2 = self._xdata.d, Y.shape[1]
-        if solver == "auto":
+        if solver == "auto" and self._dask is not None:
+            # no dual n x n form from the chunks: a dense factor is the primal d1 x d1 one
+            self.solver_, self.solver_reason_ = _auto_solver(max(n, d1), d1, d2)
+            self.solver_reason_ += " (Dask views: no dual form, d1 counts)"
+        elif solver == "auto":
             self.solver_, self.solver_reason_ = _auto_solver(n, d1, d2)
         else:
             self.solver_, self.solver_reason_ = solver, "requested"
@@ -305,6 +309,11 @@ class CCAEngine(_Preconditioning):
                       + f"; Y {n:,} x {d2:,}{_nnz(Y)}; solver '{self.solver_}' "
                         f"({self.solver_reason_})"
                       + ("" if self.solver_ == "dense" else f", tol {self.tol:g}"))
+
+    def _exact_size(self):
+        """The order of the dense factor of C_xx: Dask views have no dual form, so d1
+        (after merging) whatever n (see :meth:`exact_preconditioner_fits`)."""
+        return super()._exact_size() if self._dask is None else self.n_merged_features_
 
     # -- progress -------------------------------------------------------------------------
     def _say(self, msg, level=1):
