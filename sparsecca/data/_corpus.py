@@ -114,7 +114,14 @@ class Vocabulary:
 
 def first_seen(keys: list[str]) -> tuple[list[str], np.ndarray]:
     """The distinct ``keys`` in first-seen order, and the position (int64) of each key among
-    them: ``distinct[ids[i]] == keys[i]`` (dict passes in C, no Python loop per key)."""
+    them: ``distinct[ids[i]] == keys[i]`` (dict passes in C, no Python loop per key).
+
+    Examples
+    --------
+    >>> from sparsecca.data import first_seen
+    >>> first_seen(["b", "a", "b", "c"])
+    (['b', 'a', 'c'], array([0, 1, 0, 2]))
+    """
     distinct = list(dict.fromkeys(keys))
     index = dict(zip(distinct, range(len(distinct))))
     return distinct, np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))

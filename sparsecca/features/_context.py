@@ -8,8 +8,7 @@ import scipy.sparse as sp
 from .._params import check_float_dtype, check_int
 from .._persist import pack_strings, state_value, unpack_strings
 from .._sparse import expand_ranges
-from ..data import TaggedCorpus, Vocabulary
-from ..data._corpus import first_seen
+from ..data import TaggedCorpus, Vocabulary, first_seen
 from ._base import (
     BaseView,
     check_corpus,

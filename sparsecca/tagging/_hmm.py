@@ -54,8 +54,7 @@ from .._persist import (
     state_value,
     unpack_strings,
 )
-from ..data import TaggedCorpus, Vocabulary
-from ..data._corpus import first_seen
+from ..data import TaggedCorpus, Vocabulary, first_seen
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
 from ..kernels import kbest_viterbi
 from ._kbest_mixin import KBestTaggerMixin, _check_corpus, saved_vocabularies
