@@ -112,6 +112,12 @@ def test_jackknife_with_empty_partitions_and_a_tag_only_one_fold_sees():
     (lambda p: TrigramHMM().fit(p.map(lambda c: TaggedCorpus.from_words(
         [c.sentence(0)[0]]), cls=PartitionedCorpus)), ValueError,
      r"corpus must be tagged \(tag_ids is None\)"),
+    (lambda p: jackknife_nbest(TrigramHMM(), p.map(lambda c: TaggedCorpus.from_words(
+        [c.sentence(0)[0]] * 2), cls=PartitionedCorpus)), ValueError,
+     r"corpus must be tagged \(tag_ids is None\)"),
+    (lambda p: TrigramHMM().fit(p.map(lambda c: c.select(np.zeros(0, np.int64)),
+                                      cls=PartitionedCorpus)), ValueError,
+     "corpus must contain at least one token, got an empty corpus"),
     (lambda p: jackknife_nbest(TrigramHMM(), p, k=0), ValueError, "k must be an int >= 1"),
     (lambda p: jackknife_nbest(TrigramHMM(), p, folds=50), ValueError,
      r"folds must be in \[2, n_sentences=12\], got 50"),
