@@ -26,18 +26,27 @@ def _tag(corpus, tagger):
     return tagger.tag(corpus)
 
 
+def _shared(obj):
+    """``obj`` as one input of many tasks: under a ``distributed`` client, scattered to the
+    workers once (a future, not data inside the task graph); else one graph node."""
+    try:
+        from distributed import get_client
+
+        client = get_client()
+    except (ImportError, ValueError):  # no distributed, or no client: a local scheduler
+        return import_dask().delayed(obj, traverse=False)
+    return client.scatter(obj, broadcast=True, hash=False)
+
+
 def nbest_partitions(parts: PartitionedCorpus, tagger, k: int) -> PartitionedNBest:
-    """``tagger.nbest(partition, k)`` of every partition, lazily (the fitted tagger is one
-    node of the graph, shipped once to each worker that decodes)."""
-    dask = import_dask()
-    model = dask.delayed(tagger, traverse=False)
-    return parts.map(_nbest, model, k, cls=PartitionedNBest)
+    """``tagger.nbest(partition, k)`` of every partition, lazily (the fitted tagger is sent
+    once to each worker)."""
+    return parts.map(_nbest, _shared(tagger), k, cls=PartitionedNBest)
 
 
 def tag_partitions(parts: PartitionedCorpus, tagger) -> PartitionedCorpus:
     """``tagger.tag(partition)`` of every partition, lazily."""
-    dask = import_dask()
-    return parts.map(_tag, dask.delayed(tagger, traverse=False), cls=PartitionedCorpus)
+    return parts.map(_tag, _shared(tagger), cls=PartitionedCorpus)
 
 
 # ---------------------------------------------------------------------- jackknife tasks
