@@ -26,8 +26,9 @@ completed by the kernel's high-water mark ``VmHWM`` (reset at each stage start t
 
 Usage::
 
-    python benchmarks/scale_out.py --sentences 20000            # a quick look, ~1 min
-    python benchmarks/scale_out.py --sentences 1000000 --out scale_out.md   # once: ~15 min
+    python benchmarks/scale_out.py --sentences 20000 --files 8       # a quick look
+    python benchmarks/scale_out.py --out scale_out.md    # 1M sentences: long (the n-best
+                                                         # stage dominates)
 """
 
 from __future__ import annotations

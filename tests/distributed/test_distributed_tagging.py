@@ -53,6 +53,7 @@ def real(request, shared_data, tmp_path_factory):
     return parts, corpus
 
 
+@pytest.mark.slow
 def test_hmm_fit_counts_nbest_and_jackknife_equal_in_memory(client, real):
     parts, corpus = real
     parts = parts.persist()
