@@ -180,7 +180,7 @@ def run_size(args, paths, n_sentences) -> list[dict]:
     rows = []
     with LocalCluster(n_workers=args.workers, threads_per_worker=args.threads,
                       memory_limit=args.memory_limit, processes=True,
-                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
             Client(cluster) as client:
         pids = sorted(client.run(os.getpid).values())
         client.run(warm_up)
