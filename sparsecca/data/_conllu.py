@@ -92,13 +92,14 @@ def _read_bytes(path) -> tuple[str, bytes]:
     return name, raw
 
 
-def _decode(name: str, raw: bytes) -> str:
-    # a UTF-8 byte-order mark (Notepad and Excel write one) is not part of the first line
-    skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+def _decode(name: str, raw: bytes, at_start: bool = True) -> str:
+    # a UTF-8 byte-order mark (Notepad and Excel write one) is not part of the first line;
+    # ``at_start`` False: ``raw`` is a later range of the file, whose bytes are all text
+    skip = len(codecs.BOM_UTF8) if at_start and raw.startswith(codecs.BOM_UTF8) else 0
     try:
         return (raw[skip:] if skip else raw).decode("utf-8")
     except UnicodeDecodeError as exc:
-        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        if at_start and raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
             raise CorpusFormatError(name, 0, "is UTF-16 (it starts with a UTF-16 byte-order "
                                              "mark); save it as UTF-8") from None
         at = exc.start + skip
@@ -134,7 +135,7 @@ def _check_tags_arg(tags):
         raise ValueError(f"tags must be 'upos', 'xpos' or None, got {tags!r}")
 
 
-def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
+def read_conllu(path, tags: str | None = "upos", *, byte_range=None) -> TaggedCorpus:
     r"""Read a CoNLL-U or CoNLL-X file (plain or gzip-compressed) into a TaggedCorpus.
 
     Parameters
@@ -144,6 +145,13 @@ def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
     tags : {'upos', 'xpos'} or None
         Which tag column to read: 'upos' is column 4 (CoNLL-X CPOSTAG), 'xpos' column 5
         (CoNLL-X POSTAG).  None reads words only (an untagged corpus).
+    byte_range : (int, int) or None
+        ``(start, stop)``, ``0 <= start <= stop``: read only the sentences that begin in
+        bytes ``[start, stop)`` of a plain (not gzip) file.  A sentence begins at the file's
+        start or at the line after a blank line, so consecutive ranges that cover the file
+        read each of its sentences exactly once, and their corpora concatenated
+        (:func:`concat_corpora`) equal the whole file's.  Errors name the line of the
+        whole file.  The partitions of :func:`sparsecca.distributed.read_conllu_partitions`.
 
     Returns
     -------
@@ -179,9 +187,101 @@ def read_conllu(path, tags: str | None = "upos") -> TaggedCorpus:
     (['The', 'dog'], ['DT', 'NN'])
     >>> read_conllu("tiny.conllu", tags=None).has_tags
     False
+
+    A file read in two byte ranges (its second sentence begins at byte 50):
+
+    >>> _ = Path("two.conllu").write_text(
+    ...     "1\tThe\t_\tDET\t_\t_\t_\t_\t_\t_\n2\tdog\t_\tNOUN\t_\t_\t_\t_\t_\t_\n\n"
+    ...     "1\tIt\t_\tPRON\t_\t_\t_\t_\t_\t_\n", encoding="utf-8")
+    >>> [read_conllu("two.conllu", byte_range=r).n_sentences for r in [(0, 50), (50, 99)]]
+    [1, 1]
+    >>> [read_conllu("two.conllu", byte_range=r).n_sentences for r in [(0, 51), (51, 99)]]
+    [2, 0]
     """
     _check_tags_arg(tags)
+    if byte_range is not None:
+        return _read_conllu_range(path, tags, byte_range)
     return conllu_corpus(read_text(path), os.fspath(path), tags)
+
+
+#: a blank line of a ``\n`` or ``\r\n`` file, matched after the newline ending the line before
+_BLANK_LINE = re.compile(rb"(?<=\n)\r?\n")
+_CHUNK = 1 << 16
+
+
+def _next_cut(fh, pos: int) -> int:
+    """The first sentence boundary at or after byte ``pos`` of a binary file: 0, or the
+    start of a line that follows a blank line (where the parser is in the state of a new
+    file); the file's size when there is none."""
+    if pos <= 0:
+        return 0
+    base = max(0, pos - 3)
+    fh.seek(base)
+    # the file's start counts as the end of a line: a leading blank line is a boundary too
+    buf = b"\n" * (base == 0) + fh.read(pos - base + _CHUNK)
+    origin = base - (base == 0)  # the file offset of buf[0]
+    search = 0
+    while True:
+        for m in _BLANK_LINE.finditer(buf, search):
+            if origin + m.end() >= pos:
+                return origin + m.end()
+        more = fh.read(_CHUNK)
+        if not more:
+            return origin + len(buf)
+        search = max(0, len(buf) - 2)  # a blank line may straddle the chunks
+        buf += more
+
+
+def _lines_before(fh, pos: int) -> int:
+    """The number of newlines in the first ``pos`` bytes of a binary file."""
+    fh.seek(0)
+    n, left = 0, pos
+    while left > 0:
+        chunk = fh.read(min(left, 1 << 22))
+        if not chunk:
+            break
+        n += chunk.count(b"\n")
+        left -= len(chunk)
+    return n
+
+
+def _check_byte_range(byte_range) -> tuple[int, int]:
+    ok = (isinstance(byte_range, (tuple, list)) and len(byte_range) == 2
+          and all(isinstance(b, (int, np.integer)) and not isinstance(b, bool)
+                  for b in byte_range))
+    if not ok or not 0 <= byte_range[0] <= byte_range[1]:
+        raise ValueError(f"byte_range must be None or a pair (start, stop) of ints with "
+                         f"0 <= start <= stop, got {byte_range!r}")
+    return int(byte_range[0]), int(byte_range[1])
+
+
+def _read_conllu_range(path, tags, byte_range) -> TaggedCorpus:
+    start, stop = _check_byte_range(byte_range)
+    name = os.fspath(path)
+    if name == "-":
+        raise ValueError("byte_range needs a file, got the path '-' (standard input)")
+    try:
+        with open(name, "rb") as fh:
+            if fh.read(2) == b"\x1f\x8b":
+                raise ValueError(f"byte_range needs a plain file; {name} is gzip data (read "
+                                 f"it whole)")
+            first = _next_cut(fh, start)
+            last = _next_cut(fh, stop) if stop > first else first
+            fh.seek(first)
+            raw = fh.read(last - first)
+            try:
+                text = _decode(name, raw, at_start=first == 0)
+                if "\r" in text:
+                    text = text.replace("\r\n", "\n")
+                return conllu_corpus(text, name, tags)
+            except CorpusFormatError as exc:
+                if exc.line <= 0 or first == 0:
+                    raise
+                # the range's line numbers start after the lines before it
+                raise CorpusFormatError(exc.path, exc.line + _lines_before(fh, first),
+                                        exc.reason) from None
+    except IsADirectoryError:
+        raise CorpusFormatError(name, 0, "is a directory, expected a CoNLL-U file") from None
 
 
 def conllu_corpus(text: str, name: str, tags: str | None = "upos") -> TaggedCorpus:

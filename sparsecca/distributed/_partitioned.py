@@ -158,6 +158,23 @@ class PartitionedCorpus(Partitioned):
 
         return concat_corpora(self.compute(**compute_kwargs))
 
+    # the taggers' entry points (sparsecca.tagging cannot import this layer: a tagger's
+    # nbest, tag and jackknife_nbest hand a partitioned corpus to these)
+    def _tagger_nbest(self, tagger, k):
+        from ._tagging import nbest_partitions
+
+        return nbest_partitions(self, tagger, k)
+
+    def _tagger_tag(self, tagger):
+        from ._tagging import tag_partitions
+
+        return tag_partitions(self, tagger)
+
+    def _jackknife_nbest(self, estimator, k, folds, random_state):
+        from ._tagging import jackknife_partitions
+
+        return jackknife_partitions(self, estimator, k, folds, random_state)
+
 
 class PartitionedNBest(Partitioned):
     """n-best lists as sentence-contiguous partitions, each a

@@ -57,7 +57,8 @@ from .._persist import (
 from ..data import TaggedCorpus, Vocabulary, first_seen
 from ..exceptions import NotFittedError  # one class for the whole library, re-exported here
 from ..kernels import kbest_viterbi
-from ._kbest_mixin import KBestTaggerMixin, _check_corpus, saved_vocabularies
+from ._hmm_counts import HOLDOUT, CompactCounts, HMMCounts, count_corpus, merge_counts
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus, is_partitioned, saved_vocabularies
 
 __all__ = ["TrigramHMM", "NotFittedError"]
 
@@ -343,74 +344,73 @@ class TrigramHMM(KBestTaggerMixin, PersistMixin, ParamsMixin):
                                  "fit(corpus) before tag or nbest")
 
     # ------------------------------------------------------------------ training
-    def fit(self, corpus: TaggedCorpus, y=None) -> "TrigramHMM":
+    def fit(self, corpus, y=None) -> "TrigramHMM":
         """Estimate the model from a tagged corpus.
 
         Parameters
         ----------
-        corpus : TaggedCorpus
-            Training sentences with tags; must contain at least one token.
+        corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
+            Training sentences with tags; must contain at least one token.  A partitioned
+            corpus is counted partition by partition on the active Dask scheduler and the
+            counts summed by a tree reduce (no partition comes to the driver); the model is
+            the one fitted on the corpus gathered, array for array.
 
         Returns
         -------
         self
         """
         self._validate_params()
-        corpus = _check_corpus("corpus", corpus, need_tags=True)
-        if corpus.n_tokens == 0:
+        if is_partitioned(corpus):
+            counts = corpus.reduce(count_corpus, merge_counts).compute()
+        else:
+            counts = HMMCounts.of_corpus(_check_corpus("corpus", corpus, need_tags=True))
+        return self._fit_from_counts(counts)
+
+    # the count-reduce protocol: the counts of a partition, the sum of the counts of two
+    # consecutive parts, and the fit from the total (sparsecca.distributed fits the folds of
+    # a jackknife with them, in parallel tasks)
+    _count_partition = staticmethod(count_corpus)
+    _merge_counts = staticmethod(merge_counts)
+
+    def _fit_from_counts(self, counts: HMMCounts) -> "TrigramHMM":
+        self._validate_params()
+        if counts.lex_counts.sum() == 0:
             raise ValueError("corpus must contain at least one token, got an empty corpus")
         # fitted on a copy whose attributes become ours only once it is done: a refit that
         # fails (or is interrupted) must not leave the tags_ and words_ of one corpus with
         # the tables of another; the previous fit stays intact and usable
         new = copy.copy(self)
-        new._fit(corpus)
+        new._fit(counts.compact())
         vars(self).update(vars(new))
         return self
 
-    def _fit(self, corpus: TaggedCorpus) -> None:
-        # compact the vocabularies to what the corpus uses (slices share big vocabularies)
-        tag_used, tag_ids = np.unique(corpus.tag_ids, return_inverse=True)
-        word_used, word_ids = np.unique(corpus.word_ids, return_inverse=True)
-        tag_items, word_items = corpus.tags.items, corpus.words.items
-        self.tags_ = Vocabulary([tag_items[i] for i in tag_used])
-        self.words_ = Vocabulary([word_items[i] for i in word_used])
+    def _fit(self, counts: CompactCounts) -> None:
+        # the vocabularies are those of the tags and words some token uses
+        self.tags_ = Vocabulary(counts.tags)
+        self.words_ = Vocabulary(counts.words)
         T = len(self.tags_)
         V = len(self.words_)
-        tag_ids = tag_ids.astype(np.int64)
-        word_ids = word_ids.astype(np.int64)
-        self._fit_transitions(tag_ids, corpus.offsets, T)
-        self._fit_lexicon(word_ids, tag_ids, T, V)
+        self._fit_transitions(counts)
+        self._fit_lexicon(counts)
         self._fit_affixes(T, V)
         if self.prefix_weight == "auto":
-            self.prefix_weight_ = self._select_prefix_weight(word_ids, tag_ids, corpus.offsets,
-                                                             T, V)
+            self.prefix_weight_ = self._select_prefix_weight(counts)
         else:
             self.prefix_weight_ = float(self.prefix_weight)
         self._reset_caches()
 
-    def _fit_transitions(self, tag_ids, offsets, T):
+    def _fit_transitions(self, counts: CompactCounts) -> None:
+        T = len(counts.tags)
         S = T + 2
-        bos, eos = T, T + 1
-        n_sent = offsets.size - 1
-        lengths = np.diff(offsets)
-        # every sentence becomes BOS BOS t_1 .. t_n EOS
-        ext_off = offsets + 3 * np.arange(n_sent + 1)
-        ext = np.full(ext_off[-1], bos, dtype=np.int64)
-        tok_pos = np.repeat(ext_off[:-1] + 2 - offsets[:-1], lengths) + np.arange(offsets[-1])
-        ext[tok_pos] = tag_ids
-        ext[ext_off[1:] - 1] = eos
-        # predicted positions: all but the two leading BOS of each sentence
-        pred = np.ones(ext.size, dtype=bool)
-        pred[ext_off[:-1]] = False
-        pred[ext_off[:-1] + 1] = False
-        j = np.flatnonzero(pred)
-        t, t1, t2 = ext[j], ext[j - 1], ext[j - 2]
-        uni = np.bincount(t, minlength=S).astype(np.float64)
-        big = np.bincount(t1 * S + t, minlength=S * S).astype(np.float64).reshape(S, S)
-        tri_keys, tri_counts = np.unique((t2 * S + t1) * S + t, return_counts=True)
+        n_sent = counts.n_sentences
+        tri_keys, tri_counts = counts.tri_keys, counts.tri_counts
         tri_ctx = tri_keys // S
         tri_t = tri_keys % S
         tri_t1 = tri_ctx % S
+        # the unigram and bigram counts of the predicted positions (t_1 .. EOS)
+        uni = np.bincount(tri_t, weights=tri_counts, minlength=S)
+        big = np.bincount(tri_t1 * S + tri_t, weights=tri_counts,
+                          minlength=S * S).reshape(S, S)
         ctx_total = np.bincount(tri_ctx, weights=tri_counts, minlength=S * S)
         big_total = big.sum(axis=1)
         N = uni.sum()
@@ -452,13 +452,13 @@ class TrigramHMM(KBestTaggerMixin, PersistMixin, ParamsMixin):
         self.tri_tags_ = tri_t.astype(np.int32)
         self.tri_logp_ = np.log(tri_p)
 
-    def _fit_lexicon(self, word_ids, tag_ids, T, V):
-        indptr, tags, counts = _lexicon_counts(word_ids, tag_ids, T, V)
-        self.word_counts_ = np.bincount(word_ids, minlength=V).astype(np.int64)
+    def _fit_lexicon(self, counts: CompactCounts) -> None:
+        indptr, tags, lex_counts = counts.lexicon()
+        self.word_counts_ = counts.totals(1)
         self.lex_indptr_ = indptr
         self.lex_tags_ = tags
-        self.lex_counts_ = counts
-        self.lex_logp_ = np.log(counts / self.tag_counts_[tags])
+        self.lex_counts_ = lex_counts
+        self.lex_logp_ = np.log(lex_counts / self.tag_counts_[tags])
 
     def _fit_affixes(self, T, V):
         prior = self.tag_counts_ / self.tag_counts_.sum()
@@ -475,37 +475,36 @@ class TrigramHMM(KBestTaggerMixin, PersistMixin, ParamsMixin):
                                             int(self.max_prefix_length),
                                             int(self.rare_threshold), prefix=True)
 
-    def _select_prefix_weight(self, word_ids, tag_ids, offsets, T, V) -> float:
+    def _select_prefix_weight(self, counts: CompactCounts) -> float:
         """Prefix weight maximising held-out unknown-word log-likelihood.
 
         Affix tables are rebuilt from 90% of the training sentences (every sentence
         ``i % 10 != 9``) and scored on the held-out tokens whose word those 90% never saw,
         the closest thing to unknown words that the training data offers.
         """
-        n_sent = offsets.size - 1
-        if n_sent < 20 or int(self.max_prefix_length) == 0:
+        if counts.n_sentences < 20 or int(self.max_prefix_length) == 0:
             return 0.0
-        held_sent = (np.arange(n_sent) % 10) == 9
-        tok_held = np.repeat(held_sent, np.diff(offsets))
-        w_in, t_in = word_ids[~tok_held], tag_ids[~tok_held]
-        counts = np.bincount(w_in, minlength=V)
-        tag_counts = np.bincount(t_in, minlength=T)
+        T = len(self.tags_)
+        w_counts = counts.totals(1, held_out=False)
+        tag_counts = counts.totals(2, held_out=False)
         # held-out tokens of unseen words; a tag absent from the 90% has probability 0 under
         # every weight, so such tokens cannot inform the choice and are left out
-        unseen = tok_held & (counts[word_ids] == 0) & (tag_counts[tag_ids] > 0)
+        residue, cand_w, cand_t = counts.cand.T
+        unseen = ((residue == HOLDOUT - 1) & (w_counts[cand_w] == 0)
+                  & (tag_counts[cand_t] > 0))
         if unseen.sum() < 50:
             return 0.0
-        lex = _lexicon_counts(w_in, t_in, T, V)
+        lex = counts.lexicon(held_out=False)
         prior = tag_counts / tag_counts.sum()
         theta = _theta(prior[tag_counts > 0])
         items = self.words_.items
-        uw = word_ids[unseen]
-        gold = tag_ids[unseen]
+        uw = cand_w[unseen]
+        gold = cand_t[unseen]
         words = [items[i] for i in uw]
         post = []
         for prefix, L in ((False, int(self.max_suffix_length)),
                           (True, int(self.max_prefix_length))):
-            keys, indptr, tags, probs = _affix_table(items, counts, lex, T, L,
+            keys, indptr, tags, probs = _affix_table(items, w_counts, lex, T, L,
                                                      int(self.rare_threshold), prefix)
             M = sp.csr_matrix((probs, tags, indptr), shape=(len(keys), T))
             index = {k: i for i, k in enumerate(keys)}

@@ -8,6 +8,7 @@ from .._params import check_int
 from .._tagset import COLUMN_HINT
 from ..data import TaggedCorpus, kfold_indices
 from ..exceptions import TagsetMismatchError, in_context
+from ._kbest_mixin import is_partitioned
 from ._nbest import NBestList, concatenate
 
 __all__ = ["jackknife_nbest", "clone"]
@@ -65,21 +66,28 @@ def jackknife_nbest(estimator, corpus: TaggedCorpus, k: int = 10, folds: int = 1
     ----------
     estimator : tagger with ``get_params``, ``fit`` and ``nbest``
         E.g. :class:`TrigramHMM`; it is not modified.
-    corpus : TaggedCorpus
-        Tagged training sentences.
+    corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
+        Tagged training sentences.  A partitioned corpus is jackknifed on the active Dask
+        scheduler with the same folds: its sentences are counted first (so its partitions
+        are computed twice unless persisted), each fold's tagger is fitted in a task of its
+        own (a :class:`TrigramHMM` from the tree-summed counts of the fold's training
+        sentences, another tagger on those sentences gathered on one worker) and decodes the
+        fold's held-out sentences partition by partition.
     k : int >= 1
         Candidates per sentence.
     folds : int in [2, n_sentences]
     random_state : int, Generator or None
         Seeds the fold assignment.
     progress : bool
-        Show a tqdm progress bar over folds.
+        Show a tqdm progress bar over folds (an in-memory corpus only).
 
     Returns
     -------
-    NBestList
+    NBestList or sparsecca.distributed.PartitionedNBest
         With Hamming losses against the gold tags, and the unknown mask relative to each
-        sentence's fold model.  The tag vocabulary is the union over folds.
+        sentence's fold model.  The tag vocabulary is the union over folds.  For a
+        partitioned corpus, a lazy list per partition, on the same tag vocabulary, that
+        gathered equals the list of the corpus gathered.
 
     Raises
     ------
@@ -117,6 +125,13 @@ def jackknife_nbest(estimator, corpus: TaggedCorpus, k: int = 10, folds: int = 1
     True
     """
     _check_estimator(estimator)  # before any fold is fitted
+    if is_partitioned(corpus):
+        check_int("k", k, 1)
+        return corpus._jackknife_nbest(estimator, int(k), folds, random_state)
+    return _jackknife_in_memory(estimator, corpus, k, folds, random_state, progress)
+
+
+def _jackknife_in_memory(estimator, corpus, k, folds, random_state, progress) -> NBestList:
     if not isinstance(corpus, TaggedCorpus):
         raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
     if not corpus.has_tags:

@@ -32,6 +32,19 @@ def _check_corpus(name: str, corpus, need_tags: bool) -> TaggedCorpus:
     return corpus
 
 
+def is_partitioned(corpus) -> bool:
+    """Whether ``corpus`` is a :class:`sparsecca.distributed.PartitionedCorpus` (which this
+    layer cannot import): the taggers hand such a corpus to its entry points
+    (``_tagger_nbest``, ``_tagger_tag``, ``_jackknife_nbest``) or reduce over it."""
+    return not isinstance(corpus, TaggedCorpus) and callable(
+        getattr(corpus, "_tagger_nbest", None))
+
+
+def gathered(corpus):
+    """A partitioned corpus gathered in memory (on the driver); any other object as it is."""
+    return corpus.gather() if is_partitioned(corpus) else corpus
+
+
 class KBestTaggerMixin:
     """``tag`` and ``nbest`` of a fitted k-best tagger (see the module documentation)."""
 
@@ -46,13 +59,15 @@ class KBestTaggerMixin:
 
         Parameters
         ----------
-        corpus : TaggedCorpus
-            Sentences to tag (gold tags, if any, are ignored).
+        corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
+            Sentences to tag (gold tags, if any, are ignored).  A partitioned corpus is
+            tagged partition by partition on the active Dask scheduler.
 
         Returns
         -------
-        TaggedCorpus
-            The same words, tagged with ids in ``tags_``.
+        TaggedCorpus or sparsecca.distributed.PartitionedCorpus
+            The same words, tagged with ids in ``tags_`` (lazily, per partition, for a
+            partitioned corpus).
 
         Examples
         --------
@@ -64,6 +79,8 @@ class KBestTaggerMixin:
         (True, True)
         """
         self._check_fitted()
+        if is_partitioned(corpus):
+            return corpus._tagger_tag(self)
         corpus = _check_corpus("corpus", corpus, need_tags=False)
         return corpus.with_tags(self._best_tags(corpus), self.tags_)
 
@@ -75,8 +92,9 @@ class KBestTaggerMixin:
 
         Parameters
         ----------
-        corpus : TaggedCorpus
-            Sentences to decode.  When tagged, the list carries Hamming losses against these
+        corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
+            Sentences to decode (partition by partition on the active Dask scheduler for a
+            partitioned corpus).  When tagged, the list carries Hamming losses against these
             gold tags; gold tags never seen in training are appended to the list's tag
             vocabulary (no candidate can produce them, so they always count as errors).
             More than half of the gold tokens outside ``tags_`` is a TagsetMismatchError (a
@@ -86,9 +104,9 @@ class KBestTaggerMixin:
 
         Returns
         -------
-        NBestList
+        NBestList or sparsecca.distributed.PartitionedNBest
             Candidates sorted by descending score; ``unknown`` marks tokens whose word was
-            not seen in training.
+            not seen in training.  A lazy list per partition for a partitioned corpus.
 
         Examples
         --------
@@ -100,8 +118,10 @@ class KBestTaggerMixin:
         (20, True)
         """
         self._check_fitted()
-        corpus = _check_corpus("corpus", corpus, need_tags=False)
         check_int("k", k, 1)
+        if is_partitioned(corpus):
+            return corpus._tagger_nbest(self, int(k))
+        corpus = _check_corpus("corpus", corpus, need_tags=False)
         if corpus.has_tags:  # losses against another tag column would be meaningless
             check_tagset(corpus.tag_ids, corpus.tags, self.tags_, what="corpus gold tags",
                          fitted_what=f"the tagset of this {type(self).__name__}")

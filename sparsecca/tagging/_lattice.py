@@ -55,7 +55,7 @@ from ._hmm import (
     _lexicon_counts,
     _theta,
 )
-from ._kbest_mixin import KBestTaggerMixin, _check_corpus, saved_vocabularies
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus, gathered, saved_vocabularies
 
 #: the suffix model behind the candidates of rare and unseen words is estimated from the
 #: words seen at most this often (TnT's setting)
@@ -162,7 +162,7 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
     # ------------------------------------------------------------------ training
     @staticmethod
     def _training_corpus(corpus):
-        corpus = _check_corpus("corpus", corpus, need_tags=True)
+        corpus = _check_corpus("corpus", gathered(corpus), need_tags=True)
         if corpus.n_tokens == 0:
             raise ValueError("corpus must contain at least one token, got an empty corpus")
         return corpus

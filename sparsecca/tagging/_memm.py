@@ -40,7 +40,6 @@ import scipy.sparse as sp
 from .._params import check_bool, check_float, check_int, check_random_state
 from .._persist import state_value
 from .._sparse import expand_ranges
-from ..data import TaggedCorpus
 from ..features import ContextFeatures
 from ._lattice import (
     _BLOCK_CELLS,
@@ -190,13 +189,16 @@ class MEMMTagger(BaseLatticeTagger):
         return ContextFeatures(min_count=min_count, affix=affix, window=2)
 
     # ------------------------------------------------------------------ training
-    def fit(self, corpus: TaggedCorpus, y=None) -> "MEMMTagger":
+    def fit(self, corpus, y=None) -> "MEMMTagger":
         """Train on a tagged corpus.
 
         Parameters
         ----------
-        corpus : TaggedCorpus
-            Training sentences with tags; at least one token.
+        corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
+            Training sentences with tags; at least one token.  A partitioned corpus is
+            gathered on the driver and trained on there (the training is not a sum over
+            partitions; on a cluster, the folds of
+            :func:`~sparsecca.tagging.jackknife_nbest` are what runs in parallel).
         y : None
             Ignored (scikit-learn convention).
 

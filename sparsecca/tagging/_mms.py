@@ -113,7 +113,8 @@ from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError
 from ..kernels import cluster_scores, kbest_viterbi, psl_average, psl_epoch, segment_first_max
 from ._hmm import TrigramHMM, _csr_rows
-from ._kbest_mixin import KBestTaggerMixin, _check_corpus, saved_vocabularies
+from ._hmm_counts import HMMCounts
+from ._kbest_mixin import KBestTaggerMixin, _check_corpus, gathered, saved_vocabularies
 from ._mms_distance import _check_distance_param, ptb_distance
 from ._mms_features import _SUFFIXES, _fold, _MMSSamplesMixin
 
@@ -270,13 +271,16 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
                                  "fit(corpus) before tag or nbest")
 
     # ------------------------------------------------------------------ training
-    def fit(self, corpus: TaggedCorpus, y=None, dev: TaggedCorpus | None = None):
+    def fit(self, corpus, y=None, dev: TaggedCorpus | None = None):
         """Train on a tagged corpus.
 
         Parameters
         ----------
-        corpus : TaggedCorpus
-            Training sentences with tags; at least one token.
+        corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
+            Training sentences with tags; at least one token.  A partitioned corpus is
+            gathered on the driver and trained on there (the training is not a sum over
+            partitions; on a cluster, the folds of
+            :func:`~sparsecca.tagging.jackknife_nbest` are what runs in parallel).
         y : None
             Ignored (scikit-learn convention).
         dev : TaggedCorpus, optional
@@ -288,7 +292,7 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
         self
         """
         self._validate_params()
-        corpus = _check_corpus("corpus", corpus, need_tags=True)
+        corpus = _check_corpus("corpus", gathered(corpus), need_tags=True)
         if corpus.n_tokens == 0:
             raise ValueError("corpus must contain at least one token, got an empty corpus")
         if dev is not None:
@@ -422,7 +426,7 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
                                             for m in _SUFFIXES}))
         self.tag_prior_ = np.bincount(tag_ids, minlength=T) / tag_ids.size
         hmm = TrigramHMM()
-        hmm._fit_transitions(tag_ids.astype(np.int64), corpus.offsets, T)
+        hmm._fit_transitions(HMMCounts.of_corpus(corpus).compact())
         self.bigram_logp_, self.context_adj_ = hmm.bigram_logp_, hmm.context_adj_
         self.tri_indptr_, self.tri_tags_, self.tri_logp_ = (hmm.tri_indptr_, hmm.tri_tags_,
                                                             hmm.tri_logp_)

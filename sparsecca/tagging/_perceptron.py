@@ -158,13 +158,16 @@ class PerceptronTagger(BaseLatticeTagger):
         check_bool("parallel", self.parallel)
 
     # ------------------------------------------------------------------ training
-    def fit(self, corpus: TaggedCorpus, y=None, dev: TaggedCorpus | None = None):
+    def fit(self, corpus, y=None, dev: TaggedCorpus | None = None):
         """Train on a tagged corpus.
 
         Parameters
         ----------
-        corpus : TaggedCorpus
-            Training sentences with tags; at least one token.
+        corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
+            Training sentences with tags; at least one token.  A partitioned corpus is
+            gathered on the driver and trained on there (the training is not a sum over
+            partitions; on a cluster, the folds of
+            :func:`~sparsecca.tagging.jackknife_nbest` are what runs in parallel).
         y : None
             Ignored (scikit-learn convention).
         dev : TaggedCorpus, optional
