@@ -5,6 +5,7 @@ skips with a reason when the directory is absent, and fails when ``CI=true`` (CI
 so a skip there would hide a broken path).
 """
 
+import logging
 import os
 from pathlib import Path
 
@@ -46,3 +47,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.shared_data)
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+# the Dask cluster of the distributed tests (tests/distributed, tests/linalg/test_dask_solve.py):
+# one LocalCluster of two single-threaded worker processes for the session, so that every
+# test using it runs its tasks in other processes (pickling what they send) as on a real
+# cluster.  The client is the scheduler only inside the tests that take ``client``: the others
+# keep Dask's default scheduler, whatever ran before them.
+@pytest.fixture(scope="session")
+def _session_client():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+@pytest.fixture
+def client(_session_client):
+    """A ``distributed.Client`` of the session's two-process ``LocalCluster`` (one thread
+    each), the current scheduler for this test only."""
+    with _session_client.as_current():
+        yield _session_client

@@ -50,6 +50,32 @@ def tree_reduce(parts: Sequence[Any], add: Callable[[Any, Any], Any]):
     return level[0]
 
 
+def _split(n, partitions):
+    """Index arrays of consecutive runs of ``range(n)``: ``partitions`` of them (an int) or
+    of the given sizes (a sequence)."""
+    import numpy as np
+
+    from .._params import check_int
+
+    if isinstance(partitions, (int, np.integer)) and not isinstance(partitions, bool):
+        k = check_int("partitions", partitions, 1)
+        if k > max(1, n):
+            raise ValueError(f"partitions must be an int in [1, {max(1, n)}] (the number of "
+                             f"sentences) or a sequence of sizes, got {k}")
+        return np.array_split(np.arange(n), k)
+    try:
+        sizes = np.asarray(partitions)
+    except (TypeError, ValueError):
+        sizes = np.asarray([None])
+    if (sizes.ndim != 1 or sizes.size == 0 or sizes.dtype.kind not in "iu"
+            or np.any(sizes < 0) or int(sizes.sum()) != n):
+        raise ValueError(f"partitions must be an int in [1, {max(1, n)}] or a non-empty "
+                         f"sequence of sizes >= 0 summing to the {n} sentences, got "
+                         f"{partitions!r}")
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    return [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 class Partitioned:
     """An ordered sequence of Dask-delayed partitions.
 
@@ -131,26 +157,22 @@ class PartitionedCorpus(Partitioned):
     """
 
     @classmethod
-    def from_corpus(cls, corpus, n_partitions: int) -> "PartitionedCorpus":
-        """Split an in-memory corpus into ``n_partitions`` sentence-contiguous partitions of
-        near-equal sentence counts (each at least one sentence)."""
-        import numpy as np
+    def from_corpus(cls, corpus, partitions) -> "PartitionedCorpus":
+        """Split an in-memory corpus into sentence-contiguous partitions.
 
-        from .._params import check_int
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+        partitions : int in [1, n_sentences] or sequence of int >= 0
+            The number of partitions (sizes as ``numpy.array_split``'s: the first
+            ``n_sentences % n`` one sentence longer), or the sentence count of each (summing
+            to ``n_sentences``; 0 gives an empty partition).
+        """
         from ..data import TaggedCorpus
 
         if not isinstance(corpus, TaggedCorpus):
             raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
-        n = check_int("n_partitions", n_partitions, 1)
-        if n > max(1, corpus.n_sentences):
-            raise ValueError(f"n_partitions must be an int in [1, {max(1, corpus.n_sentences)}] "
-                             f"(the corpus's sentences), got {n}")
-        # numpy.array_split's sizes: the first n_sentences % n partitions one sentence longer
-        return cls([corpus.select(idx)
-                    for idx in np.array_split(np.arange(corpus.n_sentences), n)])
-
-    def _like(self, partitions, cls=None):
-        return (cls or Partitioned)(partitions)
+        return cls([corpus.select(idx) for idx in _split(corpus.n_sentences, partitions)])
 
     def gather(self, **compute_kwargs):
         """The whole corpus in memory (vocabularies merged in order of first appearance)."""
@@ -191,6 +213,22 @@ class PartitionedNBest(Partitioned):
     >>> parts.gather() == nbest
     True
     """
+
+    @classmethod
+    def from_nbest(cls, nbest, partitions) -> "PartitionedNBest":
+        """Split an in-memory n-best list into sentence-contiguous partitions.
+
+        Parameters
+        ----------
+        nbest : NBestList
+        partitions : int in [1, n_sentences] or sequence of int >= 0
+            As :meth:`PartitionedCorpus.from_corpus`'s.
+        """
+        from ..tagging import NBestList
+
+        if not isinstance(nbest, NBestList):
+            raise TypeError(f"nbest must be an NBestList, got {type(nbest).__name__}")
+        return cls([nbest.select(idx) for idx in _split(nbest.n_sentences, partitions)])
 
     def gather(self, **compute_kwargs):
         """The whole n-best list in memory (tag and word vocabularies merged)."""

@@ -56,6 +56,11 @@ def test_partitioned_nbest_gathers_the_whole_list():
     parts = PartitionedNBest([nbest.select(range(0, 4)), nbest.select(range(4, 9)),
                               nbest.select(range(9, 15))])
     assert parts.gather() == nbest
+    for spec in (3, [4, 5, 6], [0, 15, 0]):
+        split = PartitionedNBest.from_nbest(nbest, spec)
+        assert split.gather() == nbest
+        if not isinstance(spec, int):
+            assert [p.n_sentences for p in split.compute()] == spec
 
 
 def test_concat_corpora_merges_vocabularies():
@@ -80,9 +85,16 @@ def test_parse_scheduler(spec, expected):
     (lambda: PartitionedCorpus.from_corpus([("a", "X")], 1), TypeError,
      "corpus must be a TaggedCorpus, got list"),
     (lambda: PartitionedCorpus.from_corpus(synthetic_corpus(3, random_state=0), 4),
-     ValueError, r"n_partitions must be an int in \[1, 3\] .*got 4"),
+     ValueError, r"partitions must be an int in \[1, 3\] .*got 4"),
     (lambda: PartitionedCorpus.from_corpus(synthetic_corpus(3, random_state=0), 0),
-     ValueError, "n_partitions must be an int >= 1, got 0"),
+     ValueError, "partitions must be an int >= 1, got 0"),
+    (lambda: PartitionedCorpus.from_corpus(synthetic_corpus(3, random_state=0), [1, 1]),
+     ValueError, r"sizes >= 0 summing to the 3 sentences, got \[1, 1\]"),
+    (lambda: PartitionedCorpus.from_corpus(synthetic_corpus(3, random_state=0), [4, -1]),
+     ValueError, "summing to the 3 sentences"),
+    (lambda: PartitionedCorpus.from_corpus(synthetic_corpus(3, random_state=0), "ab"),
+     ValueError, "summing to the 3 sentences, got 'ab'"),
+    (lambda: PartitionedNBest.from_nbest("x", 2), TypeError, "nbest must be an NBestList"),
     (lambda: tree_reduce([], np.add), ValueError, "at least one partial result"),
     (lambda: concat_corpora([]), ValueError, "at least one corpus"),
     (lambda: concat_corpora(["x"]), TypeError, r"corpora\[0\] must be a TaggedCorpus"),

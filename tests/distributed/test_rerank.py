@@ -25,21 +25,6 @@ from sparsecca.tagging import TrigramHMM, jackknife_nbest  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
-
-
-def split_nbest(nbest, sizes):
-    bounds = np.concatenate([[0], np.cumsum(sizes)])
-    assert bounds[-1] == nbest.n_sentences
-    return PartitionedNBest([nbest.select(np.arange(a, b))
-                             for a, b in zip(bounds[:-1], bounds[1:])])
-
-
-@pytest.fixture(scope="module")
 def lists():
     train, dev = train_test_split(synthetic_corpus(110, random_state=2, mean_length=8),
                                   test_size=50, random_state=0)
@@ -66,7 +51,7 @@ def fitted(lists):
 def test_methods_per_partition_equal_in_memory(client, lists, fitted, name):
     _, dev = lists
     reranker = fitted[name]
-    parts = split_nbest(dev, [20, 0, 5, 25])
+    parts = PartitionedNBest.from_nbest(dev, [20, 0, 5, 25])
     gathered = parts.gather()
     assert gathered == dev
     scores = reranker.decision_function(parts)
@@ -164,8 +149,8 @@ def test_cca_fit_on_partitions_equals_in_memory(client, sequoia_lists, name, tmp
 
     monkeypatch.setattr(cca_module, "CCAEngine", Recording)
     train, dev = sequoia_lists
-    train_parts = split_nbest(train, [90, 0, 70, 80])
-    dev_parts = split_nbest(dev, [30, 50])
+    train_parts = PartitionedNBest.from_nbest(train, [90, 0, 70, 80])
+    dev_parts = PartitionedNBest.from_nbest(dev, [30, 50])
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         mem = CCA[name]().fit(train_parts.gather(), dev_parts.gather())
@@ -185,8 +170,8 @@ def test_cca_fit_on_partitions_equals_in_memory(client, sequoia_lists, name, tmp
 
 def test_baseline_fit_gathers_partitions(client, lists):
     train, dev = lists
-    parts = split_nbest(train, [25, 0, 35])
-    a = RERANKERS["perceptron"]().fit(parts, split_nbest(dev, [50]))
+    parts = PartitionedNBest.from_nbest(train, [25, 0, 35])
+    a = RERANKERS["perceptron"]().fit(parts, PartitionedNBest.from_nbest(dev, [50]))
     b = RERANKERS["perceptron"]().fit(train, dev)
     np.testing.assert_array_equal(a.coef_, b.coef_)
 
@@ -203,4 +188,4 @@ def test_cca_fit_bad_partitions(client, lists):
         GenerativeReranker(n_components=2, tau=0.9, w=1.0, k_grid=[2]).fit(
             PartitionedNBest([train.select(np.arange(1)), train.select(np.arange(0))]))
     with pytest.raises(ValueError, match="dev n-best list is required"):
-        GenerativeReranker(n_components=2).fit(split_nbest(train, [30, 30]))
+        GenerativeReranker(n_components=2).fit(PartitionedNBest.from_nbest(train, [30, 30]))

@@ -24,22 +24,6 @@ from sparsecca.tagging import TrigramHMM, jackknife_nbest  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
-
-
-def split_nbest(nbest, sizes):
-    """A PartitionedNBest of consecutive sentence runs of ``sizes`` (0: an empty one)."""
-    bounds = np.concatenate([[0], np.cumsum(sizes)])
-    assert bounds[-1] == nbest.n_sentences
-    return PartitionedNBest([nbest.select(np.arange(a, b))
-                             for a, b in zip(bounds[:-1], bounds[1:])])
-
-
-@pytest.fixture(scope="module")
 def synthetic_nbest():
     corpus = synthetic_corpus(80, random_state=4, mean_length=10)
     return jackknife_nbest(TrigramHMM(), corpus, k=4, folds=3)
@@ -58,7 +42,7 @@ def _same(A, B):
 
 
 def _check_arrays(nbest, sizes, views=(None, None)):
-    parts = split_nbest(nbest, sizes)
+    parts = PartitionedNBest.from_nbest(nbest, sizes)
     arrays = cca_arrays(parts, *views)
     gathered = parts.gather()
     iv = SuffixView() if views[0] is None else type(views[0])(**views[0].get_params())
@@ -119,7 +103,7 @@ def test_bad_arguments(synthetic_nbest):
     with pytest.raises(TypeError, match="parts must be a PartitionedNBest or a "
                                         "PartitionedCorpus, got list"):
         fit_views([synthetic_nbest], [WordView()])
-    parts = split_nbest(synthetic_nbest, [40, 40])
+    parts = PartitionedNBest.from_nbest(synthetic_nbest, [40, 40])
     with pytest.raises(TypeError, match="views\\[0\\] \\(object\\) has no split fit"):
         fit_views(parts, [object()])
     with pytest.raises(ValueError, match="rows must give one size per partition \\(2\\), "

@@ -173,15 +173,6 @@ def test_bad_m_and_transform_inputs_are_refused_by_name():
             est.transform(_dask(X), Y)
 
 
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
-
-
 def test_fit_on_a_local_cluster_equals_the_in_memory_fit(client):
     X, Y = _problem(seed=11)
     ref = SparseCCA(4, tau=0.3, solver="dense", center=True).fit(X, Y)
