@@ -50,7 +50,8 @@ def _run_protocol(sets, args, rerankers_spec, seed, cap_components: bool = False
         r = experiment_on_corpora(data["train"], data["dev"], data["test"], name=name,
                                   tags=tags, k=args.k, folds=args.folds, rerankers=models,
                                   tagger=tagger, random_state=seed, progress=_progress(args),
-                                  sources=data.get("paths"), log=_log(args))
+                                  sources=data.get("paths"), log=_log(args),
+                                  partitions=getattr(args, "partitions", None))
         if "paths" in data:
             r["paths"] = data["paths"]
         r["timings"]["total"] = time.perf_counter() - t0
@@ -183,6 +184,21 @@ def _cmd_experiment(args) -> int:
         check_folds(data, args.folds)
         _info(args, f"read {d} ({tags}) in {time.perf_counter() - t0:.1f} s")
         sets.append((name, tags, view, data))
-    results = _run_protocol(sets, args, args.models, args.seed)
+    results = _on_scheduler(args, lambda: _run_protocol(sets, args, args.models, args.seed))
     _finish_report(results, args)
     return 0
+
+
+def _on_scheduler(args, run):
+    """``run()`` in process, or with ``--scheduler`` on that Dask scheduler over two sentence
+    partitions per worker."""
+    if args.scheduler is None:
+        return run()
+    from .distributed import scheduler
+
+    with scheduler(args.scheduler) as client:
+        workers = len(client.scheduler_info(n_workers=-1)["workers"])
+        args.partitions = 2 * max(workers, 1)
+        _info(args, f"scheduler {args.scheduler}: {workers} workers, "
+                    f"{args.partitions} partitions a split")
+        return run()

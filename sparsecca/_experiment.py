@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ._atomic import atomic_write_bytes
-from ._params import check_bool, check_random_state
+from ._params import check_bool, check_int, check_random_state
 from .data import read_conllu
 from .evaluate import mcnemar, paired_bootstrap
 from .exceptions import TagsetMismatchError, in_context
@@ -151,7 +151,7 @@ def _check_run_options(random_state, progress) -> None:
 
 def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, rerankers=None,
                random_state=0, progress: bool = False, name: str | None = None,
-               tagger=None) -> dict:
+               tagger=None, partitions=None) -> dict:
     """Run the Table 2 protocol on one data set directory.
 
     Parameters
@@ -159,7 +159,7 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     data_dir : path
         Directory with train/dev/test CoNLL-U files (.conllu or .conllu.gz).
     tags : {'upos', 'xpos'}
-    k, folds, rerankers, random_state, progress, tagger
+    k, folds, rerankers, random_state, progress, tagger, partitions
         As in :func:`experiment_on_corpora`.
     name : str, optional
         Data-set name in the report (default: the directory name); a plain file name (see
@@ -208,7 +208,8 @@ def experiment(data_dir, tags: str = "upos", *, k: int = 10, folds: int = 10, re
     out = experiment_on_corpora(data["train"], data["dev"], data["test"],
                                 name=name, tags=tags, k=k, folds=folds,
                                 rerankers=rerankers, random_state=random_state,
-                                progress=progress, tagger=tagger, sources=data["paths"])
+                                progress=progress, tagger=tagger, sources=data["paths"],
+                                partitions=partitions)
     out["paths"] = data["paths"]
     out["timings"] = {"read": t_read, **out["timings"]}
     return out
@@ -242,37 +243,63 @@ def _fit_reranker(model, model_name, train_nb, dev_nb, where) -> float:
         # e.g. a train split too small for the model's n_components, which an
         # experiment user never chose: say which row and which data
         raise in_context(exc, f"{model_name} (reranker), fitted on {where['train']} "
-                               f"({train_nb.n_sentences} sentences) and tuned on "
+                               f"({_n_sentences(train_nb)} sentences) and tuned on "
                                f"{where['dev']}") from exc
     return time.perf_counter() - t0
 
 
 def _nbest_lists(tagger, train, dev, test, *, k, folds, random_state, progress, where,
-                 timings, say):
+                 timings, say, partitions=None):
     """The jackknifed k-best lists of ``train`` and those of ``dev`` and ``test`` by the
-    tagger fitted on ``train``; each stage's time into ``timings`` and ``say``."""
+    tagger fitted on ``train``; each stage's time into ``timings`` and ``say``.  With
+    ``partitions``, ``train`` is split into that many sentence partitions and every stage
+    runs as Dask tasks on the active scheduler (the training lists stay partitioned, a
+    :class:`~sparsecca.distributed.PartitionedNBest`; dev and test come back gathered, for
+    the evaluation)."""
     from .tagging import clone, jackknife_nbest
 
+    if partitions is not None:
+        from .distributed import PartitionedCorpus
+
+        train = PartitionedCorpus.from_corpus(train, min(partitions, train.n_sentences))
+        train = train.persist()
     t0 = time.perf_counter()
     hmm = clone(tagger).fit(train)
     timings["tagger_fit"] = time.perf_counter() - t0
-    say(f"tagger fitted on {train.n_sentences} sentences: {timings['tagger_fit']:.1f} s")
+    say(f"tagger fitted on {_n_sentences(train)} sentences: {timings['tagger_fit']:.1f} s")
     t0 = time.perf_counter()
     train_nb = jackknife_nbest(tagger, train, k=k, folds=folds, random_state=random_state,
                                progress=progress)
+    if partitions is not None:
+        train_nb = train_nb.persist()
     timings["jackknife"] = time.perf_counter() - t0
     say(f"jackknifed {k}-best lists of train ({folds} folds): {timings['jackknife']:.1f} s")
     t0 = time.perf_counter()
     decoded = {}
     for s, corpus in (("dev", dev), ("test", test)):
         try:
-            decoded[s] = hmm.nbest(corpus, k=k)
+            if partitions is None:
+                decoded[s] = hmm.nbest(corpus, k=k)
+            else:
+                parts = PartitionedCorpus.from_corpus(corpus, min(partitions, len(corpus)))
+                decoded[s] = hmm.nbest(parts, k=k).gather()
         except TagsetMismatchError as exc:  # the message named neither file
             raise TagsetMismatchError(f"{where[s]}: {exc} (the tagger was trained on "
                                       f"{where['train']})") from None
     timings["decode_dev_test"] = time.perf_counter() - t0
     say(f"{k}-best lists of dev and test: {timings['decode_dev_test']:.1f} s")
     return train_nb, decoded["dev"], decoded["test"]
+
+
+def _n_sentences(corpus) -> int:
+    """Sentences of a corpus, partitioned (a tree sum) or not."""
+    if hasattr(corpus, "partitions"):
+        return int(corpus.reduce(len, _add).compute())
+    return corpus.n_sentences
+
+
+def _add(a, b):
+    return a + b
 
 
 def _reranker_row(model, dev_nb, test_nb, fit_s: float) -> dict:
@@ -299,7 +326,7 @@ def _reranker_row(model, dev_nb, test_nb, fit_s: float) -> dict:
 def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int = 10,
                           folds: int = 10, rerankers=None, random_state=0,
                           progress: bool = False, tagger=None, sources=None,
-                          log=None) -> dict:
+                          log=None, partitions=None) -> dict:
     """Run the Table 2 protocol on three tagged corpora.
 
     Parameters
@@ -330,6 +357,13 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     sources : dict split -> str, optional
         Where ``train``, ``dev`` and ``test`` came from (e.g. their files), named in error
         messages; default "the train split" etc.
+    partitions : int >= 1, optional
+        Run the protocol as Dask tasks on the active scheduler (e.g. inside
+        :func:`sparsecca.distributed.scheduler`), over this many sentence partitions of
+        each split: the tagger's counts, the jackknife folds, the decoding and the CCA
+        rerankers' statistics and solves run on the workers (the baseline rerankers fit on
+        the driver).  The results equal the in-process run's, up to the CCA solver's
+        tolerance.  Default: in process, without Dask.
 
     Returns
     -------
@@ -361,13 +395,16 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     say, where = _check_experiment(dev, test, name=name, k=k, rerankers=rerankers,
                                    random_state=random_state, progress=progress,
                                    sources=sources, log=log)
+    if partitions is not None:
+        partitions = check_int("partitions", partitions, 1)
     timings: dict[str, float] = {}
     if tagger is None:
         tagger = registry.get(DEFAULT_TAGGER, "tagger").make(random_state)
     train_nb, dev_nb, test_nb = _nbest_lists(tagger, train, dev, test, k=k, folds=folds,
                                              random_state=random_state, progress=progress,
                                              where=where, timings=timings,
-                                             say=lambda msg: say(f"[{name}] {msg}"))
+                                             say=lambda msg: say(f"[{name}] {msg}"),
+                                             partitions=partitions)
 
     rows: dict[str, dict] = {
         "Baseline": {"dev": dev_nb.top1_accuracy(), "test": test_nb.top1_accuracy(),

@@ -156,8 +156,22 @@ def _add_experiment(sub) -> None:
     e.add_argument("--input-view", choices=_INPUT_VIEWS, default="suffix",
                    help="sentence features of the CCA models: suffixes 2-4 (default) or "
                         "character 1-2-grams (the paper's choice for Chinese)")
+    e.add_argument("--scheduler", type=_scheduler_option, metavar="ADDRESS|local[:N]",
+                   help="run every stage as Dask tasks: on the dask.distributed scheduler at "
+                        "ADDRESS (HOST:PORT), or on a local cluster of N worker processes "
+                        "(default: in process, without Dask)")
     _add_run_options(e, "sparsecca-report")
     e.set_defaults(func=_cmd_experiment)
+
+
+def _scheduler_option(value: str) -> str:
+    from .distributed import parse_scheduler
+
+    try:
+        parse_scheduler(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def _add_train_tagger(sub) -> None:
