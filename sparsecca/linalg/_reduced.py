@@ -65,7 +65,9 @@ class SolveOptions:
     """The options of one :func:`reduced_cca` solve that the strategies read (validated).
 
     ``fallback``: a stall is raised (the caller falls back to 'full'); ``switch_budget``:
-    the hand-over budget of :func:`._stopping._switch_budget` (None: no hand-over)."""
+    the hand-over budget of :func:`._stopping._switch_budget` (None: no hand-over);
+    ``krylov_start``: the :class:`._strategies.KrylovWarm` 'krylov' starts from (None: a
+    randomized start)."""
 
     tol: float
     oversamples: int
@@ -77,6 +79,7 @@ class SolveOptions:
     certify: bool = False
     fallback: bool = False
     switch_budget: float | None = None
+    krylov_start: object = None
 
 
 def _check_reduced_cca(xinv, yinv, cross, n_components, strategy, oversamples, n_iter, tol,
@@ -289,7 +292,7 @@ def _solve(xinv, yinv, cross, k, strategy, opts, start=None, info=None):
     """(A, B, omega, n_cg) of one strategy (LOBPCG's stats into ``info``)."""
     Wy = yinv.inv_sqrt()
     if strategy != "lobpcg":
-        return solve_direct(xinv, Wy, yinv, cross, k, strategy, opts)
+        return solve_direct(xinv, Wy, yinv, cross, k, strategy, opts, info)
     kw = dict(start=start, raise_stalled=opts.fallback, callback=opts.callback,
               omega_max=opts.omega_max, switch_budget=opts.switch_budget,
               certify=opts.certify)
@@ -365,7 +368,8 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         ``lobpcg_warm`` (it as a :class:`WarmBlock`), ``lobpcg_converged``,
         ``lobpcg_residual`` and ``lobpcg_error`` (the two stopping quantities at exit),
         ``rescued_after`` (the steps after which ``on_stall``'s dense factor took over) and
-        with ``certify`` ``certify_steps`` and ``norm_ratio``.
+        with ``certify`` ``certify_steps`` and ``norm_ratio``.  For 'krylov' also
+        ``krylov_warm``, its final Ritz block (the engine's next start).
 
     Raises
     ------
