@@ -164,7 +164,7 @@ def solve_direct(xinv, Wy, yinv, cross, k, strategy, opts, info=None):
                                     opts.random_state, opts.approx_xinv,
                                     max_expansions=30 if opts.fallback else 100,
                                     raise_stalled=opts.fallback, start=opts.krylov_start,
-                                    yinv=yinv, info=info)
+                                    info=info)
     return A, B, omega, n_cg
 
 
@@ -323,25 +323,16 @@ class _WhitenedCrossT(LinearOperator):
 
 @dataclass
 class KrylovWarm:
-    """The Ritz block a 'krylov' solve ended with, the next solve's starting subspace.
-
-    ``V`` (d2, m) in the whitened coordinates of ``tau``'s C_yy whitener, ``B`` = W_y^T V
-    the same block unwhitened, so that a solve at another tau starts from it too."""
+    """The Ritz block ``V`` (d2, m) a 'krylov' solve ended with (whitened by its C_yy
+    whitener at ``tau``), the next solve's starting subspace.  Used as it is at another tau
+    too: there it starts closer than the block mapped through the new whitener."""
 
     tau: float
     V: np.ndarray
-    B: np.ndarray
 
-    def start_for(self, yinv, Wy, m):
-        """The block as a start of a solve whitened by ``Wy`` (of ``yinv``) with ``m``
-        columns, or None when it is narrower."""
-        if self.V.shape[1] < m:
-            return None
-        if yinv.tau == self.tau:
-            return self.V[:, :m]
-        # v = W_y C_yy b solves W_y^T v = b (W_y C_yy W_y^T = I)
-        B = self.B[:, :m]
-        return Wy.matmat(yinv.covariance._combine(yinv._gram_matmat(B), B))
+    def start_for(self, m):
+        """The block as a start of a solve with ``m`` columns, or None when narrower."""
+        return None if self.V.shape[1] < m else self.V[:, :m]
 
 
 def _krylov_start(xinv, Wy, cross, m, p, random_state, approx_xinv, start):
@@ -358,7 +349,7 @@ def _krylov_start(xinv, Wy, cross, m, p, random_state, approx_xinv, start):
 
 
 def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansions=100,
-            raise_stalled=False, start=None, yinv=None, info=None):
+            raise_stalled=False, start=None, info=None):
     """Block Davidson (Krylov-Schur restarted) on G = W_y C_xy^T C_xx^-1 C_xy W_y^T.
 
     Each expansion solves C_xx Z = C_xy W_y^T V for the new block only (block CG); the
@@ -366,15 +357,16 @@ def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansion
     the solve error perturbs the Ritz values only to second order.  (Loosening the early
     solves -- inexact Davidson -- was tried and stagnated at the early solves' accuracy.)
     With a direct ``xinv`` (no solve error) the Rayleigh-Ritz matrix V^T G V is grown by the
-    new block's columns instead.  ``start``: a :class:`KrylovWarm` of an earlier solve
-    (with ``yinv``) replaces the randomized starting subspace; ``info`` receives this
+    new block's columns instead.  Only the residuals of the Ritz pairs that have not met
+    the stopping test expand the basis (soft locking).  ``start``: a :class:`KrylovWarm` of
+    an earlier solve replaces the randomized starting subspace; ``info`` receives this
     solve's as 'krylov_warm'.
     """
     d1, d2 = cross.shape
     m = min(k + p, d2)
     direct = xinv.method != "iterative"
     V = _krylov_start(xinv, Wy, cross, m, p, random_state, approx_xinv,
-                      None if start is None else start.start_for(yinv, Wy, m))
+                      None if start is None else start.start_for(m))
     n_cg = 0
 
     def apply(V):
@@ -424,7 +416,10 @@ def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansion
             V, GV, Z, H = Xr, GX, Z @ S, np.diag(theta)
             if not direct:
                 Ct, R = Ct @ S, R @ S
-        W = _project_out(Res.copy(), V)
+        # the residuals of the pairs still open, by either test (soft locking)
+        open_ = (rel > thresh) | (rn ** 2 / max(float(gap), 1e-300)
+                                  / max(float(theta[k - 1]), 1e-300) > tol)
+        W = _project_out(Res[:, open_], V)
         nrm = np.linalg.norm(W, axis=0)
         W = W[:, nrm > 1e-12 * max(float(nrm.max()), 1e-300)]
         if W.shape[1] == 0:
@@ -447,10 +442,9 @@ def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansion
                       stacklevel=3)
     theta, S = _top_eigh(rr_matrix(), min(m, V.shape[1]))
     Xr = V @ S
-    Bm = Wy.rmatmat(Xr)
     if info is not None:
-        info["krylov_warm"] = KrylovWarm(xinv.tau, Xr, Bm)
-    return Z @ S[:, :k], Bm[:, :k], theta[:k], n_cg
+        info["krylov_warm"] = KrylovWarm(xinv.tau, Xr)
+    return Z @ S[:, :k], Wy.rmatmat(Xr[:, :k]), theta[:k], n_cg
 
 
 def _covariance_as(C, V, dtype):

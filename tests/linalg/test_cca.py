@@ -178,7 +178,12 @@ def test_krylov_starts_from_the_previous_ritz_block(solver, monkeypatch):
         assert len(starts) == 1  # only the first solve started cold
         kept = warm._krylov_warm
         assert kept.tau == tau and kept.V.shape == (120, 10 + 10)
-        np.testing.assert_allclose(kept.B, warm.y_inverse(tau).inv_sqrt().rmatmat(kept.V))
+        # orthonormal, and its first k columns are the solve's B, whitened (the final
+        # Rayleigh-Ritz step only rotates within span(B))
+        np.testing.assert_allclose(kept.V.T @ kept.V, np.eye(20), atol=1e-10)
+        Bk = warm.y_inverse(tau).inv_sqrt().rmatmat(kept.V[:, :10])
+        _, Cyy, _ = covariances(X, Y, tau)
+        assert max_sin_angle(Bk, res.y_weights, Cyy) < 1e-6
         cold = CCAEngine(X, Y, **kw).solve(M, tau, 10, strategy="krylov")
         assert len(starts) == 2
         starts.pop()
@@ -571,7 +576,9 @@ def test_fixed_rank_engine_solves_once_at_max_rank():
 def test_dual_strategy_matches_full(center, dense_m, d2, tau):
     """n < d1: the 'dual' solve (n-space when n < d2 too, else an (r x d2) Galerkin block)
     equals the 'full' one, for M = Y and for a general M (softened-style), sparse or dense."""
-    from sparsecca.linalg import CrossCovariance, RegularizedInverse, reduced_cca
+    from sparsecca.linalg import CrossCovariance
+    from sparsecca.linalg._inverse import RegularizedInverse
+    from sparsecca.linalg._reduced import reduced_cca
 
     X, Y = count_problem(60, 150, d2, seed=11)
     rng = np.random.default_rng(0)
