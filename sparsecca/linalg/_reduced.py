@@ -396,7 +396,9 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     --------
     >>> import numpy as np
     >>> import scipy.sparse as sp
-    >>> from sparsecca.linalg import CrossCovariance, RegularizedInverse, reduced_cca
+    >>> from sparsecca.linalg import CrossCovariance
+    >>> from sparsecca.linalg._inverse import RegularizedInverse
+    >>> from sparsecca.linalg._reduced import reduced_cca
     >>> X = sp.random(300, 80, density=0.1, format="csr", random_state=0)
     >>> Y = sp.random(300, 6, density=0.3, format="csr", random_state=1)
     >>> tau = 0.1
