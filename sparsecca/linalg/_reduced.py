@@ -367,9 +367,8 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         For 'lobpcg' also ``lobpcg_block`` (the final (d1, k + p) block, ``lobpcg_dtype``),
         ``lobpcg_warm`` (it as a :class:`WarmBlock`), ``lobpcg_converged``,
         ``lobpcg_residual`` and ``lobpcg_error`` (the two stopping quantities at exit),
-        ``rescued_after`` (the steps after which ``on_stall``'s dense factor took over) and
-        with ``certify`` ``certify_steps`` and ``norm_ratio``.  For 'krylov' also
-        ``krylov_warm``, its final Ritz block (the engine's next start).
+        ``rescued_after`` (the steps after which ``on_stall``'s dense factor took over),
+        with ``certify`` ``certify_steps`` and ``norm_ratio``; for 'krylov' ``krylov_warm``.
 
     Raises
     ------
@@ -401,15 +400,13 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     >>> from sparsecca.linalg._reduced import reduced_cca
     >>> X = sp.random(300, 80, density=0.1, format="csr", random_state=0)
     >>> Y = sp.random(300, 6, density=0.3, format="csr", random_state=1)
-    >>> tau = 0.1
+    >>> tau, cross = 0.1, CrossCovariance(X, Y)
     >>> yinv = RegularizedInverse(Y, tau, "dense")
-    >>> cross = CrossCovariance(X, Y)
     >>> res = reduced_cca(RegularizedInverse(X, tau, "dense"), yinv, cross, 2)
     >>> res.strategy
     'full'
     >>> A, B, omega = res
-    >>> Xd = X.toarray()
-    >>> Cxx = (1 - tau) * Xd.T @ Xd + tau * np.eye(80)
+    >>> Cxx = (1 - tau) * (X.T @ X).toarray() + tau * np.eye(80)
     >>> bool(np.allclose(A.T @ Cxx @ A, np.eye(2)))
     True
 
