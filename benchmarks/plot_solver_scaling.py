@@ -106,7 +106,9 @@ def exact_preconditioner_edge(n, d2):
     (``CCAEngine.exact_preconditioner_fits``).  The rule counts d1 after merging duplicate
     columns and the figure's axis before (en-brown's 8,000 most frequent features are 7,273
     columns after merging), so the true edge on that axis lies at or right of this."""
-    from sparsecca.linalg._thresholds import DEFAULT_THRESHOLDS as t
+    from sparsecca.linalg import Thresholds
+
+    t = Thresholds()
 
     return min(t.exact_precond_max, max(min(n, d2), t.exact_precond_small))
 

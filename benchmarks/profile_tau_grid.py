@@ -6,7 +6,8 @@ the first solve pays the tau-independent work (the factor of X, X^T Y), the late
 start LOBPCG from the previous block and its images (no product with X when no step
 follows).  For the warm solves, cProfile's cumulative times of the stages are divided by
 the number of warm solves, and the empirical correlations that ``SparseCCA`` adds per tau
-(from the solve's moments; and, for comparison, from X A and Y B) are timed separately.
+(from the solve's moments, read from the profile of a ``SparseCCA.fit_path`` over the same
+grid; and, for comparison, formed from X A and Y B) are timed separately.
 
 ``--orders`` instead solves the grid in every order and prints the LOBPCG steps of each
 solve: whether another order than the ascending one would spare steps.
@@ -40,6 +41,21 @@ STAGES = {
 }
 
 
+def pearson(P, Q):
+    """Column-wise Pearson correlations of P and Q, (n, k) each."""
+    P = np.asarray(P, dtype=np.float64) - np.mean(P, axis=0)
+    Q = np.asarray(Q, dtype=np.float64) - np.mean(Q, axis=0)
+    return np.einsum("ij,ij->j", P, Q) / np.sqrt(np.einsum("ij,ij->j", P, P)
+                                                 * np.einsum("ij,ij->j", Q, Q))
+
+
+def cumulative(stats, func, module=None):
+    """cProfile's cumulative seconds of the functions named ``func`` (in a file named
+    ``module``, when given)."""
+    return sum(v[3] for key, v in stats.stats.items()
+               if key[2] == func and (module is None or Path(key[0]).name == module))
+
+
 def _orders(CCAEngine, X, Y, k):
     """Warm LOBPCG steps of the grid solved in each of its 5! orders (steps are deterministic)."""
     from itertools import permutations
@@ -62,9 +78,7 @@ def _orders(CCAEngine, X, Y, k):
 def main():
     import scipy.sparse as sp
 
-    from sparsecca.linalg import CCAEngine
-    from sparsecca.linalg._cca import _pearson, _training_correlations
-    from sparsecca.linalg._gram import _DataMatrix
+    from sparsecca.linalg import CCAEngine, SparseCCA
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="grids timed (the best is shown)")
@@ -110,23 +124,23 @@ def main():
     print("| stage | ms |")
     print("|---|---:|")
     for label, func in STAGES.items():
-        # C_xx products: the data-level product only (the operators' own gram_matmat calls
-        # it, and cumulative times would count it twice)
-        line = _DataMatrix.gram_matmat.__code__.co_firstlineno if func == "gram_matmat" else None
-        cum = sum(v[3] for key, v in stats.stats.items()
-                  if key[2] == func and (line is None or key[1] == line))
+        # C_xx products: the data-level product only (of the rows, in _centring.py; the
+        # operators' own gram_matmat calls it, and cumulative times would count it twice)
+        cum = cumulative(stats, func, "_centring.py" if func == "gram_matmat" else None)
         print(f"| {label} | {1e3 * cum / n_warm:.1f} |")
+    path_prof = cProfile.Profile()
+    path_prof.enable()
+    SparseCCA(k, solver="randomized", random_state=0).fit_path(X, Y, TAUS)
+    path_prof.disable()
+    moments = cumulative(pstats.Stats(path_prof), "_training_correlations") / len(TAUS)
     A, B = res[0], res[1]
-    ts, direct = [], []
+    direct = []
     for _ in range(5):
         t = time.perf_counter()
-        _training_correlations(engine, A, B, res)
-        ts.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        _pearson(X @ A, Y @ B)
+        pearson(X @ A, Y @ B)
         direct.append(time.perf_counter() - t)
     print(f"| empirical correlations (SparseCCA, per tau, from the moments) | "
-          f"{1e3 * min(ts):.1f} |")
+          f"{1e3 * moments:.1f} |")
     print(f"| (the same formed from X A and Y B, for comparison) | {1e3 * min(direct):.1f} |")
     warm = np.array([r[1] for r in rows[1:]])
     print(f"\nwarm solves {warm.min():.3f}-{warm.max():.3f} s; the first {rows[0][1]:.3f} s")

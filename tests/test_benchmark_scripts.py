@@ -153,7 +153,7 @@ def test_profile_single_products_zipf20k(shared_data):
     # both precisions of each product on the smallest case; float32 within its rounding
     text = _run("profile_single_products.py", "--cases", "zipf20k", "--repeat", "1")
     rows = [line.split("|") for line in text.splitlines() if line.startswith("| zipf20k |")]
-    assert [r[2].strip() for r in rows] == ["C_xx V", "C_xy W", "C_xy^T V"]
+    assert [r[2].strip() for r in rows] == ["X^T X V", "C_xy W", "C_xy^T V"]
     assert all(0 < float(r[7]) < 1e-5 for r in rows)
 
 

@@ -137,3 +137,61 @@ def test_the_check_allows_public_and_shared_imports(tmp_path):
                     "from ._nbest import NBestList\nfrom ..data import TaggedCorpus\n",
                     encoding="utf-8")
     assert violations([(path, ("sparsecca", "tagging", "_mod"))]) == []
+
+
+ROOT = PACKAGE.parent
+#: the scripts that show or measure the package as a user runs it
+SCRIPT_DIRS = ("benchmarks", "examples")
+
+
+def script_violations(paths):
+    """(file:line, rule) of every import of a script that reaches past a subpackage's public
+    names: a private module of it, or a name outside its ``__all__``."""
+    import importlib
+
+    out = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                modules = [(node.module or "", [a.name for a in node.names])]
+            elif isinstance(node, ast.Import):
+                modules = [(a.name, []) for a in node.names]
+            else:
+                continue
+            for module, names in modules:
+                parts = module.split(".")
+                if parts[0] != "sparsecca" or len(parts) < 2 or parts[1] not in LOWER:
+                    continue  # not a subpackage (the top-level modules have no __all__ rule)
+                where = f"{path.relative_to(path.parents[1])}:{node.lineno}"
+                if len(parts) > 2 and parts[2].startswith("_"):
+                    out.append((where, f"imports {module}, a private module"))
+                    continue
+                public = set(importlib.import_module(module).__all__)
+                out += [(where, f"{name} is not in {module}.__all__")
+                        for name in names if name not in public]
+    return out
+
+
+def test_benchmarks_and_examples_use_public_names_only():
+    paths = sorted(p for d in SCRIPT_DIRS for p in (ROOT / d).rglob("*.py"))
+    assert len(paths) > 10
+    assert script_violations(paths) == []
+
+
+@pytest.mark.parametrize("source, rule", [
+    ("from sparsecca.linalg import RegularizedInverse\n",
+     "RegularizedInverse is not in sparsecca.linalg.__all__"),
+    ("def f():\n    from sparsecca.linalg._reduced import reduced_cca\n",
+     "imports sparsecca.linalg._reduced, a private module"),
+    ("import sparsecca.linalg._thresholds as t\n", "a private module"),
+])
+def test_the_script_check_finds_a_private_name(tmp_path, source, rule):
+    path = tmp_path / "scripts" / "bench.py"
+    path.parent.mkdir()
+    path.write_text(source, encoding="utf-8")
+    found = [message for _, message in script_violations([path])]
+    assert any(rule in m for m in found), found
+    public = tmp_path / "scripts" / "ok.py"
+    public.write_text("from sparsecca.linalg import CCAEngine, SparseCCA\n"
+                      "from sparsecca import registry\n", encoding="utf-8")
+    assert script_violations([public]) == []

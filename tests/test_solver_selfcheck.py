@@ -10,13 +10,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsecca.linalg import (
-    CrossCovariance,
-    RegularizedInverse,
-    SparseCCA,
-    cca_path,
-    reduced_cca,
-)
+from sparsecca.linalg import CrossCovariance, SparseCCA, cca_path
+from sparsecca.linalg._inverse import RegularizedInverse
+from sparsecca.linalg._reduced import reduced_cca
 
 TAU = 0.01
 

@@ -8,28 +8,30 @@ with Xc = X unless centring is asked for (sparse views implicitly, by rank-one c
 dense ones explicitly, in float64 copies).  Because Cxy
 is not scaled by (1 - tau), sqrt(omega) of Eq. 14 can exceed 1 (up to 1 / (1 - tau)).
 
-Covariance builders
-    :class:`RegularizedGram`, :class:`CrossCovariance` (LinearOperators; accumulate from CSR
-    row blocks with ``from_blocks``), :class:`GramStats`; :func:`column_mean` and
-    :func:`centred_projection` (projections of implicitly centred rows)
-Randomized SVD (Halko, Martinsson & Tropp 2011)
-    :func:`randomized_svd`, :func:`randomized_range_finder`, :func:`adaptive_range_finder`,
-    :func:`svd_flip`
-Inverse operators of Cxx
-    :class:`GramFactor` (the tau-independent factorisation), :class:`RegularizedInverse`
-    (``dense`` / ``randomized`` / ``iterative``), :func:`block_cg`
-The reduced problem (Eq. 14-15)
-    :func:`reduced_cca` (low level: fitted inverses + any cross-covariance),
-    :class:`CCAEngine` (fixed X, Y; any tau and M), :class:`CCAResult`
 Estimator
     :class:`SparseCCA` (scikit-learn transformer API, ``fit_path`` for a tau grid),
     :func:`cca_path`
+The reusable solver
+    :class:`CCAEngine` (fixed X, Y; any tau and cross-covariance factor M), its results
+    :class:`CCAResult`; :class:`Thresholds`, the numeric thresholds of its choices;
+    :func:`column_mean` and :func:`centred_projection` (projections of implicitly centred
+    rows, for a centred fit)
+Streamed statistics
+    :class:`GramStats`, :class:`CrossCovariance` (accumulated from CSR row blocks with
+    ``from_blocks``) and :func:`cca_from_stats`, the CCA from them alone
+Randomized SVD (Halko, Martinsson & Tropp 2011)
+    :func:`randomized_svd`
 Errors
     :class:`FactorizationError`, :class:`SingularCovarianceError`
     (subclasses of ``numpy.linalg.LinAlgError`` and hence of ``ValueError``),
-    :class:`RankDeficientError` (a ``ValueError``: more components than nonzero correlations);
-    :class:`CentringPrecisionWarning` (a ``RuntimeWarning``: implicit centring of a sparse
-    view whose column means dominate its spread cancels digits)
+    :class:`RankDeficientError` (a ``ValueError``: more components than nonzero correlations),
+    :class:`SolverToleranceError`; :class:`CentringPrecisionWarning` (a ``RuntimeWarning``:
+    implicit centring of a sparse view whose column means dominate its spread cancels
+    digits), :class:`SVDConvergenceWarning`
+
+The building blocks (the inverse operators of Cxx, ``reduced_cca``, the range finders,
+block CG) live in the private modules, for the package's own use (docs/engine.md, "For
+developers").
 """
 
 from ._cca import SparseCCA, cca_path
@@ -42,11 +44,10 @@ from ._errors import (
     SolverToleranceError,
     SVDConvergenceWarning,
 )
-from ._gram import CrossCovariance, GramStats, RegularizedGram, centred_projection, column_mean
-from ._inverse import GramFactor, RegularizedInverse, block_cg
-from ._reduced import reduced_cca
+from ._gram import CrossCovariance, GramStats, centred_projection, column_mean
 from ._result import CCAResult
-from ._rsvd import SVDInfo, adaptive_range_finder, randomized_range_finder, randomized_svd, svd_flip
+from ._rsvd import randomized_svd
+from ._stats_cca import cca_from_stats
 from ._thresholds import Thresholds
 
 __all__ = [
@@ -55,24 +56,16 @@ __all__ = [
     "CentringPrecisionWarning",
     "CrossCovariance",
     "FactorizationError",
-    "GramFactor",
     "GramStats",
     "RankDeficientError",
-    "RegularizedGram",
-    "RegularizedInverse",
     "SVDConvergenceWarning",
-    "SVDInfo",
     "SingularCovarianceError",
     "SolverToleranceError",
     "SparseCCA",
     "Thresholds",
-    "adaptive_range_finder",
-    "block_cg",
+    "cca_from_stats",
     "cca_path",
     "centred_projection",
     "column_mean",
-    "randomized_range_finder",
     "randomized_svd",
-    "reduced_cca",
-    "svd_flip",
 ]

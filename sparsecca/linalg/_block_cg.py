@@ -77,7 +77,7 @@ def block_cg(A, B, *, M=None, X0=None, rtol=1e-8, maxiter=500):
     Examples
     --------
     >>> import numpy as np
-    >>> from sparsecca.linalg import block_cg
+    >>> from sparsecca.linalg._inverse import block_cg
     >>> rng = np.random.default_rng(0)
     >>> F = rng.standard_normal((60, 30))
     >>> A = F.T @ F + 0.1 * np.eye(30)

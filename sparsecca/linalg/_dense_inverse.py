@@ -35,7 +35,7 @@ class DenseInverse(RegularizedInverse):
     Examples
     --------
     >>> import numpy as np
-    >>> from sparsecca.linalg import RegularizedInverse
+    >>> from sparsecca.linalg._inverse import RegularizedInverse
     >>> X = np.random.default_rng(0).standard_normal((20, 50))
     >>> inv = RegularizedInverse(X, 0.5, "dense")
     >>> type(inv).__name__, inv.dense_space

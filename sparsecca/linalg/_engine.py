@@ -196,11 +196,11 @@ class CCAEngine(_Preconditioning):
 
     Notes
     -----
-    A LOBPCG solve starts from the block the engine's previous solve ended with (a tau grid,
-    a sequence of M), so ``n_iter`` depends on the order of the solves, never the answer
-    beyond ``tol``.  The fast solvers hold BLAS to one thread outside the calls that ask for
-    both cores, and split their sparse and tall dense products over two threads instead
-    (docs/engine.md).
+    A LOBPCG or 'krylov' solve starts from the block the engine's previous solve ended with
+    (a tau grid, a sequence of M), so ``n_iter`` depends on the order of the solves, never
+    the answer beyond ``tol``.  The fast solvers hold BLAS to one thread outside the calls
+    that ask for both cores, and split their sparse and tall dense products over two
+    threads instead (docs/engine.md).
 
     Examples
     --------
@@ -300,6 +300,7 @@ class CCAEngine(_Preconditioning):
         self._xexact = {}
         self._yinv = {}
         self._warm = None
+        self._krylov_warm = None
         self._colsums = {}
         self._ycross = None
         if self.verbose:
@@ -446,8 +447,8 @@ class CCAEngine(_Preconditioning):
 
         Notes
         -----
-        LOBPCG (the iterative solver's, and the randomized solver's refinement) starts from
-        the block the engine's previous solve ended with, so ``n_iter`` (never the answer
+        LOBPCG (the iterative solver's, and the randomized solver's refinement) and 'krylov'
+        start from the block the engine's previous solve ended with, so ``n_iter`` (never the answer
         beyond ``tol``) depends on the order of the solves: a fresh engine reproduces a
         result.
         """
@@ -505,7 +506,9 @@ class CCAEngine(_Preconditioning):
     def _solve_with(self, cross, tau, k, strategy, omega_max=None):
         yinv = self._y_inverse(tau)
         if self.solver_ == "randomized":
-            return solve_randomized(self, cross, yinv, tau, k, strategy, omega_max)
+            res = solve_randomized(self, cross, yinv, tau, k, strategy, omega_max)
+            self._keep_warm(res)
+            return res
         rank, tail = (self._preconditioner(k, strategy) if self.solver_ == "iterative"
                       else (None, "auto"))
         xinv = self._x_inverse(tau, rank=rank, tail=tail)
@@ -533,7 +536,8 @@ class CCAEngine(_Preconditioning):
         """:func:`solve_reduced` with the engine's options; ``refine``: a LOBPCG solve with
         the engine's warm start, progress report, stall rescue and ``certify``."""
         opts = SolveOptions(tol=self.tol, oversamples=_default_oversamples(k),
-                            random_state=self._rng, omega_max=omega_max)
+                            random_state=self._rng, omega_max=omega_max,
+                            krylov_start=self._krylov_warm)
         if not refine:
             return solve_reduced(xinv, yinv, cross, k, strategy, opts)
         opts.callback, opts.certify = self._lobpcg_report(tau), self.certify
@@ -552,7 +556,11 @@ class CCAEngine(_Preconditioning):
         return self._colsums[which]
 
     def _keep_warm(self, res):
-        """Keep a LOBPCG solve's final block (with its images) as the next solve's start."""
+        """Keep a LOBPCG solve's final block (with its images), and a 'krylov' solve's Ritz
+        block, as the next solve's start."""
+        krylov = res.__dict__.pop("krylov_warm", None)
+        if krylov is not None:
+            self._krylov_warm = krylov
         res.__dict__.pop("lobpcg_block", None)
         warm = res.__dict__.pop("lobpcg_warm", None)
         if warm is not None:

@@ -35,18 +35,18 @@ class FactorizationError(np.linalg.LinAlgError):
 
     Examples
     --------
-    Block CG on an indefinite "covariance" stops at the first direction of non-positive
-    curvature:
+    Every failure to factor a covariance is one (a singular covariance included), so one
+    ``except`` catches them, e.g. to retry with a larger tau:
 
     >>> import numpy as np
-    >>> from sparsecca.linalg import FactorizationError, block_cg
-    >>> A = np.diag([1.0, -1.0])
+    >>> from sparsecca.linalg import FactorizationError, SparseCCA
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((10, 20)), rng.standard_normal((10, 3))
     >>> try:
-    ...     block_cg(A, np.ones(2))
+    ...     SparseCCA(2, tau=0.0, solver="dense").fit(X, Y)
     ... except FactorizationError as exc:
-    ...     print(exc)
-    block CG found a direction of non-positive curvature: the operator is not positive
-    definite (singular covariance? use tau > 0)
+    ...     print(type(exc).__name__)
+    SingularCovarianceError
     >>> issubclass(FactorizationError, np.linalg.LinAlgError)
     True
     >>> issubclass(FactorizationError, ValueError)
@@ -67,15 +67,16 @@ class SingularCovarianceError(FactorizationError):
     Ten rows cannot span twenty features, so the unregularised covariance is singular:
 
     >>> import numpy as np
-    >>> from sparsecca.linalg import RegularizedInverse, SingularCovarianceError
-    >>> X = np.random.default_rng(0).standard_normal((10, 20))
-    >>> RegularizedInverse(X, tau=0.0, method="dense")
+    >>> from sparsecca.linalg import SingularCovarianceError, SparseCCA
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((10, 20)), rng.standard_normal((10, 3))
+    >>> SparseCCA(2, tau=0.0, solver="dense").fit(X, Y)
     Traceback (most recent call last):
     ...
-    sparsecca.linalg...SingularCovarianceError: C is singular with tau = 0: the data have
+    sparsecca.linalg...SingularCovarianceError: Cxx is singular with tau = 0: the data have
     rank at most n = 10 < d = 20; use tau > 0 (e.g. tau = 1e-3)
-    >>> RegularizedInverse(X, tau=1e-3, method="dense").shape
-    (20, 20)
+    >>> SparseCCA(2, tau=1e-3, solver="dense").fit(X, Y).x_weights_.shape
+    (20, 2)
     """
 
 
@@ -97,11 +98,12 @@ class CentringPrecisionWarning(RuntimeWarning):
     >>> import warnings
     >>> import numpy as np
     >>> import scipy.sparse as sp
-    >>> from sparsecca.linalg import CentringPrecisionWarning, RegularizedGram
+    >>> from sparsecca.linalg import CCAEngine, CentringPrecisionWarning
     >>> offset = 1e6 + np.random.default_rng(0).standard_normal((50, 3))
+    >>> Y = sp.random(50, 2, density=0.5, format="csr", random_state=0)
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     C = RegularizedGram(sp.csr_matrix(offset), tau=0.1, center=True)
+    ...     res = CCAEngine(sp.csr_matrix(offset), Y, center=True).solve(Y, 0.1, 1)
     >>> [w.category.__name__ for w in caught]
     ['CentringPrecisionWarning']
 
@@ -109,7 +111,7 @@ class CentringPrecisionWarning(RuntimeWarning):
 
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     C = RegularizedGram(offset, tau=0.1, center=True)
+    ...     res = CCAEngine(offset, Y, center=True).solve(Y, 0.1, 1)
     >>> caught
     []
     """

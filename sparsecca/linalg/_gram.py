@@ -68,8 +68,9 @@ class GramStats:
     stacked matrix.
 
     Usually built by :meth:`from_blocks` (an iterable of row blocks) or :meth:`from_dask`;
-    pass it wherever X is accepted by :class:`RegularizedGram`, :class:`GramFactor` or
-    :class:`RegularizedInverse` (all but the dual, n x n, dense form, which needs the rows).
+    :func:`cca_from_stats` solves the CCA from two of them and a :class:`CrossCovariance`
+    (the package's covariance operators and inverses also accept it wherever they accept
+    X, but for the dual, n x n, dense form, which needs the rows).
 
     Parameters
     ----------
@@ -101,15 +102,19 @@ class GramStats:
 
     >>> import numpy as np
     >>> import scipy.sparse as sp
-    >>> from sparsecca.linalg import GramStats, RegularizedGram
+    >>> from sparsecca.linalg import GramStats
     >>> X = sp.random(40, 5, density=0.3, format="csr", random_state=0)
     >>> stats = GramStats.from_blocks([X[:20], X[20:]])
     >>> stats.n_samples, stats.n_features
     (40, 5)
     >>> bool(np.allclose(stats.gram.toarray(), (X.T @ X).toarray()))
     True
-    >>> C = RegularizedGram(stats, tau=0.2, center=True)
-    >>> bool(np.allclose(C.toarray(), RegularizedGram(X, 0.2, center=True).toarray()))
+
+    The centred Gram matrix follows from the column sums:
+
+    >>> mu = stats.colsum / stats.n_samples
+    >>> Xc = X.toarray() - mu
+    >>> bool(np.allclose(stats.gram.toarray() - stats.n_samples * np.outer(mu, mu), Xc.T @ Xc))
     True
     """
 
@@ -310,7 +315,7 @@ class RegularizedGram(ShapeCheckedOperator):
     --------
     >>> import numpy as np
     >>> import scipy.sparse as sp
-    >>> from sparsecca.linalg import RegularizedGram
+    >>> from sparsecca.linalg._gram import RegularizedGram
     >>> X = sp.random(40, 5, density=0.3, format="csr", random_state=0)
     >>> C = RegularizedGram(X, tau=0.25)
     >>> C.shape

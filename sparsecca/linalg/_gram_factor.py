@@ -86,7 +86,7 @@ class GramFactor:
     --------
     >>> import numpy as np
     >>> import scipy.sparse as sp
-    >>> from sparsecca.linalg import GramFactor, RegularizedInverse
+    >>> from sparsecca.linalg._inverse import GramFactor, RegularizedInverse
     >>> X = sp.random(100, 40, density=0.1, format="csr", random_state=0)
     >>> factor = GramFactor(X, random_state=0)
     >>> V, lam = factor.lowrank(10)

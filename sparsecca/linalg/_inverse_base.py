@@ -115,7 +115,7 @@ class RegularizedInverse(ShapeCheckedOperator):
     --------
     >>> import numpy as np
     >>> import scipy.sparse as sp
-    >>> from sparsecca.linalg import RegularizedInverse
+    >>> from sparsecca.linalg._inverse import RegularizedInverse
     >>> X = sp.random(200, 30, density=0.1, format="csr", random_state=0)
     >>> Xd = X.toarray()
     >>> C = 0.9 * Xd.T @ Xd + 0.1 * np.eye(30)

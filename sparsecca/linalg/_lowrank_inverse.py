@@ -267,7 +267,7 @@ class LowRankInverse(_ModelInverse):
     Examples
     --------
     >>> import numpy as np
-    >>> from sparsecca.linalg import RegularizedInverse
+    >>> from sparsecca.linalg._inverse import RegularizedInverse
     >>> X = np.random.default_rng(0).standard_normal((100, 8)) @ np.ones((8, 30))
     >>> inv = RegularizedInverse(X, 0.5, "randomized", rank=10, random_state=0)
     >>> type(inv).__name__, inv.rank_ <= 10
@@ -356,7 +356,7 @@ class IterativeInverse(_ModelInverse):
     Examples
     --------
     >>> import numpy as np
-    >>> from sparsecca.linalg import RegularizedInverse
+    >>> from sparsecca.linalg._inverse import RegularizedInverse
     >>> X = np.random.default_rng(0).standard_normal((100, 30))
     >>> inv = RegularizedInverse(X, 0.2, "iterative", rank=4, tol=1e-10, random_state=0)
     >>> type(inv).__name__

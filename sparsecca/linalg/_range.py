@@ -57,7 +57,7 @@ def svd_flip(u, vt):
     Examples
     --------
     >>> import numpy as np
-    >>> from sparsecca.linalg import svd_flip
+    >>> from sparsecca.linalg._rsvd import svd_flip
     >>> u = np.array([[1.0, -3.0], [2.0, 1.0]])
     >>> vt = np.array([[1.0, 2.0], [3.0, 4.0]])
     >>> u2, vt2 = svd_flip(u, vt)
@@ -285,7 +285,7 @@ def randomized_range_finder(A, size, n_iter=2, random_state=None):
     For a matrix of rank 5, five columns capture its whole range:
 
     >>> import numpy as np
-    >>> from sparsecca.linalg import randomized_range_finder
+    >>> from sparsecca.linalg._rsvd import randomized_range_finder
     >>> rng = np.random.default_rng(0)
     >>> A = rng.standard_normal((100, 5)) @ rng.standard_normal((5, 40))
     >>> Q = randomized_range_finder(A, 5, random_state=0)
@@ -392,7 +392,7 @@ def adaptive_range_finder(A, tol, *, block_size=32, max_rank=None, n_iter=0,
     The basis stops growing once the range of A (rank 5 here) is exhausted:
 
     >>> import numpy as np
-    >>> from sparsecca.linalg import adaptive_range_finder
+    >>> from sparsecca.linalg._rsvd import adaptive_range_finder
     >>> rng = np.random.default_rng(0)
     >>> A = rng.standard_normal((100, 5)) @ rng.standard_normal((5, 40))
     >>> Q, err = adaptive_range_finder(A, tol=1e-6, block_size=2, random_state=0)

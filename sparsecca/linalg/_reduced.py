@@ -65,7 +65,9 @@ class SolveOptions:
     """The options of one :func:`reduced_cca` solve that the strategies read (validated).
 
     ``fallback``: a stall is raised (the caller falls back to 'full'); ``switch_budget``:
-    the hand-over budget of :func:`._stopping._switch_budget` (None: no hand-over)."""
+    the hand-over budget of :func:`._stopping._switch_budget` (None: no hand-over);
+    ``krylov_start``: the :class:`._strategies.KrylovWarm` 'krylov' starts from (None: a
+    randomized start)."""
 
     tol: float
     oversamples: int
@@ -77,6 +79,7 @@ class SolveOptions:
     certify: bool = False
     fallback: bool = False
     switch_budget: float | None = None
+    krylov_start: object = None
 
 
 def _check_reduced_cca(xinv, yinv, cross, n_components, strategy, oversamples, n_iter, tol,
@@ -289,7 +292,7 @@ def _solve(xinv, yinv, cross, k, strategy, opts, start=None, info=None):
     """(A, B, omega, n_cg) of one strategy (LOBPCG's stats into ``info``)."""
     Wy = yinv.inv_sqrt()
     if strategy != "lobpcg":
-        return solve_direct(xinv, Wy, yinv, cross, k, strategy, opts)
+        return solve_direct(xinv, Wy, yinv, cross, k, strategy, opts, info)
     kw = dict(start=start, raise_stalled=opts.fallback, callback=opts.callback,
               omega_max=opts.omega_max, switch_budget=opts.switch_budget,
               certify=opts.certify)
@@ -364,8 +367,8 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         For 'lobpcg' also ``lobpcg_block`` (the final (d1, k + p) block, ``lobpcg_dtype``),
         ``lobpcg_warm`` (it as a :class:`WarmBlock`), ``lobpcg_converged``,
         ``lobpcg_residual`` and ``lobpcg_error`` (the two stopping quantities at exit),
-        ``rescued_after`` (the steps after which ``on_stall``'s dense factor took over) and
-        with ``certify`` ``certify_steps`` and ``norm_ratio``.
+        ``rescued_after`` (the steps after which ``on_stall``'s dense factor took over),
+        with ``certify`` ``certify_steps`` and ``norm_ratio``; for 'krylov' ``krylov_warm``.
 
     Raises
     ------
@@ -392,18 +395,18 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     --------
     >>> import numpy as np
     >>> import scipy.sparse as sp
-    >>> from sparsecca.linalg import CrossCovariance, RegularizedInverse, reduced_cca
+    >>> from sparsecca.linalg import CrossCovariance
+    >>> from sparsecca.linalg._inverse import RegularizedInverse
+    >>> from sparsecca.linalg._reduced import reduced_cca
     >>> X = sp.random(300, 80, density=0.1, format="csr", random_state=0)
     >>> Y = sp.random(300, 6, density=0.3, format="csr", random_state=1)
-    >>> tau = 0.1
+    >>> tau, cross = 0.1, CrossCovariance(X, Y)
     >>> yinv = RegularizedInverse(Y, tau, "dense")
-    >>> cross = CrossCovariance(X, Y)
     >>> res = reduced_cca(RegularizedInverse(X, tau, "dense"), yinv, cross, 2)
     >>> res.strategy
     'full'
     >>> A, B, omega = res
-    >>> Xd = X.toarray()
-    >>> Cxx = (1 - tau) * Xd.T @ Xd + tau * np.eye(80)
+    >>> Cxx = (1 - tau) * (X.T @ X).toarray() + tau * np.eye(80)
     >>> bool(np.allclose(A.T @ Cxx @ A, np.eye(2)))
     True
 

@@ -189,6 +189,10 @@ def _inv_norm2(inv, R):
     """Column-wise ||r||^2_{C^-1}: exact for a dense inverse (or one preconditioned by
     it), bounded by ||r||^2 / tau (C >= tau I) otherwise."""
     if inv.method == "dense":
+        if inv.dense_space == "primal":
+            # C = L L^T: r^T C^-1 r = ||L^-1 r||^2, one triangular solve instead of two
+            W = inv.inv_sqrt().matmat(R)
+            return np.einsum("ij,ij->j", W, W)
         return np.maximum((R * inv._matmat(R)).sum(axis=0), 0.0)
     if inv.exact_preconditioner:
         return np.maximum((R * inv._precondition(R)).sum(axis=0), 0.0)

@@ -19,6 +19,7 @@ Also the dense and operator forms of C_xy W_y^T and the working-precision produc
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as la
@@ -129,9 +130,10 @@ def _approx_of(xinv):
                                        tail="diagonal", max_dim=active().dense_max_dim)
 
 
-def solve_direct(xinv, Wy, yinv, cross, k, strategy, opts):
+def solve_direct(xinv, Wy, yinv, cross, k, strategy, opts, info=None):
     """(A, B, omega, n_cg) of the strategies other than 'lobpcg' (``opts``: SolveOptions;
-    ``opts.fallback``: 'krylov' raises _Stalled instead of going on)."""
+    ``opts.fallback``: 'krylov' raises _Stalled instead of going on; ``opts.krylov_start``:
+    its :class:`KrylovWarm` start, and ``info`` receives the next one)."""
     n_cg = 0
     d1, d2 = cross.shape
     if strategy == "full" and xinv.method == "randomized" and _sparse_cross(cross):
@@ -161,7 +163,8 @@ def solve_direct(xinv, Wy, yinv, cross, k, strategy, opts):
         A, B, omega, n_cg = _krylov(xinv, Wy, cross, k, opts.oversamples, opts.tol,
                                     opts.random_state, opts.approx_xinv,
                                     max_expansions=30 if opts.fallback else 100,
-                                    raise_stalled=opts.fallback)
+                                    raise_stalled=opts.fallback, start=opts.krylov_start,
+                                    info=info)
     return A, B, omega, n_cg
 
 
@@ -318,43 +321,81 @@ class _WhitenedCrossT(LinearOperator):
         return self.T_._matvec(v)
 
 
+@dataclass
+class KrylovWarm:
+    """The Ritz block ``V`` (d2, m) a 'krylov' solve ended with (whitened by its C_yy
+    whitener at ``tau``), the next solve's starting subspace.  Used as it is at another tau
+    too: there it starts closer than the block mapped through the new whitener."""
+
+    tau: float
+    V: np.ndarray
+
+    def start_for(self, m):
+        """The block as a start of a solve with ``m`` columns, or None when narrower."""
+        return None if self.V.shape[1] < m else self.V[:, :m]
+
+
+def _krylov_start(xinv, Wy, cross, m, p, random_state, approx_xinv, start):
+    """The orthonormal (d2, m) starting subspace: ``start`` when given, else a randomized
+    SVD of the whitened C_xy through a cheap whitener of C_xx."""
+    d2 = cross.shape[1]
+    if start is None:
+        approx = _approx_of(xinv) if approx_xinv is None else approx_xinv
+        T = _WhitenedCross(approx.inv_sqrt(), cross, Wy)
+        _, _, Vt = randomized_svd(T, m, oversamples=min(p, d2 - m), n_iter=2,
+                                  random_state=random_state)
+        start = Vt.T
+    return _orth(np.array(start, dtype=np.float64, order="C"))
+
+
 def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansions=100,
-            raise_stalled=False):
+            raise_stalled=False, start=None, info=None):
     """Block Davidson (Krylov-Schur restarted) on G = W_y C_xy^T C_xx^-1 C_xy W_y^T.
 
     Each expansion solves C_xx Z = C_xy W_y^T V for the new block only (block CG); the
     variational form Ct^T Z + Z^T (Ct - C_xx Z) is used for the Rayleigh-Ritz matrix so that
     the solve error perturbs the Ritz values only to second order.  (Loosening the early
     solves -- inexact Davidson -- was tried and stagnated at the early solves' accuracy.)
+    With a direct ``xinv`` (no solve error) the Rayleigh-Ritz matrix V^T G V is grown by the
+    new block's columns instead.  Only the residuals of the Ritz pairs that have not met
+    the stopping test expand the basis (soft locking).  ``start``: a :class:`KrylovWarm` of
+    an earlier solve replaces the randomized starting subspace; ``info`` receives this
+    solve's as 'krylov_warm'.
     """
     d1, d2 = cross.shape
     m = min(k + p, d2)
-    approx = _approx_of(xinv) if approx_xinv is None else approx_xinv
-    # starting subspace from the cheap whitened operator
-    T = _WhitenedCross(approx.inv_sqrt(), cross, Wy)
-    _, _, Vt = randomized_svd(T, m, oversamples=min(p, d2 - m), n_iter=2,
-                              random_state=random_state)
+    direct = xinv.method != "iterative"
+    V = _krylov_start(xinv, Wy, cross, m, p, random_state, approx_xinv,
+                      None if start is None else start.start_for(m))
     n_cg = 0
 
     def apply(V):
         nonlocal n_cg
         Ct = _apply(cross, Wy.rmatmat(V))
-        Z, R = xinv._solve_blocks(Ct, None)
-        n_cg += getattr(xinv, "n_iter_", 0)
+        if direct:
+            Z, R = xinv._matmat(Ct), None
+        else:
+            Z, R = xinv._solve_blocks(Ct, None)
+            n_cg += getattr(xinv, "n_iter_", 0)
         GV = Wy.matmat(_apply(cross, Z, adjoint=True))
         return Ct, Z, R, GV
 
-    def rr_matrix(Ct, Z, R):
-        H = Ct.T @ Z + Z.T @ R  # = Ct^T C^-1 Ct - E^T C E for the solve error E
-        return 0.5 * (H + H.T)
+    def rr_matrix():
+        if direct:
+            return H
+        Hv = Ct.T @ Z + Z.T @ R  # = Ct^T C^-1 Ct - E^T C E for the solve error E
+        return 0.5 * (Hv + Hv.T)
 
-    V = _orth(np.ascontiguousarray(Vt.T))
     Ct, Z, R, GV = apply(V)
+    H = V.T @ GV
+    H = 0.5 * (H + H.T)
+    if direct:
+        Ct = None  # only the variational form needs it
     max_basis = max(3 * m, m + 2 * k)
     thresh = np.sqrt(tol)
     history = []
     for _ in range(max_expansions):
-        theta, S = _top_eigh(rr_matrix(Ct, Z, R), min(m, V.shape[1]))
+        theta, S = _top_eigh(rr_matrix(), min(m, V.shape[1]))
         Xr = V @ S
         GX = GV @ S
         Res = GX[:, :k] - Xr[:, :k] * theta[:k]
@@ -372,29 +413,38 @@ def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansion
         if raise_stalled and len(history) >= 8 and min(history[-4:]) > 0.5 * min(history[:-4]):
             raise _Stalled(n_cg)  # less than 2x progress in 4 expansions
         if V.shape[1] + k > max_basis:  # thick restart on the Ritz block
-            V, GV, Z, Ct, R = Xr, GX, Z @ S, Ct @ S, R @ S
-        W = _project_out(Res.copy(), V)
+            V, GV, Z, H = Xr, GX, Z @ S, np.diag(theta)
+            if not direct:
+                Ct, R = Ct @ S, R @ S
+        # the residuals of the pairs still open, by either test (soft locking)
+        open_ = (rel > thresh) | (rn ** 2 / max(float(gap), 1e-300)
+                                  / max(float(theta[k - 1]), 1e-300) > tol)
+        W = _project_out(Res[:, open_], V)
         nrm = np.linalg.norm(W, axis=0)
         W = W[:, nrm > 1e-12 * max(float(nrm.max()), 1e-300)]
         if W.shape[1] == 0:
             break
         W = _orth(_project_out(W, V))
         Ctw, Zw, Rw, GW = apply(W)
+        if direct:
+            Hvw, Hww = V.T @ GW, W.T @ GW
+            H = np.block([[H, Hvw], [Hvw.T, 0.5 * (Hww + Hww.T)]])
+        else:
+            Ct, R = np.hstack([Ct, Ctw]), np.hstack([R, Rw])
         V = np.hstack([V, W])
         GV = np.hstack([GV, GW])
         Z = np.hstack([Z, Zw])
-        Ct = np.hstack([Ct, Ctw])
-        R = np.hstack([R, Rw])
     else:
         if raise_stalled:
             raise _Stalled(n_cg)
         warnings.warn(f"the Krylov iteration did not meet its stopping test: "
                       f"{_unmet(float(rel.max()), thresh, quad, tol)}", RuntimeWarning,
                       stacklevel=3)
-    theta, S = _top_eigh(rr_matrix(Ct, Z, R), k)
-    B = Wy.rmatmat(V @ S)
-    A = Z @ S
-    return A, B, theta, n_cg
+    theta, S = _top_eigh(rr_matrix(), min(m, V.shape[1]))
+    Xr = V @ S
+    if info is not None:
+        info["krylov_warm"] = KrylovWarm(xinv.tau, Xr)
+    return Z @ S[:, :k], Wy.rmatmat(Xr[:, :k]), theta[:k], n_cg
 
 
 def _covariance_as(C, V, dtype):

@@ -33,13 +33,15 @@ class Thresholds:
 
     Examples
     --------
-    >>> from sparsecca.linalg._thresholds import Thresholds, active, applied
-    >>> t = Thresholds().replace(lobpcg_maxiter=5)
-    >>> with applied(t):
-    ...     active().lobpcg_maxiter
-    5
-    >>> active().lobpcg_maxiter
-    300
+    >>> import numpy as np
+    >>> from sparsecca.linalg import CCAEngine, Thresholds
+    >>> t = Thresholds().replace(auto_dense_max=4)
+    >>> t.auto_dense_max, Thresholds().auto_dense_max
+    (4, 8000)
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((50, 6)), rng.standard_normal((50, 3))
+    >>> CCAEngine(X, Y).solver_, CCAEngine(X, Y, thresholds=t).solver_
+    ('dense', 'iterative')
     """
 
     # -- solver choice (CCAEngine / SparseCCA) ---------------------------------------------

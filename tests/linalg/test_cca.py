@@ -156,6 +156,50 @@ def test_reduced_strategies_agree(solver, strategy, rtol):
     assert np.all(res.correlations <= ref.correlations * (1 + 1e-12))
 
 
+@pytest.mark.parametrize("solver", ["dense", "randomized", "iterative"])
+def test_krylov_starts_from_the_previous_ritz_block(solver, monkeypatch):
+    """A sequence of 'krylov' solves (a tau grid, a sequence of M) starts each from the Ritz
+    block of the one before instead of a randomized SVD, and matches cold solves."""
+    from sparsecca.linalg import _strategies
+
+    starts = []
+    cold_start = _strategies.randomized_svd
+    monkeypatch.setattr(_strategies, "randomized_svd",
+                        lambda *a, **kw: starts.append(1) or cold_start(*a, **kw))
+    X, Y = count_problem(1500, 300, 120, seed=7)
+    rng = np.random.default_rng(5)
+    R = sp.random(1500, 120, density=0.05, random_state=rng, format="csr")
+    kw = dict(solver=solver, random_state=0, tol=1e-10, max_rank=64, adaptive_rank=False)
+    warm = CCAEngine(X, Y, **kw)
+    steps = [(Y, 0.4), (Y, 0.6), ((0.5 * Y + R).tocsr(), 0.6), ((0.2 * Y + R).tocsr(), 0.6),
+             (Y, 0.4)]
+    for M, tau in steps:
+        res = warm.solve(M, tau, 10, strategy="krylov")
+        assert len(starts) == 1  # only the first solve started cold
+        kept = warm._krylov_warm
+        assert kept.tau == tau and kept.V.shape == (120, 10 + 10)
+        # orthonormal, and its first k columns are the solve's B, whitened (the final
+        # Rayleigh-Ritz step only rotates within span(B))
+        np.testing.assert_allclose(kept.V.T @ kept.V, np.eye(20), atol=1e-10)
+        Bk = warm.y_inverse(tau).inv_sqrt().rmatmat(kept.V[:, :10])
+        _, Cyy, _ = covariances(X, Y, tau)
+        assert max_sin_angle(Bk, res.y_weights, Cyy) < 1e-6
+        cold = CCAEngine(X, Y, **kw).solve(M, tau, 10, strategy="krylov")
+        assert len(starts) == 2
+        starts.pop()
+        ref = CCAEngine(X, Y, solver="dense").solve(M, tau, 10)
+        # the eigenvalues of the problem solved (the model's, for 'randomized') to tol
+        np.testing.assert_allclose(res.raw_eigenvalues, cold.raw_eigenvalues, rtol=1e-9)
+        if solver != "randomized":  # the others solve the exact problem
+            np.testing.assert_allclose(res.correlations, ref.correlations, rtol=1e-8)
+        else:  # the model's vectors in the exact metrics: first order in the residuals
+            np.testing.assert_allclose(res.correlations, cold.correlations, rtol=1e-6)
+        # the same subspaces: a^T Cxx a_cold = +-1 for the separated leading pair
+        Cxx, _, _ = covariances(X, Y, tau, M=M)
+        assert abs(float(res.x_weights[:, 0] @ Cxx @ cold.x_weights[:, 0])) == pytest.approx(
+            1.0, abs=1e-6)
+
+
 def test_arbitrary_cross_factor():
     """The rerankers' entry point: Cxy = X^T M with M != Y, same X, Y and tau."""
     X, Y = count_problem(200, 50, 20, seed=8)
@@ -532,7 +576,9 @@ def test_fixed_rank_engine_solves_once_at_max_rank():
 def test_dual_strategy_matches_full(center, dense_m, d2, tau):
     """n < d1: the 'dual' solve (n-space when n < d2 too, else an (r x d2) Galerkin block)
     equals the 'full' one, for M = Y and for a general M (softened-style), sparse or dense."""
-    from sparsecca.linalg import CrossCovariance, RegularizedInverse, reduced_cca
+    from sparsecca.linalg import CrossCovariance
+    from sparsecca.linalg._inverse import RegularizedInverse
+    from sparsecca.linalg._reduced import reduced_cca
 
     X, Y = count_problem(60, 150, d2, seed=11)
     rng = np.random.default_rng(0)

@@ -4,14 +4,9 @@ matrices (the block sums are exact: equal to rounding)."""
 import numpy as np
 import pytest
 
-from sparsecca.linalg import (
-    CrossCovariance,
-    GramFactor,
-    GramStats,
-    RegularizedInverse,
-    SparseCCA,
-    reduced_cca,
-)
+from sparsecca.linalg import CrossCovariance, GramStats, SparseCCA
+from sparsecca.linalg._inverse import GramFactor, RegularizedInverse
+from sparsecca.linalg._reduced import reduced_cca
 
 from .conftest import count_problem
 

@@ -20,22 +20,18 @@ from sparsecca.linalg import (
     CCAEngine,
     CrossCovariance,
     FactorizationError,
-    GramFactor,
     GramStats,
-    RegularizedGram,
-    RegularizedInverse,
     SingularCovarianceError,
     SparseCCA,
-    block_cg,
     cca_path,
     centred_projection,
     column_mean,
-    randomized_range_finder,
     randomized_svd,
-    reduced_cca,
-    svd_flip,
 )
-from sparsecca.linalg._rsvd import adaptive_range_finder
+from sparsecca.linalg._gram import RegularizedGram
+from sparsecca.linalg._inverse import GramFactor, RegularizedInverse, block_cg
+from sparsecca.linalg._reduced import reduced_cca
+from sparsecca.linalg._rsvd import adaptive_range_finder, randomized_range_finder, svd_flip
 from sparsecca.linalg._thresholds import Thresholds, applied
 from sparsecca.linalg._validation import check_dense_size
 

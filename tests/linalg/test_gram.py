@@ -10,12 +10,12 @@ import sparsecca.linalg._gram as gram_mod
 from sparsecca.linalg import (
     CentringPrecisionWarning,
     CrossCovariance,
-    GramFactor,
     GramStats,
-    RegularizedGram,
     centred_projection,
     column_mean,
 )
+from sparsecca.linalg._gram import RegularizedGram
+from sparsecca.linalg._inverse import GramFactor
 from sparsecca.linalg._thresholds import Thresholds, applied
 
 from .conftest import count_problem, covariances
@@ -175,8 +175,8 @@ def test_centred_dual_gram_and_dual_eigh(sparse):
     """Xc Xc^T (the dual Gram) and the dual SVD of centred data against explicit centring;
     the constant term is (mu^T mu) 1 1^T (it was n mu^T mu: a wrong dual basis for every
     centred n < d dense solve)."""
-    from sparsecca.linalg import GramFactor
     from sparsecca.linalg._gram import _DataMatrix
+    from sparsecca.linalg._inverse import GramFactor
 
     rng = np.random.default_rng(4)
     Xd = rng.poisson(0.7, size=(30, 70)).astype(float)

@@ -5,14 +5,8 @@ import pytest
 import scipy.linalg as la
 import scipy.sparse as sp
 
-from sparsecca.linalg import (
-    FactorizationError,
-    GramFactor,
-    RegularizedInverse,
-    SingularCovarianceError,
-    SparseCCA,
-    block_cg,
-)
+from sparsecca.linalg import FactorizationError, SingularCovarianceError, SparseCCA
+from sparsecca.linalg._inverse import GramFactor, RegularizedInverse, block_cg
 from sparsecca.linalg._thresholds import Thresholds, applied
 
 from .conftest import count_problem, covariances
@@ -400,7 +394,8 @@ def test_sparse_galerkin_path_matches_dense_cross_path(center):
     """reduced_cca's sparse Galerkin shortcut (randomized inverse, sparse C_xy, with or
     without its rank-one centring term) gives the projections of the dense-block path
     (forced by a dense M)."""
-    from sparsecca.linalg import CrossCovariance, reduced_cca
+    from sparsecca.linalg import CrossCovariance
+    from sparsecca.linalg._reduced import reduced_cca
 
     X, Y = count_problem(400, 150, 30, seed=6)
     xinv = RegularizedInverse(X, 0.4, method="randomized", rank=60, random_state=0,
@@ -418,7 +413,7 @@ def test_sparse_galerkin_path_matches_dense_cross_path(center):
 @pytest.mark.parametrize("method", ["randomized", "iterative"])
 def test_lowrank_galerkin_equals_b_transpose_t_b(method, tail):
     """B^T T B from row chunks equals the product with the model's explicit inverse."""
-    from sparsecca.linalg import RegularizedInverse
+    from sparsecca.linalg._inverse import RegularizedInverse
 
     X, _ = count_problem(300, 80, 5, seed=31)
     inv = RegularizedInverse(X, 0.4, method, rank=12, tail=tail, random_state=0)

@@ -15,8 +15,9 @@ import scipy.sparse as sp
 import sparsecca.linalg._lobpcg as lobpcg_mod
 import sparsecca.linalg._stopping as stopping_mod
 import sparsecca.linalg._threads as split_mod
-from sparsecca.linalg import CCAEngine, RankDeficientError, SparseCCA, cca_path, reduced_cca
+from sparsecca.linalg import CCAEngine, RankDeficientError, SparseCCA, cca_path
 from sparsecca.linalg._gram import CrossCovariance, RegularizedGram
+from sparsecca.linalg._reduced import reduced_cca
 from sparsecca.linalg._threads import run_pair, tall_matmul, tall_tmatmul
 from sparsecca.linalg._thresholds import active
 
@@ -432,8 +433,8 @@ def test_verbose_reports_progress_and_changes_nothing(capsys, solver):
 
 
 def test_bad_start_block_is_refused():
-    from sparsecca.linalg import RegularizedInverse
     from sparsecca.linalg._gram import _DataMatrix
+    from sparsecca.linalg._inverse import RegularizedInverse
 
     X, Y = count_problem(700, 200, 30, seed=21)
     xinv = RegularizedInverse(X, 0.3, "iterative", rank=8)
@@ -492,8 +493,8 @@ def test_preconditioner_choice_by_shape():
 
 def test_reduced_cca_with_a_raw_iterative_inverse():
     """The low-level entry point with hand-built operators (what the rerankers call)."""
-    from sparsecca.linalg import RegularizedInverse
     from sparsecca.linalg._gram import _DataMatrix
+    from sparsecca.linalg._inverse import RegularizedInverse
 
     X, Y = count_problem(700, 200, 30, seed=18)
     xinv = RegularizedInverse(X, 0.3, "iterative", rank=8)

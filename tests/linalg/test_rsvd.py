@@ -6,13 +6,8 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
-from sparsecca.linalg import (
-    FactorizationError,
-    adaptive_range_finder,
-    randomized_range_finder,
-    randomized_svd,
-    svd_flip,
-)
+from sparsecca.linalg import FactorizationError, randomized_svd
+from sparsecca.linalg._rsvd import adaptive_range_finder, randomized_range_finder, svd_flip
 
 
 def _decaying(m, n, seed=0, decay=0.7, rank=None):
@@ -214,7 +209,8 @@ def test_adaptive_range_finder_bad_arguments(kw, exc, match):
 
 # --- methods 'subspace' and 'krylov' with a residual target ----------------------------------
 
-from sparsecca.linalg import SVDConvergenceWarning, SVDInfo  # noqa: E402
+from sparsecca.linalg import SVDConvergenceWarning  # noqa: E402
+from sparsecca.linalg._rsvd import SVDInfo  # noqa: E402
 
 K = 6
 
