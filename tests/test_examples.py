@@ -55,8 +55,10 @@ def test_rerank_pos_conllu_directory(tmp_path):
 
 
 def test_stream_large_corpus():
-    out = run_example("stream_large_corpus.py", "--sentences", 6000, "--block", 700,
-                      "--sample", 2000)
-    assert "streamed 6000 sentences in 9 blocks of <= 700" in out
+    out = run_example("stream_large_corpus.py", "--sentences", 6000, "--files", 3,
+                      "--partition-size", "200KiB")
+    m = re.search(r"read 6000 sentences in (\d+) partitions", out)
+    assert m and int(m.group(1)) > 3  # byte ranges of each of the 3 files
+    assert "vocabularies from all 6000 sentences" in out
     m = re.search(r"max relative difference of the correlations (\S+)", out)
     assert m and float(m.group(1)) < 1e-6
