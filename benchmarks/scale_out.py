@@ -2,7 +2,7 @@
 a per-worker memory limit, at 1/4, 1/2 and the full size of a replicated en-brown corpus,
 each stage's wall time and the peak RSS of every worker, and a fitted time exponent.
 
-Data: en-brown train (XPOS) replicated, sentence after sentence, to ``--sentences``
+Data: en-brown train (``--tags``, UPOS by default) replicated, sentence after sentence, to ``--sentences``
 sentences, written as ``--files`` gzip CoNLL-U files in a temporary directory (one
 partition per file); each size reads the first files' worth of its sentences (the sizes are
 multiples of a file, so the smaller runs read fewer files).
@@ -15,8 +15,15 @@ stages need in ``ctx`` and returns a note for the table):
 2. ``hmm fit``     ``TrigramHMM().fit(parts)``: partition counts, tree-summed, normalised on
                    the driver
 3. ``nbest``       ``model.nbest(parts, k)`` per partition, persisted
+4. ``views``       ``cca_arrays``: the suffix and tag n-gram views fitted from tree-summed
+                   counts, every partition transformed where it lies (X, Y, Yhat persisted)
+5. ``statistics``  ``GramStats.from_dask(X)`` and ``CrossCovariance.from_dask(X, Y)``: the
+                   tree sums of the covariances
+6. ``reranker fit`` ``SoftenedReranker`` (fixed tau, lam, k, w: no dev tuning) fitted on
+                   the partitioned n-best lists: views, residuals and the engine's products
+                   as map-reduces over the partitions
 
-A later stage (views, statistics, rerankers) is one more function appended to ``STAGES``.
+A further stage is one more function appended to ``STAGES``.
 
 The workers import the package and load the compiled decoder before the first stage (not
 timed).  Memory: the worker processes' PIDs come from ``client.run(os.getpid)``; a driver thread
@@ -27,8 +34,7 @@ completed by the kernel's high-water mark ``VmHWM`` (reset at each stage start t
 Usage::
 
     python benchmarks/scale_out.py --sentences 20000 --files 8       # a quick look
-    python benchmarks/scale_out.py --out scale_out.md    # 1M sentences: long (the n-best
-                                                         # stage dominates)
+    python benchmarks/scale_out.py --out scale_out.md    # 1M sentences: long
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ def stage_read(ctx) -> str:
 
     from sparsecca.distributed import read_conllu_partitions
 
-    parts = read_conllu_partitions(ctx["paths"], tags="xpos").persist()
+    parts = read_conllu_partitions(ctx["paths"], tags=ctx["args"].tags).persist()
     wait(parts.partitions)
     ctx["parts"] = parts
     sizes = ctx["client"].compute([p for p in parts.map(lambda c: c.n_tokens).partitions],
@@ -85,8 +91,43 @@ def stage_nbest(ctx) -> str:
     return f"k = {ctx['args'].k}"
 
 
+def stage_views(ctx) -> str:
+    from distributed import wait
+
+    from sparsecca.distributed import cca_arrays
+
+    arrays = cca_arrays(ctx["nbest"])
+    X, Y, Yhat = (a.persist() for a in (arrays.X, arrays.Y, arrays.Yhat))
+    wait([X, Y, Yhat])
+    ctx["views"] = X, Y
+    return (f"X {X.shape[0]:,} x {X.shape[1]:,}, Yhat {Yhat.shape[0]:,} x "
+            f"{Yhat.shape[1]:,}")
+
+
+def stage_statistics(ctx) -> str:
+    from sparsecca.linalg import CrossCovariance, GramStats
+
+    X, Y = ctx["views"]
+    sx = GramStats.from_dask(X)
+    cross = CrossCovariance.from_dask(X, Y, center=True)
+    ctx.pop("views")  # the reranker fit builds its own, from the n-best lists
+    return f"X^T X {sx.gram.nnz:,} nonzeros, X^T Y {cross.shape[0]:,} x {cross.shape[1]:,}"
+
+
+def stage_reranker_fit(ctx) -> str:
+    from sparsecca.rerank import SoftenedReranker
+
+    k = ctx["args"].components
+    model = SoftenedReranker(n_components=k, tau=0.99, lam=0.75, k_grid=[k], w=1.0,
+                             random_state=0).fit(ctx["nbest"])
+    return (f"softened, k = {k}, solver {model.solver_}, top eigenvalue "
+            f"{model.eigenvalues_[0]:.4f}")
+
+
 #: (name, function) in order; a stage reads what earlier ones stored in ``ctx``
-STAGES = [("read", stage_read), ("hmm fit", stage_hmm_fit), ("nbest", stage_nbest)]
+STAGES = [("read", stage_read), ("hmm fit", stage_hmm_fit), ("nbest", stage_nbest),
+          ("views", stage_views), ("statistics", stage_statistics),
+          ("reranker fit", stage_reranker_fit)]
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -168,8 +209,11 @@ def warm_up() -> None:
     from sparsecca.data import synthetic_corpus
     from sparsecca.tagging import TrigramHMM
 
+    from sparsecca.rerank import SoftenedReranker
+
     corpus = synthetic_corpus(30, random_state=0)
-    TrigramHMM().fit(corpus).nbest(corpus, k=2)
+    nbest = TrigramHMM().fit(corpus).nbest(corpus, k=2)
+    SoftenedReranker(n_components=2, tau=0.9, lam=0.5, k_grid=[2], w=1.0).fit(nbest)
 
 
 def run_size(args, paths, n_sentences) -> list[dict]:
@@ -213,7 +257,11 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="threads per worker")
     ap.add_argument("--memory-limit", default="3GB", help="per worker (default 3GB)")
+    ap.add_argument("--tags", choices=("upos", "xpos"), default="upos",
+                    help="tag column (default upos, as en-brown's row of Table 2)")
     ap.add_argument("--k", type=int, default=5, help="candidates per sentence")
+    ap.add_argument("--components", type=int, default=50,
+                    help="n_components of the CCA reranker")
     ap.add_argument("--fractions", default="0.25,0.5,1",
                     help="sizes as fractions of --sentences (multiples of 1/--files)")
     ap.add_argument("--tmpdir", default=None, help="where the gzip files go")

@@ -20,7 +20,8 @@ DESIGN = "docs/design.md"
 
 #: page -> a string each of its python blocks holds, in order (one test below per block)
 EXPECTED = {
-    "README.md": ["SoftenedReranker", "sparsecca.experiment(", "SparseCCA("],
+    "README.md": ["SoftenedReranker", "sparsecca.experiment(", "SparseCCA(",
+                  "read_conllu_partitions("],
     DESIGN: ["SparseCCA(50, tau=0.5, solver=\"iterative\").fit(X, Y)"],
 }
 
@@ -103,3 +104,27 @@ def test_design_dask_example(tmp_path):
              "print(err)\n")
     out = run_block(setup + python_blocks(DESIGN)[0] + check, tmp_path)
     assert float(out.split()[-1]) < 1e-6  # the iterative solver's tolerance is 1e-7
+
+
+@pytest.mark.slow
+def test_readme_cluster_example(tmp_path):
+    # the files it names, from the synthetic corpus: two gzip training files and a dev file;
+    # the fitted reranker against the same fit in memory
+    pytest.importorskip("distributed")
+    setup = ("from sparsecca.data import synthetic_corpus, write_conllu\n"
+             "corpus = synthetic_corpus(500, random_state=0)\n"
+             "write_conllu(corpus[:200], 'train-0.conllu.gz')\n"
+             "write_conllu(corpus[200:400], 'train-1.conllu.gz')\n"
+             "write_conllu(corpus[400:], 'dev.conllu')\n")
+    # inside the scheduler's block: the persisted partitions live on its workers
+    check = ("\n    ref = SoftenedReranker().fit(train_nb.gather(), dev_nb.gather())\n"
+             "    assert (model.tau_, model.lam_, model.n_components_) == "
+             "(ref.tau_, ref.lam_, ref.n_components_)\n"
+             "    print(model.dev_accuracy_, ref.dev_accuracy_)\n")
+    block = python_blocks()[3]
+    # a script that starts worker processes runs under a __main__ guard, as the README says
+    code = setup + "if __name__ == '__main__':\n" + "\n".join(
+        "    " + line for line in (block.rstrip("\n") + check).splitlines())
+    out = run_block(code, tmp_path)
+    got, ref = map(float, out.split()[-2:])
+    assert got == ref and 0.5 < got <= 1.0
