@@ -207,9 +207,8 @@ def warm_up() -> None:
     """On a worker: import the package and load the decoder's compiled kernels (what a
     long-running cluster has done already), so that the stages time their own work."""
     from sparsecca.data import synthetic_corpus
-    from sparsecca.tagging import TrigramHMM
-
     from sparsecca.rerank import SoftenedReranker
+    from sparsecca.tagging import TrigramHMM
 
     corpus = synthetic_corpus(30, random_state=0)
     nbest = TrigramHMM().fit(corpus).nbest(corpus, k=2)
