@@ -2,9 +2,9 @@
 a per-worker memory limit, at 1/4, 1/2 and the full size of a replicated en-brown corpus,
 each stage's wall time and the peak RSS of every worker, and a fitted time exponent.
 
-Data: en-brown train (``--tags``, UPOS by default) replicated, sentence after sentence, to ``--sentences``
-sentences, written as ``--files`` gzip CoNLL-U files in a temporary directory (one
-partition per file); each size reads the first files' worth of its sentences (the sizes are
+Data: en-brown train (``--tags``, UPOS by default) replicated, sentence after sentence, to
+``--sentences`` sentences, written as ``--files`` gzip CoNLL-U files in a temporary
+directory (one partition per file); each size reads the first files' worth of its sentences (the sizes are
 multiples of a file, so the smaller runs read fewer files).
 
 Stages (``STAGES``, in order; each a function of the run's context ``ctx``, a dict holding
