@@ -4,8 +4,8 @@ each stage's wall time and the peak RSS of every worker, and a fitted time expon
 
 Data: en-brown train (``--tags``, UPOS by default) replicated, sentence after sentence, to
 ``--sentences`` sentences, written as ``--files`` gzip CoNLL-U files in a temporary
-directory (one partition per file); each size reads the first files' worth of its sentences (the sizes are
-multiples of a file, so the smaller runs read fewer files).
+directory (one partition per file); each size reads the first files' worth of its
+sentences (the sizes are multiples of a file, so the smaller runs read fewer files).
 
 Stages (``STAGES``, in order; each a function of the run's context ``ctx``, a dict holding
 at least ``client``, ``paths`` and ``args``, that computes on the cluster, stores what later
