@@ -3,6 +3,12 @@
 Tests that need the real corpora in ``../shared/data`` take the ``shared_data`` fixture: it
 skips with a reason when the directory is absent, and fails when ``CI=true`` (CI always has it,
 so a skip there would hide a broken path).
+
+Under pytest-xdist (README's test command runs ``-n 2 --dist loadgroup``) every worker
+process, and every child process its tests start, caches the numba kernels in a directory of
+its own: numba's cache is not safe for two processes compiling the same function at once
+(numba issue 4807: one process's index can name another's data file).  Tests that must not
+overlap another test of their kind share an ``xdist_group`` (:data:`XDIST_GROUPS`).
 """
 
 import os
@@ -11,6 +17,22 @@ from pathlib import Path
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _worker_cache_dir(worker, environ=os.environ):
+    """``NUMBA_CACHE_DIR`` for xdist worker ``worker``: below the directory numba would use
+    (``NUMBA_CACHE_DIR``, else an absolute ``XDG_CACHE_HOME``, else ``~/.cache``), so that it
+    persists between runs like the ordinary cache."""
+    base = environ.get("NUMBA_CACHE_DIR", "")
+    if not base:
+        xdg = environ.get("XDG_CACHE_HOME", "")
+        base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "sparsecca-pytest-xdist", worker)
+
+
+# set before anything imports sparsecca (its _config reads the environment once, on import)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["NUMBA_CACHE_DIR"] = _worker_cache_dir(os.environ["PYTEST_XDIST_WORKER"])
 
 
 def _in_ci() -> bool:
@@ -36,13 +58,24 @@ SLOW_MODULES = {
     "test_mms_table4.py", "test_tagger_peers.py", "test_fuzz.py", "test_faults.py",
 }
 
+#: tests that run in one xdist worker, one after the other (``--dist loadgroup``), keyed by
+#: the directory or module that holds them: the fault tests time signals against a child's
+#: write and tally their outcomes in a module global; each distributed test starts a
+#: LocalCluster of two worker processes, and two clusters at once would overload two cores
+XDIST_GROUPS = {"test_faults.py": "faults", "distributed": "localcluster"}
+
 
 def pytest_collection_modifyitems(config, items):
     """Mark what the fast subset leaves out: a test that takes the ``shared_data`` fixture
     (directly or through another fixture) gets the ``shared_data`` mark, and every test of
-    :data:`SLOW_MODULES` the ``slow`` mark."""
+    :data:`SLOW_MODULES` the ``slow`` mark; and the ``xdist_group`` of :data:`XDIST_GROUPS`."""
+    tests = Path(__file__).resolve().parent
     for item in items:
         if "shared_data" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.shared_data)
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        parts = item.path.resolve().parts[len(tests.parts):]
+        group = next((XDIST_GROUPS[p] for p in parts if p in XDIST_GROUPS), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
