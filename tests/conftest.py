@@ -3,6 +3,12 @@
 Tests that need the real corpora in ``../shared/data`` take the ``shared_data`` fixture: it
 skips with a reason when the directory is absent, and fails when ``CI=true`` (CI always has it,
 so a skip there would hide a broken path).
+
+Under pytest-xdist (README's test command runs ``-n 2 --dist loadgroup``) every worker
+process, and every child process its tests start, caches the numba kernels in a directory of
+its own: numba's cache is not safe for two processes compiling the same function at once
+(numba issue 4807: one process's index can name another's data file).  Tests that must not
+overlap another test of their kind share an ``xdist_group`` (:data:`XDIST_GROUPS`).
 """
 
 import logging
@@ -12,6 +18,22 @@ from pathlib import Path
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _worker_cache_dir(worker, environ=os.environ):
+    """``NUMBA_CACHE_DIR`` for xdist worker ``worker``: below the directory numba would use
+    (``NUMBA_CACHE_DIR``, else an absolute ``XDG_CACHE_HOME``, else ``~/.cache``), so that it
+    persists between runs like the ordinary cache."""
+    base = environ.get("NUMBA_CACHE_DIR", "")
+    if not base:
+        xdg = environ.get("XDG_CACHE_HOME", "")
+        base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "sparsecca-pytest-xdist", worker)
+
+
+# set before anything imports sparsecca (its _config reads the environment once, on import)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["NUMBA_CACHE_DIR"] = _worker_cache_dir(os.environ["PYTEST_XDIST_WORKER"])
 
 
 def _in_ci() -> bool:
@@ -37,16 +59,28 @@ SLOW_MODULES = {
     "test_mms_table4.py", "test_tagger_peers.py", "test_fuzz.py", "test_faults.py",
 }
 
+#: tests that run in one xdist worker, one after the other (``--dist loadgroup``), keyed by
+#: the directory or module that holds them: the fault tests time signals against a child's
+#: write and tally their outcomes in a module global; each distributed test starts a
+#: LocalCluster of two worker processes, and two clusters at once would overload two cores
+XDIST_GROUPS = {"test_faults.py": "faults", "distributed": "localcluster",
+                "test_dask_solve.py": "localcluster"}
+
 
 def pytest_collection_modifyitems(config, items):
     """Mark what the fast subset leaves out: a test that takes the ``shared_data`` fixture
     (directly or through another fixture) gets the ``shared_data`` mark, and every test of
-    :data:`SLOW_MODULES` the ``slow`` mark."""
+    :data:`SLOW_MODULES` the ``slow`` mark; and the ``xdist_group`` of :data:`XDIST_GROUPS`."""
+    tests = Path(__file__).resolve().parent
     for item in items:
         if "shared_data" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.shared_data)
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        parts = item.path.resolve().parts[len(tests.parts):]
+        group = next((XDIST_GROUPS[p] for p in parts if p in XDIST_GROUPS), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 # the Dask cluster of the distributed tests (tests/distributed, tests/linalg/test_dask_solve.py):
@@ -60,7 +94,24 @@ def _session_client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
+        # each worker compiles into a numba cache of its own (numba issue 4807, as above),
+        # set before its first task imports sparsecca
+        client.register_plugin(_own_numba_cache(_worker_cache_dir("dask")))
         yield client
+
+
+def _own_numba_cache(base):
+    """A dask worker plugin setting ``NUMBA_CACHE_DIR`` to a directory of the worker's own,
+    below ``base`` (a class local to this function: pickled by value for the workers)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class OwnNumbaCache(WorkerPlugin):
+        name = "sparsecca-own-numba-cache"
+
+        def setup(self, worker):
+            os.environ["NUMBA_CACHE_DIR"] = os.path.join(base, str(worker.name))
+
+    return OwnNumbaCache()
 
 
 @pytest.fixture

@@ -25,7 +25,9 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def _run(script, *args, timeout=120):
+def _run(script, *args, timeout=600):
+    # the timeout guards against a hang only: compare_peers --quick took 118 s on a loaded
+    # 2-core machine, and under pytest-xdist a script shares the cores with another worker
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.run([sys.executable, str(BENCH / script), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, env=env)
@@ -131,7 +133,7 @@ def test_bench_linalg_zipf20k_cold(shared_data, tmp_path):
     proc = subprocess.run([sys.executable, str(BENCH / "bench_linalg.py"), "--cases", "zipf20k",
                            "--solvers", "randomized", "--skip-dense", "--cold", "--trace",
                            "--json", out],
-                          capture_output=True, text=True, timeout=120, env=env)
+                          capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "cold: RSS after imports" in proc.stdout and "fit's traced peak" in proc.stdout
     (row,) = json.loads(out.read_text())
@@ -299,20 +301,25 @@ def test_tagger_accuracy_en_wsj(shared_data):
 
 @pytest.mark.shared_data
 @pytest.mark.slow
-@pytest.mark.parametrize("script,target,argv,line,summary", [
+@pytest.mark.parametrize("script,target,argv,line,summary,met", [
     ("bench_data", "read", ["--repeat", "1", "--dtype", "float32"],
-     r"target float32  read +[0-9.]+ <= +0\.0  NOT MET", "SOME TARGET NOT MET"),
+     r"target float32  read +[0-9.]+ <= +0\.0  NOT MET", "SOME TARGET NOT MET", {}),
     ("bench_tagger", "jackknife_s",
      ["--repeat", "1", "--no-nltk", "--warm-cache", "--max-sentences", "300"],
-     r"10-fold jackknife en-wsj train.* s +<= 0 s  NOT MET", "1 target(s) NOT MET"),
+     r"10-fold jackknife en-wsj train.* s +<= 0 s  NOT MET", "1 target(s) NOT MET",
+     {"fit_s": float("inf"), "wsj_10best_tok_s": 0, "brown_10best_tok_s": 0, "tnt_ratio": 0}),
 ])
 def test_missed_target_is_in_the_output_not_the_exit_status(shared_data, monkeypatch, capsys,
                                                             script, target, argv, line,
-                                                            summary):
+                                                            summary, met):
     # _data_check.py and README: a missed target exits 0 (only a failed measurement is 1);
-    # a target of 0 is missed by any run
+    # a target of 0 is missed by any run, and the targets in ``met`` are met by any run (so
+    # that the count of missed targets does not depend on the machine's speed or load)
     module = _script_module(script)
     monkeypatch.setitem(module.TARGETS, target, 0.0)
+    for key, value in met.items():
+        assert key in module.TARGETS, key
+        monkeypatch.setitem(module.TARGETS, key, value)
     assert module.main(argv) == 0
     out = capsys.readouterr().out
     assert re.search(line, out), out
@@ -486,7 +493,7 @@ def bench_copy(tmp_path_factory):
 def _run_copy(root, script, *args, **env):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
     return subprocess.run([sys.executable, str(root / "repo" / "benchmarks" / script),
-                           *map(str, args)], capture_output=True, text=True, timeout=120,
+                           *map(str, args)], capture_output=True, text=True, timeout=600,
                           env=env)
 
 
