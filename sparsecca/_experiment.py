@@ -20,10 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from ._atomic import atomic_write_bytes
+from ._experiment_stages import fit_reranker, nbest_lists, reranker_row, table3_row
 from ._params import check_bool, check_int, check_random_state
 from .data import read_conllu
-from .evaluate import mcnemar, paired_bootstrap
-from .exceptions import TagsetMismatchError, in_context
 
 __all__ = ["DatasetError", "load_splits", "experiment", "experiment_on_corpora", "write_report",
            "format_table"]
@@ -122,17 +121,6 @@ def _check_rerankers(rerankers) -> None:
                                                for m in ("fit", "rerank")):
             raise TypeError(f"rerankers[{name!r}] must be a reranker instance (with fit and "
                             f"rerank), got {model!r}")
-
-
-def _significance(base_choice_nb, nbest, choice):
-    gold = nbest.gold_ids
-    base = base_choice_nb
-    ca = nbest.best(base).tag_ids == gold
-    cb = nbest.best(choice).tag_ids == gold
-    boot = paired_bootstrap(ca, cb, nbest.corpus.offsets, n_resamples=10_000, random_state=0)
-    mc = mcnemar(ca, cb)
-    return {"p_bootstrap": boot["p_value"], "p_mcnemar": mc["p_value"],
-            "gain": boot["gain"], "n01": mc["n01"], "n10": mc["n10"]}
 
 
 def _check_path(name: str, value) -> None:
@@ -234,95 +222,6 @@ def _check_experiment(dev, test, *, name, k, rerankers, random_state, progress, 
     return say, where
 
 
-def _fit_reranker(model, model_name, train_nb, dev_nb, where) -> float:
-    """Fit ``model`` on the training lists, tuned on dev; returns the seconds taken."""
-    t0 = time.perf_counter()
-    try:
-        model.fit(train_nb, dev_nb)
-    except ValueError as exc:
-        # e.g. a train split too small for the model's n_components, which an
-        # experiment user never chose: say which row and which data
-        raise in_context(exc, f"{model_name} (reranker), fitted on {where['train']} "
-                               f"({_n_sentences(train_nb)} sentences) and tuned on "
-                               f"{where['dev']}") from exc
-    return time.perf_counter() - t0
-
-
-def _nbest_lists(tagger, train, dev, test, *, k, folds, random_state, progress, where,
-                 timings, say, partitions=None):
-    """The jackknifed k-best lists of ``train`` and those of ``dev`` and ``test`` by the
-    tagger fitted on ``train``; each stage's time into ``timings`` and ``say``.  With
-    ``partitions``, ``train`` is split into that many sentence partitions and every stage
-    runs as Dask tasks on the active scheduler (the training lists stay partitioned, a
-    :class:`~sparsecca.distributed.PartitionedNBest`; dev and test come back gathered, for
-    the evaluation)."""
-    from .tagging import clone, jackknife_nbest
-
-    if partitions is not None:
-        from .distributed import PartitionedCorpus
-
-        train = PartitionedCorpus.from_corpus(train, min(partitions, train.n_sentences))
-        train = train.persist()
-    t0 = time.perf_counter()
-    hmm = clone(tagger).fit(train)
-    timings["tagger_fit"] = time.perf_counter() - t0
-    say(f"tagger fitted on {_n_sentences(train)} sentences: {timings['tagger_fit']:.1f} s")
-    t0 = time.perf_counter()
-    train_nb = jackknife_nbest(tagger, train, k=k, folds=folds, random_state=random_state,
-                               progress=progress)
-    if partitions is not None:
-        train_nb = train_nb.persist()
-    timings["jackknife"] = time.perf_counter() - t0
-    say(f"jackknifed {k}-best lists of train ({folds} folds): {timings['jackknife']:.1f} s")
-    t0 = time.perf_counter()
-    decoded = {}
-    for s, corpus in (("dev", dev), ("test", test)):
-        try:
-            if partitions is None:
-                decoded[s] = hmm.nbest(corpus, k=k)
-            else:
-                parts = PartitionedCorpus.from_corpus(corpus, min(partitions, len(corpus)))
-                decoded[s] = hmm.nbest(parts, k=k).gather()
-        except TagsetMismatchError as exc:  # the message named neither file
-            raise TagsetMismatchError(f"{where[s]}: {exc} (the tagger was trained on "
-                                      f"{where['train']})") from None
-    timings["decode_dev_test"] = time.perf_counter() - t0
-    say(f"{k}-best lists of dev and test: {timings['decode_dev_test']:.1f} s")
-    return train_nb, decoded["dev"], decoded["test"]
-
-
-def _n_sentences(corpus) -> int:
-    """Sentences of a corpus, partitioned (a tree sum) or not."""
-    if hasattr(corpus, "partitions"):
-        return int(corpus.reduce(len, _add).compute())
-    return corpus.n_sentences
-
-
-def _add(a, b):
-    return a + b
-
-
-def _reranker_row(model, dev_nb, test_nb, fit_s: float) -> dict:
-    """The Table 2 row of a fitted reranker: dev and test accuracy of its choices, their
-    significance against the decoder's, its tuned values and fit time."""
-    choice_dev = model.rerank(dev_nb)
-    choice_test = model.rerank(test_nb)
-    row = {
-        "dev": 1.0 - float(dev_nb.losses[dev_nb.sent_offsets[:-1] + choice_dev].sum())
-        / dev_nb.corpus.n_tokens,
-        "test": 1.0 - float(test_nb.losses[test_nb.sent_offsets[:-1] + choice_test].sum())
-        / test_nb.corpus.n_tokens,
-        "fit_seconds": fit_s,
-        "tuned": model.tuned_params() if hasattr(model, "tuned_params") else {},
-        # tuned values on an edge of the dev grid (sparsecca.rerank._base.search_grid)
-        "grid_edges": list(getattr(model, "grid_edges_", None) or []),
-    }
-    row["test_unknown"] = test_nb.accuracy(choice_test, tokens="unknown")
-    row["significance_test"] = _significance(test_nb.argmax(), test_nb, choice_test)
-    row["significance_dev"] = _significance(dev_nb.argmax(), dev_nb, choice_dev)
-    return row
-
-
 def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int = 10,
                           folds: int = 10, rerankers=None, random_state=0,
                           progress: bool = False, tagger=None, sources=None,
@@ -358,12 +257,8 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
         Where ``train``, ``dev`` and ``test`` came from (e.g. their files), named in error
         messages; default "the train split" etc.
     partitions : int >= 1, optional
-        Run the protocol as Dask tasks on the active scheduler (e.g. inside
-        :func:`sparsecca.distributed.scheduler`), over this many sentence partitions of
-        each split: the tagger's counts, the jackknife folds, the decoding and the CCA
-        rerankers' statistics and solves run on the workers (the baseline rerankers fit on
-        the driver).  The results equal the in-process run's, up to the CCA solver's
-        tolerance.  Default: in process, without Dask.
+        Run as Dask tasks on the active scheduler over this many sentence partitions of
+        each split (docs/distributed.md); the same results as in process (the default).
 
     Returns
     -------
@@ -400,7 +295,7 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
     timings: dict[str, float] = {}
     if tagger is None:
         tagger = registry.get(DEFAULT_TAGGER, "tagger").make(random_state)
-    train_nb, dev_nb, test_nb = _nbest_lists(tagger, train, dev, test, k=k, folds=folds,
+    train_nb, dev_nb, test_nb = nbest_lists(tagger, train, dev, test, k=k, folds=folds,
                                              random_state=random_state, progress=progress,
                                              where=where, timings=timings,
                                              say=lambda msg: say(f"[{name}] {msg}"),
@@ -424,15 +319,11 @@ def experiment_on_corpora(train, dev, test, *, name: str, tags: str = "", k: int
             # the default CCA rerankers' own bar over their (tau, lam) grid, under this one
             # (a caller's models keep the parameters they were given)
             model.set_params(progress=True)
-        fit_s = _fit_reranker(model, model_name, train_nb, dev_nb, where)
+        fit_s = fit_reranker(model, model_name, train_nb, dev_nb, where)
         say(f"[{name}] fitted {model_name} ({len(rows) - 1} of {len(models)}): {fit_s:.1f} s")
-        rows[model_name] = _reranker_row(model, dev_nb, test_nb, fit_s)
+        rows[model_name] = reranker_row(model, dev_nb, test_nb, fit_s)
         if hasattr(model, "projection_scores"):
-            # Table 3: the projection score alone (w -> infinity); ties keep the decoder order
-            table3[model_name] = {
-                "dev": dev_nb.accuracy(dev_nb.argmax(model.projection_scores(dev_nb))),
-                "test": test_nb.accuracy(test_nb.argmax(model.projection_scores(test_nb))),
-            }
+            table3[model_name] = table3_row(model, dev_nb, test_nb)
         if getattr(model, "grid_scores_", None):
             grids[model_name] = model.grid_scores_
     splits = {"train": train, "dev": dev, "test": test}
