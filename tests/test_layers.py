@@ -39,7 +39,8 @@ LOWER = {
 #: and the experiment runner read it (above it); no subpackage may import it
 TOP = {"registry": {"data", "features", "kernels", "linalg", "tagging", "rerank"}}
 LAYERS = {**LOWER, **TOP}
-SHARED = {"_atomic", "_config", "_params", "_persist", "_sparse", "_tagset", "exceptions"}
+SHARED = {"_atomic", "_config", "_machine", "_params", "_persist", "_sparse", "_tagset",
+          "exceptions"}
 
 
 def _modules():

@@ -4,8 +4,9 @@ cluster of worker processes, or (the default) none, in process as without Dask."
 from __future__ import annotations
 
 import contextlib
-import os
 import re
+
+from .._machine import usable_cores
 
 __all__ = ["parse_scheduler", "scheduler"]
 
@@ -42,14 +43,6 @@ def parse_scheduler(spec):
     raise ValueError(f"scheduler must be 'local', 'local:N' (N >= 1 worker processes) or the "
                      f"address of a running dask scheduler (HOST:PORT or tcp://HOST:PORT), "
                      f"got {spec!r}")
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
 
 
 @contextlib.contextmanager
@@ -90,7 +83,7 @@ def scheduler(spec=None, *, memory_limit="auto"):
         with Client(value) as client:
             yield client
         return
-    n = value or _cores()
+    n = value or usable_cores()
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                       memory_limit=memory_limit, dashboard_address=None) as cluster, \
             Client(cluster) as client:

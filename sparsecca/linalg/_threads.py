@@ -28,6 +28,7 @@ from contextlib import contextmanager
 import numpy as np
 import scipy.linalg  # noqa: F401  (loads scipy's own BLAS before the controller looks)
 
+from .._machine import usable_cores
 from ._thresholds import DEFAULT_THRESHOLDS, active
 
 __all__ = ["SMALL_BLAS_MAX", "blas_pinned", "machine_threads", "n_row_blocks", "n_split_threads",
@@ -122,10 +123,7 @@ def machine_threads() -> int:
     BLAS holds for the split threads too).  Read once."""
     global _MACHINE
     if _MACHINE is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # pragma: no cover - not Linux
-            cores = os.cpu_count() or 1
+        cores = usable_cores()
         _MACHINE = max(1, min(cores, _BLAS_THREADS or cores))
     return _MACHINE
 
