@@ -116,15 +116,12 @@ class Partitioned:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_partitions={self.n_partitions})"
 
-    def _like(self, partitions, cls=None):
-        return (cls or Partitioned)(partitions)
-
     def map(self, fn: Callable, *args, cls=None, pure: bool = True, **kwargs) -> "Partitioned":
         """``fn(partition, *args, **kwargs)`` on every partition, lazily; ``cls`` chooses the
         type of the result (a plain :class:`Partitioned` by default)."""
         dask = import_dask()
         f = dask.delayed(fn, pure=pure)
-        return self._like([f(p, *args, **kwargs) for p in self.partitions], cls)
+        return (cls or Partitioned)([f(p, *args, **kwargs) for p in self.partitions])
 
     def reduce(self, of_partition: Callable, add: Callable):
         """The delayed tree sum ``add(...)`` of ``of_partition(partition)`` over partitions."""
@@ -139,7 +136,7 @@ class Partitioned:
         """The same collection with every partition computed and kept where it was computed
         (on the workers under ``distributed``), so that later stages start from it."""
         dask = import_dask()
-        return self._like(list(dask.persist(*self.partitions, **persist_kwargs)), type(self))
+        return type(self)(list(dask.persist(*self.partitions, **persist_kwargs)))
 
 
 class PartitionedCorpus(Partitioned):
