@@ -47,6 +47,7 @@ def nbest_lists(tagger, train, dev, test, *, k, folds, random_state, progress, w
     the evaluation)."""
     from .tagging import clone, jackknife_nbest
 
+    n_train = train.n_sentences  # known here, before the split (no pass over partitions)
     if partitions is not None:
         from .distributed import PartitionedCorpus
 
@@ -55,7 +56,7 @@ def nbest_lists(tagger, train, dev, test, *, k, folds, random_state, progress, w
     t0 = time.perf_counter()
     hmm = clone(tagger).fit(train)
     timings["tagger_fit"] = time.perf_counter() - t0
-    say(f"tagger fitted on {_n_sentences(train)} sentences: {timings['tagger_fit']:.1f} s")
+    say(f"tagger fitted on {n_train} sentences: {timings['tagger_fit']:.1f} s")
     t0 = time.perf_counter()
     train_nb = jackknife_nbest(tagger, train, k=k, folds=folds, random_state=random_state,
                                progress=progress)
