@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._tagset import MAX_UNKNOWN_TAG_FRACTION
-from ..exceptions import TagsetMismatchError
+from ..exceptions import TagsetMismatchError, in_context
 from ._partitioned import PartitionedCorpus, PartitionedNBest, import_dask, tree_reduce
 
 __all__ = ["CCAArrays", "cca_arrays", "fit_views", "partition_summaries", "transform_partitions",
@@ -27,11 +27,7 @@ def in_partition(i: int, fn, part, *args, **kwargs):
     try:
         return fn(part, *args, **kwargs)
     except (ValueError, TypeError) as exc:
-        try:
-            named = type(exc)(f"partition {i}: {exc}")
-        except Exception:  # pragma: no cover - an exception class with another signature
-            raise exc from None
-        raise named from exc
+        raise in_context(exc, f"partition {i}") from exc
 
 
 def _check_parts(parts, name: str = "parts"):
