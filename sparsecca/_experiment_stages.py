@@ -4,6 +4,7 @@ a reranker's fit and its row of the table with its significance."""
 
 from __future__ import annotations
 
+import operator
 import time
 
 from .evaluate import mcnemar, paired_bootstrap
@@ -84,12 +85,8 @@ def nbest_lists(tagger, train, dev, test, *, k, folds, random_state, progress, w
 def _n_sentences(corpus) -> int:
     """Sentences of a corpus, partitioned (a tree sum) or not."""
     if hasattr(corpus, "partitions"):
-        return int(corpus.reduce(len, _add).compute())
+        return int(corpus.reduce(len, operator.add).compute())
     return corpus.n_sentences
-
-
-def _add(a, b):
-    return a + b
 
 
 def reranker_row(model, dev_nb, test_nb, fit_s: float) -> dict:

@@ -11,6 +11,7 @@ points; this module only schedules what :meth:`GramStats.from_blocks` and
 from __future__ import annotations
 
 import math
+import operator
 
 __all__ = ["reduce_row_blocks"]
 
@@ -62,6 +63,16 @@ def _of_unknown_size(of_block, names, label, *row):
     return of_block(*row, label)
 
 
+def _tree_sum(parts, dask, add=None):
+    """The pairwise tree sum of the delayed ``parts`` (at least one) under ``add``
+    (default ``+``): log2(n) levels, no task holding more than two partial results."""
+    add = operator.add if add is None else add
+    while len(parts) > 1:
+        parts = [dask.delayed(add, pure=True)(parts[j], parts[j + 1]) if j + 1 < len(parts)
+                 else parts[j] for j in range(0, len(parts), 2)]
+    return parts[0]
+
+
 def reduce_row_blocks(arrays, names, of_block, add, compute_kwargs):
     """``add``-reduce ``of_block(*blocks, label)`` over the aligned row blocks of ``arrays``.
 
@@ -105,10 +116,7 @@ def reduce_row_blocks(arrays, names, of_block, add, compute_kwargs):
     def add_parts(a, b):  # None: a block of unknown size that had no row
         return a if b is None else b if a is None else add(a, b)
 
-    while len(parts) > 1:
-        parts = [dask.delayed(add_parts)(parts[j], parts[j + 1]) if j + 1 < len(parts)
-                 else parts[j] for j in range(0, len(parts), 2)]
-    (total,) = dask.compute(parts[0], **compute_kwargs)
+    (total,) = dask.compute(_tree_sum(parts, dask, add_parts), **compute_kwargs)
     if total is None:
         raise ValueError(f"{names[0]} must have at least 1 row, got none: every row block "
                          f"computed to 0 rows")

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from ._centring import _DataMatrix, _warn_centring, centred_projection
 from ._column_merge import _ColumnMerge, _verified_labels
 from ._cross import CrossCovariance
-from ._dask import _import_dask
+from ._dask import _import_dask, _tree_sum
 from ._gram import GramStats, _StatsSource
 from ._sparse_products import sparse_gram_matmat, sparse_matmat, sparse_tmatmat
 from ._threads import _on_worker
@@ -82,18 +82,6 @@ def check_dask_pair(X, Y, names=("X", "Y")):
 
 
 # -- the map-reduce --------------------------------------------------------------------------
-
-def _tree_sum(parts, dask, add=None):
-    add = _add if add is None else add
-    while len(parts) > 1:
-        parts = [dask.delayed(add, pure=True)(parts[j], parts[j + 1]) if j + 1 < len(parts)
-                 else parts[j] for j in range(0, len(parts), 2)]
-    return parts[0]
-
-
-def _add(a, b):
-    return a + b
-
 
 def map_reduce(array, of_block, *args, add=None, indexed=False):
     """``sum_b of_block(chunk_b, *args)`` over the non-empty row chunks of a persisted Dask
