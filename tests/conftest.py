@@ -96,22 +96,10 @@ def _session_client():
             distributed.Client(cluster, set_as_default=False) as client:
         # each worker compiles into a numba cache of its own (numba issue 4807, as above),
         # set before its first task imports sparsecca
-        client.register_plugin(_own_numba_cache(_worker_cache_dir("dask")))
+        from sparsecca.distributed import own_numba_cache
+
+        client.register_plugin(own_numba_cache(_worker_cache_dir("dask")))
         yield client
-
-
-def _own_numba_cache(base):
-    """A dask worker plugin setting ``NUMBA_CACHE_DIR`` to a directory of the worker's own,
-    below ``base`` (a class local to this function: pickled by value for the workers)."""
-    from distributed.diagnostics.plugin import WorkerPlugin
-
-    class OwnNumbaCache(WorkerPlugin):
-        name = "sparsecca-own-numba-cache"
-
-        def setup(self, worker):
-            os.environ["NUMBA_CACHE_DIR"] = os.path.join(base, str(worker.name))
-
-    return OwnNumbaCache()
 
 
 @pytest.fixture

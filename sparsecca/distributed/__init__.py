@@ -4,9 +4,9 @@ partitions of a corpus, on whatever Dask scheduler is active (the ``distributed`
 from ._partitioned import Partitioned, PartitionedCorpus, PartitionedNBest, tree_reduce
 from ._read import read_conllu_partitions
 from ._rerank import apply_reranker
-from ._scheduler import parse_scheduler, scheduler
+from ._scheduler import own_numba_cache, parse_scheduler, scheduler
 from ._views import cca_arrays, fit_views, partition_summaries, transform_partitions
 
 __all__ = ["Partitioned", "PartitionedCorpus", "PartitionedNBest", "apply_reranker",
-           "cca_arrays", "fit_views", "parse_scheduler", "partition_summaries",
+           "cca_arrays", "fit_views", "own_numba_cache", "parse_scheduler", "partition_summaries",
            "read_conllu_partitions", "scheduler", "transform_partitions", "tree_reduce"]

@@ -50,6 +50,24 @@ def tree_reduce(parts: Sequence[Any], add: Callable[[Any, Any], Any]):
     return level[0]
 
 
+def _check_live(delayeds, what):
+    """Raise a RuntimeError when ``delayeds`` depend on results persisted through a
+    ``distributed`` client that has closed (computing them would fail with a bare KeyError of
+    a task name)."""
+    try:
+        from distributed import Future
+    except ImportError:  # pragma: no cover - no distributed, no futures
+        return
+    for d in delayeds:
+        for v in d.__dask_graph__().values():
+            if isinstance(v, Future) and v.client.status in ("closing", "closed"):
+                raise RuntimeError(
+                    f"this {what} was persisted on a Dask cluster whose client has closed "
+                    f"(status {v.client.status!r}), and its partitions went with it: use it "
+                    f"inside the scheduler(...) block that persisted it, gather() it there, "
+                    f"or build and persist it again")
+
+
 def _split(n, partitions):
     """Index arrays of consecutive runs of ``range(n)``: ``partitions`` of them (an int) or
     of the given sizes (a sequence)."""
@@ -106,12 +124,19 @@ class Partitioned:
         parts = list(partitions)
         if not parts:
             raise ValueError(f"{type(self).__name__} needs at least one partition, got none")
-        self.partitions = [p if isinstance(p, Delayed)
-                           else dask.delayed(p, traverse=False) for p in parts]
+        self._partitions = [p if isinstance(p, Delayed)
+                            else dask.delayed(p, traverse=False) for p in parts]
+
+    @property
+    def partitions(self) -> list:
+        """The delayed partitions, in order (checked to be computable: a partition persisted
+        on a cluster whose client has closed is gone with it)."""
+        _check_live(self._partitions, type(self).__name__)
+        return self._partitions
 
     @property
     def n_partitions(self) -> int:
-        return len(self.partitions)
+        return len(self._partitions)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_partitions={self.n_partitions})"

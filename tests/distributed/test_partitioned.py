@@ -1,7 +1,9 @@
-"""The partition collections and the scheduler specification (no cluster needed: the
-default threaded scheduler runs the same task graphs)."""
+"""The partition collections and the scheduler specification (the default threaded scheduler
+runs the same task graphs as a cluster; one test starts a local cluster of its own)."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -110,3 +112,32 @@ def test_bad_input(call, exc, match):
 def test_no_scheduler_runs_in_process():
     with scheduler(None) as client:
         assert client is None
+
+
+def _worker_state():
+    """(NUMBA_CACHE_DIR, sparsecca's kernel cache root) as a worker sees them."""
+    import os
+
+    from sparsecca import _config
+
+    return os.environ.get("NUMBA_CACHE_DIR"), _config.CACHE_DIR
+
+
+def test_local_scheduler_gives_each_worker_its_own_cache_and_a_closed_one_a_clear_error():
+    from sparsecca._config import cache_dir
+
+    corpus = synthetic_corpus(40, random_state=0)
+    with scheduler("local:2") as client:
+        state = client.run(_worker_state)
+        parts = PartitionedCorpus.from_corpus(corpus, 3).persist()
+        assert parts.gather() == corpus
+    base = os.path.join(cache_dir(), "dask-workers")
+    dirs = sorted(d for d, _ in state.values())
+    assert len(set(dirs)) == 2 and all(os.path.dirname(d) == base for d in dirs)
+    # sparsecca, imported by the worker's first task, caches below the worker's own directory
+    assert all(root == os.path.join(d, "sparsecca") for d, root in state.values())
+    with pytest.raises(RuntimeError, match="persisted on a Dask cluster whose client has "
+                                           "closed .*status 'closed'"):
+        parts.gather()
+    with pytest.raises(RuntimeError, match="this PartitionedCorpus was persisted"):
+        parts.map(len)
