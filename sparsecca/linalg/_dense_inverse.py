@@ -61,8 +61,10 @@ class DenseInverse(RegularizedInverse):
                              f"{self.name}", "; method='randomized' or 'iterative' never "
                              "forms it", dim="d" if primal else "n")
         if primal:
-            self._chol = _regularized_cholesky(f._dense_gram(copy=True), tau,
-                                               self.name)
+            G = f._dense_gram()
+            # the factor's cached Gram matrix is scaled into a new array, one formed for
+            # this inverse alone is factored in place
+            self._chol = _regularized_cholesky(G, tau, self.name, overwrite=G is not f._dense)
             return
         if tau == 0.0:
             raise SingularCovarianceError(
@@ -196,12 +198,21 @@ def _dense_threads(d):
         yield
 
 
-def _regularized_cholesky(G, tau, name="C"):
-    """Lower Cholesky factor of (1 - tau) G + tau I (G is overwritten), with a loud failure
-    when singular."""
+def _regularized_cholesky(G, tau, name="C", overwrite=True):
+    """Lower Cholesky factor of (1 - tau) G + tau I, with a loud failure when singular.
+
+    ``overwrite``: G is scaled and factored in place, else (1 - tau) G is formed in one pass
+    (not a copy and a pass).  G is symmetric, so a C-ordered G is factored as its transpose,
+    the Fortran-ordered view of the same memory: LAPACK works in place instead of on a
+    transposed copy (d^2 more memory, and a transposition that costs a fair share of the
+    factorisation).
+    """
     d = G.shape[0]
-    C = G
-    C *= 1.0 - tau
+    if overwrite:
+        G *= 1.0 - tau
+    else:
+        G = G * (1.0 - tau)
+    C = G.T if G.flags.c_contiguous and not G.flags.f_contiguous else G
     C[np.diag_indices_from(C)] += tau
     scale = float(np.max(np.diag(C))) if d else 1.0
     try:

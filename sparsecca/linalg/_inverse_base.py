@@ -306,8 +306,9 @@ class RegularizedInverse(ShapeCheckedOperator):
 
     def gram_matmat(self, V):
         """Xc^T Xc V (no tau), (d, b) float64: by the factor's cached dense Gram matrix when
-        it keeps one (a dense C_yy: d^2 b flops instead of two passes over the data), else
-        by the data.  C V is ``self.covariance.from_gram_image(gram_matmat(V), V)``.
+        it keeps one and that is the cheaper way (a dense C_yy: d^2 b multiply-adds against
+        2 nnz(X) b for the two passes over the data), else by the data.  C V is
+        ``self.covariance.from_gram_image(gram_matmat(V), V)``.
 
         Raises
         ------
@@ -320,7 +321,8 @@ class RegularizedInverse(ShapeCheckedOperator):
     def _gram_matmat(self, V):
         """:meth:`gram_matmat` of an array V of the right shape (unchecked: the engine's)."""
         G = self.factor._dense
-        if G is None:
+        src = self.factor._src
+        if G is None or G.shape[0] * G.shape[1] > 2 * getattr(src, "nnz", np.inf):
             return self.covariance._gram_matmat(V)
         return G @ np.asarray(V, dtype=np.float64)
 
