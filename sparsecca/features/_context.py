@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -24,6 +26,8 @@ __all__ = ["ContextFeatures"]
 _FLAGS = ("has_upper", "has_digit", "has_hyphen", "all_caps", "init_cap")
 #: most word types whose columns a fitted ContextFeatures keeps (see _TypeTable)
 _CACHE_TYPES = 1 << 18
+#: held while a transform reads and grows a view's type table (threads may share a view)
+_TABLE_LOCK = threading.Lock()
 
 
 def _templates(strings: list[str], lower: list[str], affix: int):
@@ -450,7 +454,12 @@ class ContextFeatures(BaseView):
     def _type_columns(self, strings):
         """``(indptr, cols, lost, window)`` of each type (see :class:`_TypeTable`): the rows
         of the types seen before (the fitting corpus's among them), the others named now
-        (and kept while the table is below ``_CACHE_TYPES`` rows)."""
+        (and kept while the table is below ``_CACHE_TYPES`` rows).  One thread at a time: the
+        rows a call adds take their numbers from the table's size."""
+        with _TABLE_LOCK:
+            return self._type_rows(strings)
+
+    def _type_rows(self, strings):
         table = self.__dict__.get("_table")
         if table is None:
             table = self._table = _TypeTable.build(self.vocabulary_, [], self._params)
