@@ -88,6 +88,7 @@ class PerceptronShard:
         Returns
         -------
         ShardEpoch
+            The final weights, their sums and the counts of the epoch.
         """
         order = check_orders(order, self.n_sentences, ndim=1)
         S = self.n_states
