@@ -3,14 +3,14 @@ iterative parameter mixing (McDonald, Hall and Mann 2010) on a :class:`Partition
 
 Stages (every partition stays where it lives; only counts and weight vectors move):
 
-1. counts: per partition the tagger's dictionary counts (:class:`HMMCounts`) and the
+1. counts: per partition the tagger's dictionary counts (``HMMCounts``) and the
    context features' counts (``ContextFeatures.count``), tree-summed; the driver fits the
    tag dictionary, the suffix model and the feature index from the totals (those of the
    corpus gathered), and reads the gold trigrams off the trigram counts;
 2. per partition its features and gold tags in the model's ids (persisted), and the
    (feature, tag) pairs it sees, whose union (a tree reduce) are the weighted pairs;
-3. per partition a :class:`~sparsecca.kernels.PerceptronShard`, its
-   compiled training arrays (persisted on its worker for every epoch);
+3. per partition a :class:`~sparsecca.kernels.PerceptronShard`, its compiled training
+   arrays (persisted on its worker for every epoch);
 4. each epoch: every shard runs one epoch of the kernel from the current mixed weights
    ``w``, visiting its sentences in the order the epoch's permutation of the whole corpus
    gives them (the in-memory fit's draws); the results are tree-summed and the driver
@@ -21,8 +21,8 @@ Stages (every partition stays where it lives; only counts and weight vectors mov
 
 Averaging: the model after epoch ``n`` holds the mean of every weight vector a shard held
 after one of its sentence visits, over the shards and epochs ``1..n``: the sum of the
-shards' per-epoch sums (``PerceptronShard.epoch``) divided
-by ``n`` times the number of sentences.  This is Collins' average of the weight vectors
+shards' per-epoch sums (``PerceptronShard.epoch``) divided by ``n`` times the number of
+sentences.  This is Collins' average of the weight vectors
 along the training path, the path being the shards' epochs one after the other; with one
 partition it is the in-memory average, value for value (0/1 features keep every sum an
 integer, exact in float64).  The mixed vectors themselves start the shards' next epoch and
