@@ -5,6 +5,9 @@ fr-sequoia within a stated margin, and refuses bad input naming what is wrong.""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,6 +16,9 @@ from sparsecca.data import TaggedCorpus, read_conllu, synthetic_corpus
 from sparsecca.distributed import PartitionedCorpus, read_conllu_partitions
 from sparsecca.kernels import kbest_viterbi
 from sparsecca.tagging import PerceptronTagger
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
+from structured_reference import update_transitions  # noqa: E402
 
 pytest.importorskip("distributed")
 
@@ -80,16 +86,7 @@ class _Reference:
                                     W[f, g[m]] += 1.0
                                 if (f, pred[m]) in W:
                                     W[f, pred[m]] -= 1.0
-                    hg, hp = [bos, bos] + g + [eos], [bos, bos] + pred + [eos]
-                    for m in range(2, len(hg)):
-                        tg, tp = tuple(hg[m - 2:m + 1]), tuple(hp[m - 2:m + 1])
-                        if tg != tp:
-                            B[tg[1], tg[2]] += 1
-                            B[tp[1], tp[2]] -= 1
-                            if tg in C:
-                                C[tg] += 1
-                            if tp in C:
-                                C[tp] -= 1
+                    update_transitions(B, C, g, pred, bos, eos)
             history.append(self.vector(W, B, C))
         return W, B, C, n_wrong
 

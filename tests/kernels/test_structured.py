@@ -24,6 +24,7 @@ from sparsecca.kernels import (
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from structured_reference import update_transitions  # noqa: E402
 from test_viterbi import random_lattice, random_model  # noqa: E402
 
 
@@ -236,17 +237,7 @@ def reference_perceptron(p, orders, beam=0):
                                     W[f, g[m]] += X[a + m, f]
                                 if (f, pred[m]) in W:
                                     W[f, pred[m]] -= X[a + m, f]
-                    hg = [bos, bos] + g + [eos]
-                    hp = [bos, bos] + pred + [eos]
-                    for m in range(2, len(hg)):
-                        tg, tp = tuple(hg[m - 2:m + 1]), tuple(hp[m - 2:m + 1])
-                        if tg != tp:
-                            B[tg[1], tg[2]] += 1
-                            B[tp[1], tp[2]] -= 1
-                            if tg in C:
-                                C[tg] += 1
-                            if tp in C:
-                                C[tp] -= 1
+                    update_transitions(B, C, g, pred, bos, eos)
             history.append(vector())
         avg = tuple(np.mean([h[r] for h in history], axis=0) for r in range(3))
         out.append((*avg, n_wrong))
