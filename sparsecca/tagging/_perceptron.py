@@ -29,6 +29,9 @@ lowercase, prefixes and suffixes, shape flags, a window of lowercased words).
   has, learn from the rare words alone; with the beam every word's mistakes train them, as
   with the full tagset, at the cost of ``beam + 1`` candidates.  The gold sequence is in
   the lattice, so every update is on a violation (Huang, Fayong and Guo 2012).
+* On a partitioned corpus, ``partitioned_fit="mixing"`` trains by iterative parameter mixing
+  (McDonald, Hall and Mann 2010): each epoch, every partition runs one epoch of the same
+  kernel from the mixed weights where it lives (see ``sparsecca.distributed._perceptron``).
 
 Decoding lattice (tag-dictionary pruning): a word seen at least ``dict_min_count`` times in
 training may take the tags it was seen with.  A rarer or unseen word may take the tags of
