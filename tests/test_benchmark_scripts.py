@@ -1,6 +1,7 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
 bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py, truncated_rayleigh_ritz.py,
-profile_dense_gram.py, bench_data.py, bench_tagger.py, tagger_accuracy.py, dask_solve.py.
+profile_dense_gram.py, bench_data.py, bench_tagger.py, tagger_accuracy.py, dask_solve.py,
+perceptron_mixing.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -213,6 +214,18 @@ def test_dask_solve_prints_the_ratio_and_both_fits(shared_data):
     diff = float(text.split("max rel diff ")[1].split(";")[0])
     estimate = float(text.split("Dask error estimate ")[1].split()[0])
     assert diff <= estimate <= 1e-3 and "Dask warnings: none" in text
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_perceptron_mixing_prints_both_fits_and_the_ratio(shared_data):
+    text = _run("perceptron_mixing.py", "--sentences", 300, "--n-iter", 2, "--partitions", 2)
+    assert "en-brown train: 300 sentences" in text
+    assert "| fit | median time (s) | test accuracy | train errors, last epoch |" in text
+    for how in ("gather", "mixing"):
+        row = next(line for line in text.splitlines() if line.startswith(f"| {how} |"))
+        assert 0.5 < float(row.split("|")[3]) <= 1.0
+    assert "mixing / gather: median " in text
 
 
 @pytest.mark.shared_data
@@ -476,7 +489,7 @@ _SCRIPTS = ["bench_linalg.py", "plot_solver_scaling.py", "profile_tau_grid.py",
             "profile_single_products.py", "profile_dense_gram.py", "bench_tagger.py",
             "tagger_accuracy.py", "compare_peers.py", "bench_data.py", "scale_run.py",
             "bench_rerankers.py", "baseline_rerankers.py", "wsj_solver_accuracy.py",
-            "truncated_rayleigh_ritz.py", "large_tagset.py"]
+            "truncated_rayleigh_ritz.py", "large_tagset.py", "perceptron_mixing.py"]
 
 
 @pytest.fixture(scope="module")

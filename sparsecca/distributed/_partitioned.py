@@ -219,6 +219,13 @@ class PartitionedCorpus(Partitioned):
 
         return jackknife_partitions(self, estimator, k, folds, random_state)
 
+    def _fit_perceptron_mixing(self, tagger, rng):
+        """A :class:`~sparsecca.tagging.PerceptronTagger`'s fit by iterative parameter
+        mixing (its ``partitioned_fit="mixing"``; see ``distributed._perceptron``)."""
+        from ._perceptron import fit_perceptron_mixing
+
+        return fit_perceptron_mixing(self, tagger, rng)
+
 
 class PartitionedNBest(Partitioned):
     """n-best lists as sentence-contiguous partitions, each a

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -16,6 +18,7 @@ from ._base import (
     present_types,
     select_features,
 )
+from ._counts import FeatureCounts, check_counts
 
 __all__ = ["ContextFeatures"]
 
@@ -23,6 +26,8 @@ __all__ = ["ContextFeatures"]
 _FLAGS = ("has_upper", "has_digit", "has_hyphen", "all_caps", "init_cap")
 #: most word types whose columns a fitted ContextFeatures keeps (see _TypeTable)
 _CACHE_TYPES = 1 << 18
+#: held while a transform reads and grows a view's type table (threads may share a view)
+_TABLE_LOCK = threading.Lock()
 
 
 def _templates(strings: list[str], lower: list[str], affix: int):
@@ -354,8 +359,47 @@ class ContextFeatures(BaseView):
         self._fit(corpus, tok, params)
         return self._transform(corpus, tok)
 
-    def _fit(self, corpus, tok, params):
-        min_count = int(self.min_count)
+    # -- split fit (counts mergeable over the partitions of a corpus) --------------------------
+    def _signature(self, params: dict) -> tuple:
+        return (type(self).__name__, ("affix", params["affix"]), ("window", params["window"]))
+
+    def count(self, corpus: TaggedCorpus) -> FeatureCounts:
+        """The feature occurrences of ``corpus``, mergeable with those of the other pieces of
+        a corpus (:func:`~sparsecca.features.merge_counts`); :meth:`fit_counts` fits on them
+        (the vocabulary ``fit`` gives on the pieces concatenated).
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+
+        Returns
+        -------
+        FeatureCounts
+        """
+        params = self._validated()
+        check_min_count(self.min_count)
+        corpus = check_corpus(corpus)
+        names, occ, order = self._occurrences(
+            corpus, _Tokens(corpus, params["affix"], params["window"]))
+        sorted_names = np.empty(order.size, dtype=object)
+        sorted_names[:] = [names[i] for i in order.tolist()]
+        return FeatureCounts(self._signature(params), sorted_names, occ[order],
+                             corpus.n_sentences)
+
+    def _fit_counts(self, counts) -> None:
+        params = self._validated()
+        min_count = check_min_count(self.min_count)
+        check_counts(self, counts, FeatureCounts, self._signature(params))
+        keep = select_features(self, counts.occ, min_count, None, counts.n_sentences)
+        self._params = params
+        self._table = None
+        self.vocabulary_ = Vocabulary(counts.names[keep].tolist())
+        self.n_features_ = len(self.vocabulary_)
+        self.n_dropped_ = int(counts.occ[~keep].sum())
+
+    def _occurrences(self, corpus, tok):
+        """Every feature name of ``corpus`` (distinct), its occurrences, and the positions of
+        the names in sorted order."""
         names = ["bias"] + tok.type_names
         occ = [np.array([corpus.n_tokens], dtype=np.int64),
                np.bincount(tok.type_local,
@@ -372,10 +416,12 @@ class ContextFeatures(BaseView):
             if "l=" in heads:
                 alike[len(sizes)] = 1 + heads.index("l=")
             sizes += [len(tok.lower), 1, 1]
-        occ = np.concatenate(occ)
-        keep = select_features(self, occ, min_count, None, corpus.n_sentences)
+        return names, np.concatenate(occ), _name_order(names, sizes, alike)
+
+    def _fit(self, corpus, tok, params):
+        names, occ, order = self._occurrences(corpus, tok)
+        keep = select_features(self, occ, int(self.min_count), None, corpus.n_sentences)
         # the names are distinct: sorting the kept ones gives every name its column
-        order = _name_order(names, sizes, alike)
         order = order[keep[order]]
         kept = [names[i] for i in order.tolist()]
         tok.name_cols = np.full(len(names), -1, dtype=np.int64)
@@ -408,7 +454,12 @@ class ContextFeatures(BaseView):
     def _type_columns(self, strings):
         """``(indptr, cols, lost, window)`` of each type (see :class:`_TypeTable`): the rows
         of the types seen before (the fitting corpus's among them), the others named now
-        (and kept while the table is below ``_CACHE_TYPES`` rows)."""
+        (and kept while the table is below ``_CACHE_TYPES`` rows).  One thread at a time: the
+        rows a call adds take their numbers from the table's size."""
+        with _TABLE_LOCK:
+            return self._type_rows(strings)
+
+    def _type_rows(self, strings):
         table = self.__dict__.get("_table")
         if table is None:
             table = self._table = _TypeTable.build(self.vocabulary_, [], self._params)

@@ -8,9 +8,11 @@ from ._mms import cluster_scores, psl_average, psl_epoch, segment_first_max
 from ._perceptron import perceptron_train, weight_path_losses
 from ._residuals import aggregate_residuals, slack_update
 from ._structured import best_sequences, dense_trigrams, structured_perceptron
+from ._structured_shard import PerceptronShard
 from ._viterbi import kbest_viterbi, sequence_logprob
 
-__all__ = ["aggregate_residuals", "best_sequences", "boosting_path", "chain_marginals",
+__all__ = ["PerceptronShard", "aggregate_residuals", "best_sequences",
+           "boosting_path", "chain_marginals",
            "check_n_rounds", "cluster_scores", "dense_trigrams", "grouped_lookup",
            "hidden_loss_grad", "hidden_scores", "hidden_sgd_epoch", "kbest_viterbi", "max_rounds",
            "path_losses", "perceptron_train", "psl_average", "psl_epoch", "segment_first_max",

@@ -583,6 +583,17 @@ def structured_perceptron(X, gold_tags, sent_offsets, cand_offsets, cand_tags, e
     >>> [int(n_wrong) for _, _, _, n_wrong in epochs]  # wrong once (all ties), then right
     [1, 0]
     """
+    args = _checked(X, gold_tags, sent_offsets, cand_offsets, cand_tags, emit_indptr,
+                    emit_tags, n_states, tri_indptr, tri_tags, bos, eos, beam)
+    orders = check_orders(orders, args[2].size - 1)
+    return _run(*args[:-1], orders, args[-1])
+
+
+def _checked(X, gold_tags, sent_offsets, cand_offsets, cand_tags, emit_indptr, emit_tags,
+             n_states, tri_indptr, tri_tags, bos, eos, beam):
+    """The arguments of :func:`structured_perceptron` but ``orders``, validated: ``(phi,
+    gold, sent_offsets, cand_offsets, cand_tags, emit_tags, S, tri_indptr, tri_tags, bos,
+    eos, beam)`` with ``phi`` the entries of ``X`` (:func:`_entry_pairs`)."""
     if not sp.issparse(X):
         raise TypeError(f"X must be a scipy.sparse matrix, got {type(X).__name__}")
     X = sp.csr_matrix(X)
@@ -620,18 +631,42 @@ def structured_perceptron(X, gold_tags, sent_offsets, cand_offsets, cand_tags, e
     emit_indptr, emit_tags = _sorted_rows("emit", emit_indptr, emit_tags, n_features,
                                           "n_features", S)
     tri_indptr, tri_tags = _sorted_rows("tri", tri_indptr, tri_tags, S * S, "n_states**2", S)
+    return (_entry_pairs(X, emit_indptr), gold, sent_offsets, cand_offsets, cand_tags,
+            emit_tags, S, tri_indptr, tri_tags, bos, eos, beam)
+
+
+def check_orders(orders, n_sent: int, ndim: int = 2) -> np.ndarray:
+    """``orders`` as contiguous int64: sentence visiting orders, ``(n_epochs, n_visits)``
+    (``ndim = 2``) or one epoch's (``ndim = 1``), of indices in ``[0, n_sent)``."""
     orders = np.asarray(orders)
-    if orders.ndim != 2 or (orders.size and orders.dtype.kind not in "iu"):
-        raise ValueError(f"orders must be a 2-d int array (n_epochs, n_visits), got "
-                         f"{orders.dtype} {orders.shape}")
+    if orders.ndim != ndim or (orders.size and orders.dtype.kind not in "iu"):
+        shape = "2-d int array (n_epochs, n_visits)" if ndim == 2 else "1-d int array"
+        raise ValueError(f"orders must be a {shape}, got {orders.dtype} {orders.shape}")
     orders = np.ascontiguousarray(orders, dtype=np.int64)
-    n_sent = sent_offsets.size - 1
     if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
         raise ValueError(f"orders must hold sentence indices in [0, {n_sent})")
-    check_int("n_epochs", orders.shape[0], 0)
-    phi = _entry_pairs(X, emit_indptr)
-    return _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_tags, S,
-                tri_indptr, tri_tags, bos, eos, orders, beam)
+    return orders
+
+
+def _scratch(sent_offsets, cand_offsets, cand_tags, S, tri_indptr, tri_tags, tri_w, beam):
+    """The work arrays of :func:`_epoch` after its weights: ``(ctx_adj, bos, eos, c)`` go
+    between them and these; the dense trigram mirror holds ``tri_w``."""
+    lengths = np.diff(sent_offsets)
+    pred = np.zeros(max(int(lengths.max()) if lengths.size else 0, 1), dtype=np.int32)
+    # scratch of the beam lattice (one sentence)
+    width = min(beam + 1, S) if beam > 0 else 0
+    beam_buf = (np.zeros(S), np.zeros(S + 1, dtype=np.int64), np.zeros(pred.size + 1, np.int64),
+                np.zeros(pred.size * width, np.int32), np.zeros(pred.size * width))
+    # the dense trigram mirror of the fast decoder, when small enough
+    tri_dense = dense_trigrams(tri_indptr, tri_tags, tri_w, S)
+    tri_dense = np.zeros(0) if tri_dense is None else tri_dense
+    if beam > 0:
+        n_pairs_max = pred.size * width * width + width
+    else:
+        n_pairs_max = _max_pair_states(sent_offsets, cand_offsets)
+    vit = (np.zeros(max(n_pairs_max, 1)), np.zeros(max(n_pairs_max, 1), dtype=np.int32),
+           np.zeros(S, dtype=np.int64), np.zeros(S))
+    return (np.zeros(cand_tags.size), pred, np.zeros(1), beam, *beam_buf, tri_dense, *vit)
 
 
 def _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_tags, S,
@@ -640,29 +675,12 @@ def _run(phi, gold, sent_offsets, cand_offsets, cand_tags, emit_tags, S,
     emit = [np.zeros(n_pairs), np.zeros(n_pairs)]
     big = [np.zeros(S * S), np.zeros(S * S)]
     tri = [np.zeros(n_tri), np.zeros(n_tri)]
-    ctx_adj = np.zeros(S * S)
-    cand_score = np.zeros(cand_tags.size)
-    lengths = np.diff(sent_offsets)
-    pred = np.zeros(max(int(lengths.max()) if lengths.size else 0, 1), dtype=np.int32)
-    score_buf = np.zeros(1)
-    # scratch of the beam lattice (one sentence)
-    width = min(beam + 1, S) if beam > 0 else 0
-    beam_buf = (np.zeros(S), np.zeros(S + 1, dtype=np.int64), np.zeros(pred.size + 1, np.int64),
-                np.zeros(pred.size * width, np.int32), np.zeros(pred.size * width))
-    # the dense trigram mirror of the fast decoder, when small enough
-    tri_dense = dense_trigrams(tri_indptr, tri_tags, np.zeros(tri_tags.size), S)
-    tri_dense = np.zeros(0) if tri_dense is None else tri_dense
-    if beam > 0:
-        n_pairs_max = pred.size * width * width + width
-    else:
-        n_pairs_max = _max_pair_states(sent_offsets, cand_offsets)
-    vit = (np.zeros(max(n_pairs_max, 1)), np.zeros(max(n_pairs_max, 1), dtype=np.int32),
-           np.zeros(S, dtype=np.int64), np.zeros(S))
+    work = _scratch(sent_offsets, cand_offsets, cand_tags, S, tri_indptr, tri_tags,
+                    np.zeros(n_tri), beam)
     c = 0
     for e in range(orders.shape[0]):
         c, n_wrong = _epoch(orders[e], sent_offsets, gold, cand_offsets, cand_tags, *phi,
-                            emit_tags, *emit, S, *big, ctx_adj, tri_indptr,
-                            tri_tags, *tri, bos, eos, c, cand_score, pred, score_buf, beam,
-                            *beam_buf, tri_dense, *vit)
+                            emit_tags, *emit, S, *big, np.zeros(S * S), tri_indptr,
+                            tri_tags, *tri, bos, eos, c, *work)
         yield (_average(*emit, c), _average(*big, c).reshape(S, S), _average(*tri, c),
                int(n_wrong))

@@ -185,10 +185,25 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
         self.words_ = Vocabulary([word_items[i] for i in word_used.tolist()])
         T, V = len(self.tags_), len(self.words_)
         tag_ids = tag_ids.astype(np.int32)
-        self.word_counts_ = np.bincount(word_ids, minlength=V).astype(np.int64)
-        lex = _lexicon_counts(word_ids, tag_ids, T, V)
+        self._set_dictionary(np.bincount(word_ids, minlength=V).astype(np.int64),
+                             _lexicon_counts(word_ids, tag_ids, T, V),
+                             np.bincount(tag_ids, minlength=T))
+        return tag_ids
+
+    def _fit_dictionary_counts(self, counts) -> None:
+        """:meth:`_fit_dictionary` from the compacted counts of a corpus
+        (:meth:`HMMCounts.compact <sparsecca.tagging._hmm_counts.HMMCounts.compact>`, the
+        tree sum of a partitioned corpus's): the same attributes."""
+        self.tags_ = Vocabulary(counts.tags)
+        self.words_ = Vocabulary(counts.words)
+        self._set_dictionary(counts.totals(1), counts.lexicon(), counts.totals(2))
+
+    def _set_dictionary(self, word_counts, lex, tag_counts) -> None:
+        """The dictionary, prior and suffix model of ``tags_`` / ``words_`` from the word
+        counts, the word-tag counts (CSR by word) and the tag counts."""
+        T = len(self.tags_)
+        self.word_counts_ = word_counts
         self.lex_indptr_, self.lex_tags_ = lex[0], lex[1]
-        tag_counts = np.bincount(tag_ids, minlength=T)
         self.tag_prior_ = tag_counts / tag_counts.sum()
         self.theta_ = _theta(self.tag_prior_)
         (self.suffixes_, self.suffix_indptr_, self.suffix_tags_,
@@ -196,7 +211,6 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
                                             int(self.max_suffix_length), _SUFFIX_RARE,
                                             prefix=False)
         self._reset_caches()
-        return tag_ids
 
     def _reset_caches(self):
         self._suffix_cache = None

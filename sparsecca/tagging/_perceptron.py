@@ -29,6 +29,9 @@ lowercase, prefixes and suffixes, shape flags, a window of lowercased words).
   has, learn from the rare words alone; with the beam every word's mistakes train them, as
   with the full tagset, at the cost of ``beam + 1`` candidates.  The gold sequence is in
   the lattice, so every update is on a violation (Huang, Fayong and Guo 2012).
+* On a partitioned corpus, ``partitioned_fit="mixing"`` trains by iterative parameter mixing
+  (McDonald, Hall and Mann 2010): each epoch, every partition runs one epoch of the same
+  kernel from the mixed weights where it lives (see ``sparsecca.distributed._perceptron``).
 
 Decoding lattice (tag-dictionary pruning): a word seen at least ``dict_min_count`` times in
 training may take the tags it was seen with.  A rarer or unseen word may take the tags of
@@ -45,9 +48,11 @@ import numpy as np
 from .._params import check_bool, check_int, check_random_state
 from .._persist import state_value
 from ..data import TaggedCorpus
-from ..features import ContextFeatures
+from ..features import ContextFeatures, merge_counts
 from ..kernels import best_sequences, dense_trigrams, structured_perceptron
 from ._hmm import _check_corpus
+from ._hmm_counts import count_corpus
+from ._kbest_mixin import is_partitioned
 from ._lattice import (
     _BLOCK_CELLS,
     BaseLatticeTagger,
@@ -58,6 +63,8 @@ from ._lattice import (
 
 __all__ = ["PerceptronTagger"]
 
+_PARTITIONED_FITS = ("gather", "mixing")
+_MIXING_WEIGHTS = ("uniform", "updates")
 
 
 class PerceptronTagger(BaseLatticeTagger):
@@ -83,6 +90,25 @@ class PerceptronTagger(BaseLatticeTagger):
         Show a tqdm progress bar over epochs.
     parallel : bool, default False
         Decode sentences on all numba threads in :meth:`tag` / :meth:`nbest`.
+    partitioned_fit : {"gather", "mixing"}, default "gather"
+        How :meth:`fit` trains on a :class:`~sparsecca.distributed.PartitionedCorpus`
+        (an in-memory corpus ignores it).  ``"gather"``: the corpus is gathered on the driver
+        and trained on there.  ``"mixing"``: iterative parameter mixing (McDonald, Hall and
+        Mann 2010).  The tag dictionary and the feature index come from per-partition counts
+        merged by a tree reduce (they equal those of the corpus gathered); each epoch, every
+        partition runs one epoch of the same kernel over its own sentences on its worker
+        (its feature arrays stay there), starting from the mixed weights, and the driver
+        mixes the partitions' final weights.  The partitions visit their sentences in the
+        order of the epoch's permutation of the whole corpus, as drawn in memory.  The
+        model's averaged weights are the mean of every weight vector a partition held after
+        one of its sentences, over the partitions and the epochs so far (Collins' average
+        along the partitions' epochs); with one partition the fit is the in-memory fit,
+        weight for weight.
+    mixing_weights : {"uniform", "updates"}, default "uniform"
+        With ``partitioned_fit="mixing"``, each partition's share of the mixed weights:
+        equal for every partition that has a sentence (``"uniform"``), or its number of
+        updates in the epoch (``"updates"``, the paper's error-weighted mixing; an epoch
+        without updates keeps the weights).
 
     Attributes
     ----------
@@ -115,6 +141,9 @@ class PerceptronTagger(BaseLatticeTagger):
 
     L. Huang, S. Fayong and Y. Guo (2012). Structured perceptron with inexact search. NAACL.
 
+    R. McDonald, K. Hall and G. Mann (2010). Distributed training strategies for the
+    structured perceptron. NAACL.
+
     Examples
     --------
     >>> from sparsecca.data import synthetic_corpus
@@ -127,6 +156,14 @@ class PerceptronTagger(BaseLatticeTagger):
     >>> nb = model.nbest(test, k=5)
     >>> nb.oracle_accuracy() >= nb.top1_accuracy()
     True
+
+    Trained by parameter mixing over two partitions (on the active Dask scheduler):
+
+    >>> from sparsecca.distributed import PartitionedCorpus
+    >>> parts = PartitionedCorpus.from_corpus(train, 2)
+    >>> mixed = PerceptronTagger(n_iter=3, partitioned_fit="mixing").fit(parts)
+    >>> mixed.score(test) > 0.8
+    True
     """
 
     _DICT_NOTE = """  A restriction costs the rare tokens whose right tag
@@ -137,7 +174,8 @@ class PerceptronTagger(BaseLatticeTagger):
     def __init__(self, n_iter: int = 10, min_count: int = 1, dict_min_count: int = 1,
                  unknown_ratio: float = 1e-2, max_suffix_length: int = 2, beam: int = 5,
                  patience=None, random_state=0,
-                 progress: bool = False, parallel: bool = False):
+                 progress: bool = False, parallel: bool = False,
+                 partitioned_fit: str = "gather", mixing_weights: str = "uniform"):
         super().__init__(dict_min_count=dict_min_count, unknown_ratio=unknown_ratio,
                          max_suffix_length=max_suffix_length, random_state=random_state,
                          progress=progress, parallel=parallel)
@@ -145,6 +183,8 @@ class PerceptronTagger(BaseLatticeTagger):
         self.min_count = min_count
         self.beam = beam
         self.patience = patience
+        self.partitioned_fit = partitioned_fit
+        self.mixing_weights = mixing_weights
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
@@ -156,6 +196,11 @@ class PerceptronTagger(BaseLatticeTagger):
             check_int("patience", self.patience, 1)
         check_bool("progress", self.progress)
         check_bool("parallel", self.parallel)
+        for name, allowed in (("partitioned_fit", _PARTITIONED_FITS),
+                              ("mixing_weights", _MIXING_WEIGHTS)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
 
     # ------------------------------------------------------------------ training
     def fit(self, corpus, y=None, dev: TaggedCorpus | None = None):
@@ -165,14 +210,15 @@ class PerceptronTagger(BaseLatticeTagger):
         ----------
         corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
             Training sentences with tags; at least one token.  A partitioned corpus is
-            gathered on the driver and trained on there (the training is not a sum over
-            partitions; on a cluster, the folds of
-            :func:`~sparsecca.tagging.jackknife_nbest` are what runs in parallel).
+            gathered on the driver and trained on there, or with
+            ``partitioned_fit="mixing"`` trained partition by partition where the
+            partitions live (see that parameter).
         y : None
             Ignored (scikit-learn convention).
         dev : TaggedCorpus, optional
             Tagged sentences scored after every epoch; the model keeps the averaged weights
-            of the best epoch (the earliest among equals).
+            of the best epoch (the earliest among equals).  In memory on the driver, also
+            with ``partitioned_fit="mixing"``.
 
         Returns
         -------
@@ -180,12 +226,22 @@ class PerceptronTagger(BaseLatticeTagger):
         """
         self._validate_params()
         rng = check_random_state(self.random_state)
-        corpus = self._training_corpus(corpus)
+        if not (is_partitioned(corpus) and self.partitioned_fit == "mixing"):
+            corpus = self._training_corpus(corpus)
         if dev is not None:
             dev = _check_corpus("dev", dev, need_tags=True)
         return self._refit(corpus, dev, rng)
 
     def _fit(self, corpus, dev, rng):
+        if is_partitioned(corpus):  # partitioned_fit="mixing"
+            epochs = corpus._fit_perceptron_mixing(self, rng)
+        else:
+            epochs = self._epochs(corpus, rng)
+        self._keep_best(epochs, dev)
+
+    def _epochs(self, corpus, rng):
+        """Fit the dictionary, the features and the weighted pairs and trigrams; the
+        kernel's epochs (averaged weights and sentences wrong after each)."""
         tag_ids = self._fit_dictionary(corpus)
         T = len(self.tags_)
         S, bos, eos = T + 2, T, T + 1
@@ -198,9 +254,13 @@ class PerceptronTagger(BaseLatticeTagger):
         self.tri_indptr_, self.tri_tags_ = gold_trigrams(tag_ids, corpus.offsets, S, bos, eos)
         n_sent = corpus.n_sentences
         orders = np.stack([rng.permutation(n_sent) for _ in range(int(self.n_iter))])
-        epochs = structured_perceptron(X, tag_ids, corpus.offsets, cand_offsets, cand_tags,
-                                       self.emit_indptr_, self.emit_tags_, S, self.tri_indptr_,
-                                       self.tri_tags_, bos, eos, orders, beam=beam)
+        return structured_perceptron(X, tag_ids, corpus.offsets, cand_offsets, cand_tags,
+                                     self.emit_indptr_, self.emit_tags_, S, self.tri_indptr_,
+                                     self.tri_tags_, bos, eos, orders, beam=beam)
+
+    def _keep_best(self, epochs, dev):
+        """Run the epochs, keeping the averaged weights of the last one, or with ``dev``
+        those of the epoch of best dev accuracy (within ``patience``)."""
         if self.progress:
             from tqdm.auto import tqdm
 
@@ -227,6 +287,38 @@ class PerceptronTagger(BaseLatticeTagger):
         if dev_data is not None:
             self.emit_weights_, self.bigram_weights_, self.tri_weights_ = kept
         self.best_epoch_ = best
+
+    # the count-reduce of a fit by parameter mixing (``sparsecca.distributed`` maps the
+    # first over partitions, tree-sums with the second and fits from the total)
+    def _mixing_counts(self, corpus):
+        """The dictionary and feature counts of a partition, and its sentence count."""
+        features = ContextFeatures(min_count=int(self.min_count))
+        return count_corpus(corpus), features.count(corpus), (corpus.n_sentences,)
+
+    @staticmethod
+    def _merge_mixing_counts(a, b):
+        return a[0].merge(b[0]), merge_counts(a[1], b[1]), a[2] + b[2]
+
+    def _fit_mixing_counts(self, counts) -> tuple:
+        """The dictionary, features and gold trigrams from the counts of the whole corpus
+        (those :meth:`_epochs` fits on it); returns the partitions' sentence counts."""
+        hmm, feature_counts, sizes = counts
+        if hmm.lex_counts.sum() == 0:
+            raise ValueError("corpus must contain at least one token, got an empty corpus")
+        compact = hmm.compact()
+        self._fit_dictionary_counts(compact)
+        self.features_ = ContextFeatures(min_count=int(self.min_count))
+        self.features_.fit_counts(feature_counts)
+        S = len(self.tags_) + 2
+        # trigram codes (t2 * S + t1) * S + t, sorted: CSR by context t2 * S + t1
+        self.tri_indptr_, self.tri_tags_ = _codes_csr(compact.tri_keys, S * S, S)
+        return sizes
+
+    def _set_emission_pairs(self, codes) -> None:
+        """The weighted pairs from the sorted distinct codes ``feature * n_tags + tag`` of
+        the gold pairs of every partition."""
+        self.emit_indptr_, self.emit_tags_ = _codes_csr(
+            np.asarray(codes, dtype=np.int64), self.features_.n_features_, len(self.tags_))
 
     def _dev_accuracy(self, dev, dev_data):
         (seq_tags, _, _, _), _ = self._decode(dev, 1, dev_data)
@@ -280,3 +372,11 @@ class PerceptronTagger(BaseLatticeTagger):
         self.best_epoch_ = state_value(extra, "best_epoch", int, low=1, high=self.n_iter_)
         self.train_errors_ = state_value(extra, "train_errors", list)
         self.dev_scores_ = state_value(extra, "dev_scores", list)
+
+
+def _codes_csr(codes, n_rows, width):
+    """CSR by row ``(indptr int64, columns int32)`` of sorted distinct codes
+    ``row * width + column``."""
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(codes // width, minlength=n_rows), out=indptr[1:])
+    return indptr, (codes % width).astype(np.int32)

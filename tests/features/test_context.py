@@ -159,3 +159,19 @@ def test_bad_input():
     from sparsecca.features import NotFittedError
     with pytest.raises(NotFittedError, match="not fitted yet"):
         ContextFeatures().transform(TaggedCorpus.from_words(SENTENCES))
+
+
+def test_threads_sharing_a_fitted_view_transform_as_one_would():
+    # every transform of new words grows the shared type table; threads may share a view
+    # (a tagger decoding partitions on the threaded Dask scheduler)
+    from concurrent.futures import ThreadPoolExecutor
+
+    train = synthetic_corpus(40, random_state=0)
+    corpora = [synthetic_corpus(30, random_state=s) for s in range(1, 17)]
+    alone = [ContextFeatures(affix=2).fit(train).transform(c) for c in corpora]
+    shared = ContextFeatures(affix=2).fit(train)
+    for _ in range(3):
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(shared.transform, corpora))
+        for a, b in zip(alone, got):
+            assert (a != b).nnz == 0

@@ -17,6 +17,7 @@ import pytest
 from sparsecca.data import TaggedCorpus, concat_corpora, read_conllu, synthetic_corpus
 from sparsecca.features import (
     CharNgramView,
+    ContextFeatures,
     HStackView,
     JointView,
     SuffixView,
@@ -37,6 +38,8 @@ VIEWS = {
     "joint_ngram": lambda: JointView(kind="ngram", max_features=80),
     "stack": lambda: HStackView([SuffixView(lengths=(2,)), WordView()], max_features=30),
     "stack_tags": lambda: HStackView([TagNgramView(orders=(1,)), TagNgramView(orders=(2,))]),
+    "context": lambda: ContextFeatures(),
+    "context_min2": lambda: ContextFeatures(min_count=2, affix=2, window=1),
 }
 
 
@@ -93,7 +96,8 @@ def test_merged_counts_fit_the_whole_corpus_synthetic(name):
     _check_partitionings(corpus, name, seed=11)
 
 
-@pytest.mark.parametrize("name", ["suffix", "tags_123", "joint_ngram", "stack"])
+@pytest.mark.parametrize("name", ["suffix", "tags_123", "joint_ngram", "stack",
+                                  "context_min2"])
 def test_merged_counts_fit_the_whole_corpus_sequoia(name, shared_data):
     corpus = read_conllu(shared_data / "fr-sequoia" / "train.conllu", tags="upos")[:400]
     _check_partitionings(corpus, name, seed=5, n_splits=2)
@@ -120,7 +124,7 @@ def test_count_leaves_a_fitted_view_intact():
 def test_empty_piece_merges_as_nothing():
     corpus = synthetic_corpus(20, random_state=2)
     empty = corpus.select(np.arange(0))
-    for name in ("suffix", "tags", "joint_suffix", "stack"):
+    for name in ("suffix", "tags", "joint_suffix", "stack", "context"):
         view = VIEWS[name]()
         merged = view.fit_counts(merge_counts(view.count(empty), view.count(corpus)))
         _assert_same_view(merged, VIEWS[name]().fit(corpus), corpus)
@@ -139,6 +143,8 @@ def test_bad_counts_refused():
         TagNgramView(orders=(1,)).fit_counts(tags)
     with pytest.raises(TypeError, match="counts must be the FeatureCounts of SuffixView"):
         SuffixView().fit_counts(tags)
+    with pytest.raises(ValueError, match="other parameters"):
+        ContextFeatures(affix=2).fit_counts(ContextFeatures().count(corpus))
     with pytest.raises(TypeError, match="views\\[0\\] .* has no split fit"):
         HStackView([_NoSplit()]).count(corpus)
 

@@ -16,9 +16,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsecca.kernels import kbest_viterbi, sequence_logprob, structured_perceptron
+from sparsecca.kernels import (
+    PerceptronShard,
+    kbest_viterbi,
+    sequence_logprob,
+    structured_perceptron,
+)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from structured_reference import update_transitions  # noqa: E402
 from test_viterbi import random_lattice, random_model  # noqa: E402
 
 
@@ -231,17 +237,7 @@ def reference_perceptron(p, orders, beam=0):
                                     W[f, g[m]] += X[a + m, f]
                                 if (f, pred[m]) in W:
                                     W[f, pred[m]] -= X[a + m, f]
-                    hg = [bos, bos] + g + [eos]
-                    hp = [bos, bos] + pred + [eos]
-                    for m in range(2, len(hg)):
-                        tg, tp = tuple(hg[m - 2:m + 1]), tuple(hp[m - 2:m + 1])
-                        if tg != tp:
-                            B[tg[1], tg[2]] += 1
-                            B[tp[1], tp[2]] -= 1
-                            if tg in C:
-                                C[tg] += 1
-                            if tp in C:
-                                C[tp] -= 1
+                    update_transitions(B, C, g, pred, bos, eos)
             history.append(vector())
         avg = tuple(np.mean([h[r] for h in history], axis=0) for r in range(3))
         out.append((*avg, n_wrong))
@@ -281,6 +277,53 @@ def test_beam_epochs_equal_pure_python_reference(seed, beam):
         np.testing.assert_allclose(bg, rb, atol=1e-12)
         np.testing.assert_allclose(tr, rt, atol=1e-12)
     assert sum(r[3] for r in ref) > 0
+
+
+@pytest.mark.parametrize("seed, beam", [(0, 0), (1, 0), (2, 2)])
+def test_shard_epochs_chained_are_the_kernel_epochs(seed, beam):
+    """One shard holding every sentence, each epoch started from the last one's final
+    weights, its per-epoch sums of the weight vectors added up: the averaged weights of
+    structured_perceptron, value for value (0/1 features: every sum an integer)."""
+    rng = np.random.default_rng(seed)
+    p = random_problem(rng, n_tags=int(rng.integers(2, 5)))
+    n_sent = p["sent_offsets"].size - 1
+    orders = np.stack([rng.permutation(n_sent) for _ in range(3)])
+    if beam:
+        p["cand_offsets"] = p["cand_tags"] = None
+    shard = PerceptronShard(**p, beam=beam)
+    S = p["n_states"]
+    w = (np.zeros(p["emit_tags"].size), np.zeros(S * S), np.zeros(p["tri_tags"].size))
+    total, seen = [np.zeros_like(x) for x in w], 0
+    for order, (e, bg, tr, nw) in zip(orders, structured_perceptron(**p, orders=orders,
+                                                                    beam=beam), strict=True):
+        out = shard.epoch(order, *w)
+        w = (out.emit, out.bigram, out.trigram)
+        total = [t + x for t, x in zip(total, (out.emit_sum, out.bigram_sum,
+                                                out.trigram_sum))]
+        seen += out.n_visits
+        assert out.n_wrong == nw and out.n_visits == n_sent
+        np.testing.assert_array_equal(total[0] / seen, e)
+        np.testing.assert_array_equal((total[1] / seen).reshape(S, S), bg)
+        np.testing.assert_array_equal(total[2] / seen, tr)
+
+
+def test_shard_epoch_leaves_the_given_weights_and_refuses_bad_ones():
+    p = _p()
+    shard = PerceptronShard(**p)
+    S = p["n_states"]
+    w = (np.ones(p["emit_tags"].size), np.zeros(S * S), np.zeros(p["tri_tags"].size))
+    before = [x.copy() for x in w]
+    shard.epoch(np.arange(6), *w)
+    for a, b in zip(w, before):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match=r"emit must have shape \(\d+,\), got \(3,\)"):
+        shard.epoch([0], np.zeros(3), w[1], w[2])
+    with pytest.raises(ValueError, match=r"orders must hold sentence indices in \[0, 6\)"):
+        shard.epoch([6], *w)
+    with pytest.raises(ValueError, match="orders must be a 1-d int array"):
+        shard.epoch([[0]], *w)
+    with pytest.raises(ValueError, match="n_states must be an int >= 3, got 2"):
+        PerceptronShard(**dict(p, n_states=2))
 
 
 def test_wide_beam_is_the_full_lattice():

@@ -142,6 +142,12 @@ def test_save_load_round_trip(data, model, tmp_path):
     (dict(patience=0), ValueError, r"^patience must be an int >= 1, got 0$"),
     (dict(beam=-1), ValueError, r"^beam must be an int >= 0, got -1$"),
     (dict(beam=1.5), TypeError, r"^beam must be an int >= 0, got 1.5$"),
+    (dict(partitioned_fit="mix"), ValueError,
+     r"^partitioned_fit must be one of \('gather', 'mixing'\), got 'mix'$"),
+    (dict(partitioned_fit=None), ValueError,
+     r"^partitioned_fit must be one of \('gather', 'mixing'\), got None$"),
+    (dict(mixing_weights="sentences"), ValueError,
+     r"^mixing_weights must be one of \('uniform', 'updates'\), got 'sentences'$"),
 ])
 def test_bad_params(data, params, exc, match):
     with pytest.raises(exc, match=match):

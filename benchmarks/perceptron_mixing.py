@@ -1,0 +1,87 @@
+"""PerceptronTagger on a partitioned corpus: iterative parameter mixing against gathering the
+corpus on the driver, side by side on a LocalCluster (#35).
+
+en-brown train (UPOS) split into ``--partitions`` sentence-contiguous partitions, persisted on
+a LocalCluster of two single-threaded worker processes.  Fits alternate between
+``partitioned_fit="gather"`` (the corpus gathered, the in-memory training on the driver) and
+``partitioned_fit="mixing"`` (one epoch per partition on the workers, mixed on the driver),
+``--repeat`` pairs.  Prints the median fit time of each, the median and range of the
+pairwise ratios mixing / gather, and the test accuracy of each model (en-brown test).
+
+Usage::
+
+    python benchmarks/perceptron_mixing.py [--sentences N] [--n-iter 10] [--partitions 4]
+        [--mixing-weights uniform] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
+
+from sparsecca.data import read_conllu
+from sparsecca.distributed import PartitionedCorpus
+from sparsecca.tagging import PerceptronTagger
+
+BROWN = Path(__file__).resolve().parents[2] / "shared" / "data" / "en-brown"
+
+
+def _fit(parts, how, args):
+    model = PerceptronTagger(n_iter=args.n_iter, partitioned_fit=how,
+                             mixing_weights=args.mixing_weights)
+    t = time.perf_counter()
+    model.fit(parts)
+    return time.perf_counter() - t, model
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sentences", type=int, default=None,
+                    help="keep the first N training sentences (default: all)")
+    ap.add_argument("--n-iter", type=int, default=10)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--mixing-weights", default="uniform", choices=["uniform", "updates"])
+    ap.add_argument("--repeat", type=int, default=1, help="alternating pairs")
+    args = ap.parse_args(argv)
+    if min(args.repeat, args.partitions, args.n_iter, args.sentences or 1) < 1:
+        ap.error(f"--repeat, --partitions, --n-iter and --sentences must be >= 1, got "
+                 f"{args.repeat}, {args.partitions}, {args.n_iter} and {args.sentences}")
+    require(BROWN / "train.conllu.gz", BROWN / "test.conllu.gz")
+    import distributed
+
+    train = read_conllu(BROWN / "train.conllu.gz", tags="upos")
+    if args.sentences is not None:
+        train = train[:args.sentences]
+    test = read_conllu(BROWN / "test.conllu.gz", tags="upos")
+    print(f"en-brown train: {train.n_sentences} sentences, {train.n_tokens} tokens; "
+          f"{args.partitions} partitions; {args.n_iter} epochs; test {test.n_tokens} tokens")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0", silence_logs=logging.ERROR) as cl, \
+            distributed.Client(cl):
+        parts = PartitionedCorpus.from_corpus(train, args.partitions).persist()
+        times = {"gather": [], "mixing": []}
+        models = {}
+        for r in range(args.repeat):
+            for how in (("gather", "mixing") if r % 2 == 0 else ("mixing", "gather")):
+                t, models[how] = _fit(parts, how, args)
+                times[how].append(t)
+                print(f"  pair {r + 1}: {how} {t:.2f} s", flush=True)
+        ratios = np.array(times["mixing"]) / np.array(times["gather"])
+        print()
+        print("| fit | median time (s) | test accuracy | train errors, last epoch |")
+        print("|---|---:|---:|---:|")
+        for how in ("gather", "mixing"):
+            m = models[how]
+            print(f"| {how} | {np.median(times[how]):.2f} | {m.score(test):.4f} | "
+                  f"{m.train_errors_[-1]} |")
+        print(f"\nmixing / gather: median {np.median(ratios):.2f} "
+              f"(pairs {ratios.min():.2f}-{ratios.max():.2f})")
+
+
+if __name__ == "__main__":
+    main()
