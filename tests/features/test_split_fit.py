@@ -17,6 +17,7 @@ import pytest
 from sparsecca.data import TaggedCorpus, concat_corpora, read_conllu, synthetic_corpus
 from sparsecca.features import (
     CharNgramView,
+    ContextFeatures,
     HStackView,
     JointView,
     SuffixView,
@@ -29,6 +30,8 @@ VIEWS = {
     "suffix": lambda: SuffixView(min_count=2, max_features=60),
     "suffix_lower": lambda: SuffixView(lengths=(1, 3), lowercase=True),
     "char": lambda: CharNgramView(n=(1, 2), max_features=40),
+    "context": lambda: ContextFeatures(min_count=2, affix=3, window=1),
+    "context_all": lambda: ContextFeatures(),
     "word": lambda: WordView(lowercase=True, min_count=2),
     "tags": lambda: TagNgramView(),
     "tags_123": lambda: TagNgramView(orders=(1, 2, 3), min_count=2, max_features=25),
@@ -93,7 +96,7 @@ def test_merged_counts_fit_the_whole_corpus_synthetic(name):
     _check_partitionings(corpus, name, seed=11)
 
 
-@pytest.mark.parametrize("name", ["suffix", "tags_123", "joint_ngram", "stack"])
+@pytest.mark.parametrize("name", ["suffix", "tags_123", "joint_ngram", "stack", "context"])
 def test_merged_counts_fit_the_whole_corpus_sequoia(name, shared_data):
     corpus = read_conllu(shared_data / "fr-sequoia" / "train.conllu", tags="upos")[:400]
     _check_partitionings(corpus, name, seed=5, n_splits=2)
@@ -120,7 +123,7 @@ def test_count_leaves_a_fitted_view_intact():
 def test_empty_piece_merges_as_nothing():
     corpus = synthetic_corpus(20, random_state=2)
     empty = corpus.select(np.arange(0))
-    for name in ("suffix", "tags", "joint_suffix", "stack"):
+    for name in ("suffix", "tags", "joint_suffix", "stack", "context"):
         view = VIEWS[name]()
         merged = view.fit_counts(merge_counts(view.count(empty), view.count(corpus)))
         _assert_same_view(merged, VIEWS[name]().fit(corpus), corpus)
@@ -139,6 +142,12 @@ def test_bad_counts_refused():
         TagNgramView(orders=(1,)).fit_counts(tags)
     with pytest.raises(TypeError, match="counts must be the FeatureCounts of SuffixView"):
         SuffixView().fit_counts(tags)
+    with pytest.raises(ValueError, match="cannot merge counts of views with different"):
+        merge_counts(ContextFeatures(affix=2).count(corpus), ContextFeatures().count(corpus))
+    with pytest.raises(ValueError, match="other parameters"):
+        ContextFeatures(window=1).fit_counts(ContextFeatures().count(corpus))
+    with pytest.raises(TypeError, match="counts must be the FeatureCounts of ContextFeatures"):
+        ContextFeatures().fit_counts(tags)
     with pytest.raises(TypeError, match="views\\[0\\] .* has no split fit"):
         HStackView([_NoSplit()]).count(corpus)
 
