@@ -178,7 +178,7 @@ class PartitionedCorpus(Partitioned):
         return concat_corpora(self.compute(**compute_kwargs))
 
     # the taggers' entry points (sparsecca.tagging cannot import this layer: a tagger's
-    # nbest, tag and jackknife_nbest hand a partitioned corpus to these)
+    # nbest, tag and jackknife_nbest, and the MEMM's fit, hand a partitioned corpus to these)
     def _tagger_nbest(self, tagger, k):
         from ._tagging import nbest_partitions
 
@@ -193,6 +193,13 @@ class PartitionedCorpus(Partitioned):
         from ._tagging import jackknife_partitions
 
         return jackknife_partitions(self, estimator, k, folds, random_state)
+
+    def _memm_objective(self, tagger):
+        """An MEMM's training objective on these partitions (its ``fit`` calls it; see
+        ``distributed._memm_fit``)."""
+        from ._memm_fit import memm_objective
+
+        return memm_objective(self, tagger)
 
 
 class PartitionedNBest(Partitioned):

@@ -43,7 +43,7 @@ from ..data import Vocabulary
 from ..features import ContextFeatures
 from ..features import merge_counts as merge_feature_counts
 from ._hmm_counts import count_corpus, merge_counts
-from ._kbest_mixin import _check_corpus
+from ._kbest_mixin import _check_corpus, is_partitioned
 from ._lattice import (
     _BLOCK_CELLS,
     BaseLatticeTagger,
@@ -203,9 +203,14 @@ class MEMMTagger(BaseLatticeTagger):
         ----------
         corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
             Training sentences with tags; at least one token.  A partitioned corpus is
-            gathered on the driver and trained on there (the training is not a sum over
-            partitions; on a cluster, the folds of
-            :func:`~sparsecca.tagging.jackknife_nbest` are what runs in parallel).
+            trained on where its partitions lie, on the active Dask scheduler: the
+            vocabularies, tag dictionary and features come from per-partition counts summed
+            by a tree reduce (the model's are those of the corpus gathered), each partition's
+            feature arrays are built and kept on the workers, and every L-BFGS-B step sums
+            the partitions' log-likelihoods and gradients by a tree reduce (only the
+            parameter vector and the gradient travel).  The weights are those of the
+            in-memory fit on the corpus gathered up to the rounding of the sums, which the
+            optimiser's steps can amplify to about its tolerance.
         y : None
             Ignored (scikit-learn convention).
 
@@ -214,10 +219,14 @@ class MEMMTagger(BaseLatticeTagger):
         self
         """
         self._validate_params()
-        return self._refit(self._training_corpus(corpus))
+        return self._refit(corpus if is_partitioned(corpus) else self._training_corpus(corpus))
 
     def _fit(self, corpus):
-        self._minimize(self._fit_structure(corpus))
+        if is_partitioned(corpus):  # the structure from counts, the terms on the workers
+            problem = corpus._memm_objective(self)
+        else:
+            problem = self._fit_structure(corpus)
+        self._minimize(problem)
 
     def _minimize(self, problem: Objective) -> None:
         """Train the weights: L-BFGS-B on ``problem`` from zero weights."""
