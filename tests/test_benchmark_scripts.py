@@ -1,7 +1,7 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
 bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py, truncated_rayleigh_ritz.py,
 profile_dense_gram.py, bench_data.py, bench_tagger.py, tagger_accuracy.py, dask_solve.py,
-perceptron_mixing.py.
+perceptron_mixing.py, memm_scale_out.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -226,6 +226,19 @@ def test_perceptron_mixing_prints_both_fits_and_the_ratio(shared_data):
         row = next(line for line in text.splitlines() if line.startswith(f"| {how} |"))
         assert 0.5 < float(row.split("|")[3]) <= 1.0
     assert "mixing / gather: median " in text
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_memm_scale_out_prints_both_fits_and_their_agreement(shared_data):
+    text = _run("memm_scale_out.py", "--sentences", 400, "--files", 2, "--maxiter", 5)
+    assert "400 sentences of en-brown train in 2 partitions, maxiter 5" in text
+    rows = [line for line in text.splitlines() if line.startswith(("| in memory", "| distrib"))]
+    assert len(rows) == 2
+    assert "| 1 |" in text and "growth during the fit" in text
+    # the two models: the same iterations, weights to the optimiser's rounding, the same tags
+    assert "(iterations 5, 5)" in text and "test tags differing 0 of" in text
+    assert float(text.split("largest weight difference ")[1].split(";")[0]) < 1e-6
 
 
 @pytest.mark.shared_data
@@ -489,7 +502,8 @@ _SCRIPTS = ["bench_linalg.py", "plot_solver_scaling.py", "profile_tau_grid.py",
             "profile_single_products.py", "profile_dense_gram.py", "bench_tagger.py",
             "tagger_accuracy.py", "compare_peers.py", "bench_data.py", "scale_run.py",
             "bench_rerankers.py", "baseline_rerankers.py", "wsj_solver_accuracy.py",
-            "truncated_rayleigh_ritz.py", "large_tagset.py", "perceptron_mixing.py"]
+            "truncated_rayleigh_ritz.py", "large_tagset.py", "perceptron_mixing.py",
+            "memm_scale_out.py"]
 
 
 @pytest.fixture(scope="module")
@@ -569,7 +583,7 @@ def test_compare_peers_failed_child_exits_1_after_the_table(bench_copy, tmp_path
 
 
 @pytest.mark.parametrize("script", ["bench_linalg.py", "compare_peers.py", "scale_run.py",
-                                    "memory/profile_fit.py"])
+                                    "memory/profile_fit.py", "memm_scale_out.py"])
 def test_help_hides_the_internal_child_options(script, bench_copy):
     # --child / --result are how a parent talks to its own child processes: not user flags
     proc = _run_copy(bench_copy, script, "--help")

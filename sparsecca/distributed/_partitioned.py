@@ -203,7 +203,7 @@ class PartitionedCorpus(Partitioned):
         return concat_corpora(self.compute(**compute_kwargs))
 
     # the taggers' entry points (sparsecca.tagging cannot import this layer: a tagger's
-    # nbest, tag and jackknife_nbest hand a partitioned corpus to these)
+    # nbest, tag and jackknife_nbest, and the MEMM's fit, hand a partitioned corpus to these)
     def _tagger_nbest(self, tagger, k):
         from ._tagging import nbest_partitions
 
@@ -225,6 +225,13 @@ class PartitionedCorpus(Partitioned):
         from ._perceptron import fit_perceptron_mixing
 
         return fit_perceptron_mixing(self, tagger, rng)
+
+    def _memm_objective(self, tagger):
+        """An MEMM's training objective on these partitions (its ``fit`` calls it; see
+        ``distributed._memm_fit``)."""
+        from ._memm_fit import memm_objective
+
+        return memm_objective(self, tagger)
 
 
 class PartitionedNBest(Partitioned):

@@ -139,6 +139,30 @@ def _window_names(d: int, lower: list[str]) -> list[str]:
     return [*map((head + "=").__add__, lower), head + ":BOS", head + ":EOS"]
 
 
+def _named_counts(corpus, tok):
+    """The feature names of a corpus (``tok``: its ``_Tokens`` without ``columns``), their
+    occurrences and their positions in sorted order.
+
+    The names are blocks: bias, the templates of the word features, then per offset the
+    window names (the lowercased types, in the order of the ``l=`` block) and the two
+    markers."""
+    names = ["bias"] + tok.type_names
+    occ = [np.array([corpus.n_tokens], dtype=np.int64),
+           np.bincount(tok.type_local,
+                       weights=np.repeat(tok.type_counts, np.diff(tok.type_indptr)),
+                       minlength=len(tok.type_names)).astype(np.int64)]
+    heads = [head for head, _ in tok.type_blocks]
+    sizes = [1] + [size for _, size in tok.type_blocks]
+    alike = {}
+    for d, nb in tok.neighbours.items():
+        names += _window_names(d, tok.lower)
+        occ.append(np.bincount(nb, minlength=len(tok.lower) + 2).astype(np.int64))
+        if "l=" in heads:
+            alike[len(sizes)] = 1 + heads.index("l=")
+        sizes += [len(tok.lower), 1, 1]
+    return names, np.concatenate(occ), _name_order(names, sizes, alike)
+
+
 class _Tokens:
     """Per-type and per-token index arrays of one corpus, shared by ``fit`` and ``transform``.
 
@@ -359,68 +383,10 @@ class ContextFeatures(BaseView):
         self._fit(corpus, tok, params)
         return self._transform(corpus, tok)
 
-    # -- split fit (counts mergeable over the partitions of a corpus) --------------------------
-    def _signature(self, params: dict) -> tuple:
-        return (type(self).__name__, ("affix", params["affix"]), ("window", params["window"]))
-
-    def count(self, corpus: TaggedCorpus) -> FeatureCounts:
-        """The feature occurrences of ``corpus``, mergeable with those of the other pieces of
-        a corpus (:func:`~sparsecca.features.merge_counts`); :meth:`fit_counts` fits on them
-        (the vocabulary ``fit`` gives on the pieces concatenated).
-
-        Parameters
-        ----------
-        corpus : TaggedCorpus
-
-        Returns
-        -------
-        FeatureCounts
-        """
-        params = self._validated()
-        check_min_count(self.min_count)
-        corpus = check_corpus(corpus)
-        names, occ, order = self._occurrences(
-            corpus, _Tokens(corpus, params["affix"], params["window"]))
-        sorted_names = np.empty(order.size, dtype=object)
-        sorted_names[:] = [names[i] for i in order.tolist()]
-        return FeatureCounts(self._signature(params), sorted_names, occ[order],
-                             corpus.n_sentences)
-
-    def _fit_counts(self, counts) -> None:
-        params = self._validated()
-        min_count = check_min_count(self.min_count)
-        check_counts(self, counts, FeatureCounts, self._signature(params))
-        keep = select_features(self, counts.occ, min_count, None, counts.n_sentences)
-        self._params = params
-        self._table = None
-        self.vocabulary_ = Vocabulary(counts.names[keep].tolist())
-        self.n_features_ = len(self.vocabulary_)
-        self.n_dropped_ = int(counts.occ[~keep].sum())
-
-    def _occurrences(self, corpus, tok):
-        """Every feature name of ``corpus`` (distinct), its occurrences, and the positions of
-        the names in sorted order."""
-        names = ["bias"] + tok.type_names
-        occ = [np.array([corpus.n_tokens], dtype=np.int64),
-               np.bincount(tok.type_local,
-                           weights=np.repeat(tok.type_counts, np.diff(tok.type_indptr)),
-                           minlength=len(tok.type_names)).astype(np.int64)]
-        # name blocks: bias, the templates of the word features, then per offset the window
-        # names (the lowercased types, in the order of the ``l=`` block) and the two markers
-        heads = [head for head, _ in tok.type_blocks]
-        sizes = [1] + [size for _, size in tok.type_blocks]
-        alike = {}
-        for d, nb in tok.neighbours.items():
-            names += _window_names(d, tok.lower)
-            occ.append(np.bincount(nb, minlength=len(tok.lower) + 2).astype(np.int64))
-            if "l=" in heads:
-                alike[len(sizes)] = 1 + heads.index("l=")
-            sizes += [len(tok.lower), 1, 1]
-        return names, np.concatenate(occ), _name_order(names, sizes, alike)
-
     def _fit(self, corpus, tok, params):
-        names, occ, order = self._occurrences(corpus, tok)
-        keep = select_features(self, occ, int(self.min_count), None, corpus.n_sentences)
+        min_count = int(self.min_count)
+        names, occ, order = _named_counts(corpus, tok)
+        keep = select_features(self, occ, min_count, None, corpus.n_sentences)
         # the names are distinct: sorting the kept ones gives every name its column
         order = order[keep[order]]
         kept = [names[i] for i in order.tolist()]
@@ -431,6 +397,44 @@ class ContextFeatures(BaseView):
         self.vocabulary_ = Vocabulary(kept)
         self.n_features_ = len(kept)
         self.n_dropped_ = int(occ[~keep].sum())
+
+    def _signature(self, params: dict) -> tuple:
+        return (type(self).__name__, ("affix", params["affix"]), ("window", params["window"]))
+
+    def count(self, corpus: TaggedCorpus) -> FeatureCounts:
+        """The feature occurrences of ``corpus``, mergeable with those of other pieces of a
+        corpus (:func:`~sparsecca.features.merge_counts`); :meth:`fit_counts` fits on them,
+        with ``min_count`` applied to the merged total.
+
+        Parameters
+        ----------
+        corpus : TaggedCorpus
+
+        Returns
+        -------
+        FeatureCounts
+            The names that occur, sorted, and their occurrences.
+        """
+        params = self._validated()
+        corpus = check_corpus(corpus)
+        names, occ, order = _named_counts(corpus, _Tokens(corpus, params["affix"],
+                                                          params["window"]))
+        order = order[occ[order] > 0]
+        sorted_names = np.empty(order.size, dtype=object)
+        sorted_names[:] = [names[i] for i in order.tolist()]
+        return FeatureCounts(self._signature(params), sorted_names, occ[order],
+                             corpus.n_sentences)
+
+    def _fit_counts(self, counts) -> None:
+        params = self._validated()
+        check_counts(self, counts, FeatureCounts, self._signature(params))
+        keep = select_features(self, counts.occ, int(self.min_count), None, counts.n_sentences)
+        kept = counts.names[keep].tolist()
+        self._params = params
+        self._table = None
+        self.vocabulary_ = Vocabulary(kept)
+        self.n_features_ = len(kept)
+        self.n_dropped_ = int(counts.occ[~keep].sum())
 
     def transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
         """Context features of every token.

@@ -181,11 +181,11 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
         tag_used, tag_ids = np.unique(corpus.tag_ids, return_inverse=True)
         word_used, word_ids = np.unique(corpus.word_ids, return_inverse=True)
         tag_items, word_items = corpus.tags.items, corpus.words.items
-        self.tags_ = Vocabulary([tag_items[i] for i in tag_used.tolist()])
-        self.words_ = Vocabulary([word_items[i] for i in word_used.tolist()])
-        T, V = len(self.tags_), len(self.words_)
+        tags = Vocabulary([tag_items[i] for i in tag_used.tolist()])
+        words = Vocabulary([word_items[i] for i in word_used.tolist()])
+        T, V = len(tags), len(words)
         tag_ids = tag_ids.astype(np.int32)
-        self._set_dictionary(np.bincount(word_ids, minlength=V).astype(np.int64),
+        self._set_dictionary(tags, words, np.bincount(word_ids, minlength=V).astype(np.int64),
                              _lexicon_counts(word_ids, tag_ids, T, V),
                              np.bincount(tag_ids, minlength=T))
         return tag_ids
@@ -194,14 +194,17 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
         """:meth:`_fit_dictionary` from the compacted counts of a corpus
         (:meth:`HMMCounts.compact <sparsecca.tagging._hmm_counts.HMMCounts.compact>`, the
         tree sum of a partitioned corpus's): the same attributes."""
-        self.tags_ = Vocabulary(counts.tags)
-        self.words_ = Vocabulary(counts.words)
-        self._set_dictionary(counts.totals(1), counts.lexicon(), counts.totals(2))
+        self._set_dictionary(Vocabulary(counts.tags), Vocabulary(counts.words),
+                             counts.totals(1), counts.lexicon(), counts.totals(2))
 
-    def _set_dictionary(self, word_counts, lex, tag_counts) -> None:
-        """The dictionary, prior and suffix model of ``tags_`` / ``words_`` from the word
-        counts, the word-tag counts (CSR by word) and the tag counts."""
-        T = len(self.tags_)
+    def _set_dictionary(self, tags: Vocabulary, words: Vocabulary, word_counts: np.ndarray,
+                        lex: tuple, tag_counts: np.ndarray) -> None:
+        """Vocabularies, tag dictionary, tag prior and suffix model from the training counts:
+        the tags and words some token uses, the int64 token counts of each word, the
+        word-tag counts as CSR by word ``(indptr, tags, counts)`` and the counts of each
+        tag."""
+        self.tags_, self.words_ = tags, words
+        T = len(tags)
         self.word_counts_ = word_counts
         self.lex_indptr_, self.lex_tags_ = lex[0], lex[1]
         self.tag_prior_ = tag_counts / tag_counts.sum()
@@ -361,15 +364,27 @@ def observed_pairs(X, tag_ids, T):
         seen = np.zeros(F * T, dtype=bool)
         rows = np.repeat(np.asarray(tag_ids, dtype=np.int64), np.diff(X.indptr))
         seen[X.indices.astype(np.int64) * T + rows] = True
-        pairs = np.flatnonzero(seen)
-        indptr = np.zeros(F + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pairs // T, minlength=F), out=indptr[1:])
-        return indptr, (pairs % T).astype(np.int32)
+        return pair_csr(np.flatnonzero(seen), F, T)
     G = sp.csr_matrix((np.ones(tag_ids.size, dtype=X.dtype), tag_ids,
                        np.arange(tag_ids.size + 1)), shape=(tag_ids.size, T))
     P = (X.T.tocsr() @ G).tocsr()
     P.sort_indices()
     return P.indptr.astype(np.int64), P.indices.astype(np.int32)
+
+
+def pair_codes(X, tag_ids, T):
+    """The sorted distinct codes ``feature * T + tag`` of the (feature, tag) pairs of the
+    nonzeros of ``X`` (CSR, a row per token) and the gold tags."""
+    rows = np.repeat(np.asarray(tag_ids, dtype=np.int64), np.diff(X.indptr))
+    return np.unique(X.indices.astype(np.int64) * T + rows)
+
+
+def pair_csr(codes, F, T):
+    """Sorted distinct codes ``feature * T + tag`` as CSR by feature: (indptr int64, tags
+    int32)."""
+    indptr = np.zeros(F + 1, dtype=np.int64)
+    np.cumsum(np.bincount(codes // T, minlength=F), out=indptr[1:])
+    return indptr, (codes % T).astype(np.int32)
 
 
 def gold_trigrams(tag_ids, offsets, S, bos, eos, *, end=True):
@@ -387,7 +402,12 @@ def gold_trigrams(tag_ids, offsets, S, bos, eos, *, end=True):
     seq[starts[1:] - 1] = eos
     # trigram ending at every position >= 2 of each padded sentence (or >= 2 and < last)
     last = expand_ranges(starts[:-1] + 2, lengths + 1 if end else lengths)
-    codes = np.unique((seq[last - 2] * S + seq[last - 1]) * S + seq[last])
+    return trigram_csr(np.unique((seq[last - 2] * S + seq[last - 1]) * S + seq[last]), S)
+
+
+def trigram_csr(codes, S):
+    """Sorted distinct trigram codes ``(t2 * S + t1) * S + t`` as CSR by context ``t2 * S +
+    t1``: (indptr int64, tags int32)."""
     ctx, t = codes // S, (codes % S).astype(np.int32)
     indptr = np.zeros(S * S + 1, dtype=np.int64)
     np.cumsum(np.bincount(ctx, minlength=S * S), out=indptr[1:])

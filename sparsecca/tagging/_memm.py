@@ -35,19 +35,25 @@ from contextlib import nullcontext
 
 import numpy as np
 import scipy.optimize
-import scipy.sparse as sp
 
 from .._params import check_bool, check_float, check_int, check_random_state
 from .._persist import state_value
 from .._sparse import expand_ranges
 from ..features import ContextFeatures
+from ..features import merge_counts as merge_feature_counts
+from ._hmm_counts import count_corpus, merge_counts
+from ._kbest_mixin import _check_corpus, is_partitioned
 from ._lattice import (
     _BLOCK_CELLS,
     BaseLatticeTagger,
     as_dense,
     gold_trigrams,
     observed_pairs,
+    pair_codes,
+    pair_csr,
+    trigram_csr,
 )
+from ._memm_objective import LossTerms, Objective, TrainingPiece, gold_histories
 
 __all__ = ["MEMMTagger"]
 
@@ -196,9 +202,14 @@ class MEMMTagger(BaseLatticeTagger):
         ----------
         corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
             Training sentences with tags; at least one token.  A partitioned corpus is
-            gathered on the driver and trained on there (the training is not a sum over
-            partitions; on a cluster, the folds of
-            :func:`~sparsecca.tagging.jackknife_nbest` are what runs in parallel).
+            trained on where its partitions lie, on the active Dask scheduler: the
+            vocabularies, tag dictionary and features come from per-partition counts summed
+            by a tree reduce (the model's are those of the corpus gathered), each partition's
+            feature arrays are built and kept on the workers, and every L-BFGS-B step sums
+            the partitions' log-likelihoods and gradients by a tree reduce (only the
+            parameter vector and the gradient travel).  The weights are those of the
+            in-memory fit on the corpus gathered up to the rounding of the sums, which the
+            optimiser's steps can amplify to about its tolerance.
         y : None
             Ignored (scikit-learn convention).
 
@@ -207,10 +218,17 @@ class MEMMTagger(BaseLatticeTagger):
         self
         """
         self._validate_params()
-        return self._refit(self._training_corpus(corpus))
+        return self._refit(corpus if is_partitioned(corpus) else self._training_corpus(corpus))
 
     def _fit(self, corpus):
-        problem = self._fit_structure(corpus)
+        if is_partitioned(corpus):  # the structure from counts, the terms on the workers
+            problem = corpus._memm_objective(self)
+        else:
+            problem = self._fit_structure(corpus)
+        self._minimize(problem)
+
+    def _minimize(self, problem: Objective) -> None:
+        """Train the weights: L-BFGS-B on ``problem`` from zero weights."""
         curve = []
         bar = None
         if self.progress:
@@ -241,25 +259,86 @@ class MEMMTagger(BaseLatticeTagger):
         self.loss_curve_ = curve
         self.converged_ = bool(res.success)
 
-    def _fit_structure(self, corpus) -> "_Objective":
+    def _fit_structure(self, corpus) -> Objective:
         """Vocabularies, tag dictionary, features and weight layout; the training objective."""
         tag_ids = self._fit_dictionary(corpus)
         T = len(self.tags_)
         S, bos, eos = T + 2, T, T + 1
         self.features_ = self._features().fit(corpus)
         X = self.features_.transform(corpus).astype(np.float64)
-        F = X.shape[1]
         if self.support == "all":
-            self.emit_indptr_ = np.arange(0, (F + 1) * T, T, dtype=np.int64)
-            self.emit_tags_ = np.tile(np.arange(T, dtype=np.int32), F)
+            self._set_pairs(None)
         else:  # the pairs seen in the gold data
             self.emit_indptr_, self.emit_tags_ = observed_pairs(X, tag_ids, T)
         # gold trigrams without those ending in EOS (the model has no end-of-sentence factor)
         self.tri_indptr_, self.tri_tags_ = gold_trigrams(tag_ids, corpus.offsets, S, bos, eos,
                                                          end=False)
-        t2, t1 = _gold_histories(tag_ids, corpus.offsets, bos)
-        return _Objective(X, tag_ids, t2, t1, self.emit_indptr_, self.emit_tags_, T,
-                          self.tri_indptr_, self.tri_tags_, float(self.lam))
+        t2, t1 = gold_histories(tag_ids, corpus.offsets, bos)
+        return self._penalised(LossTerms(X, tag_ids, t2, t1, self.emit_indptr_,
+                                         self.emit_tags_, T, self.tri_indptr_, self.tri_tags_))
+
+    def _penalised(self, terms) -> Objective:
+        """The training objective of the loss ``terms(theta) -> (value, gradient)``."""
+        T = len(self.tags_)
+        return Objective(terms, (self.emit_tags_.size, (T + 1) * T, self.tri_tags_.size), T,
+                         float(self.lam))
+
+    # the fit on a partitioned corpus (sparsecca.distributed maps and reduces with these):
+    # the counts of a partition and their merge, the structure from the merged counts, each
+    # partition's training tokens, the emission pattern from their gold pairs, their terms
+    def _count_partition(self, corpus):
+        """The tag-dictionary and feature counts of a tagged corpus."""
+        corpus = _check_corpus("corpus", corpus, need_tags=True)
+        return count_corpus(corpus), self._features().count(corpus)
+
+    @staticmethod
+    def _merge_counts(a, b):
+        return merge_counts(a[0], b[0]), merge_feature_counts(a[1], b[1])
+
+    def _fit_counts(self, counts) -> None:
+        """Vocabularies, tag dictionary, features and trigrams of the corpus counted; the
+        emission pattern too when every pair has a weight (else see :meth:`_set_pairs`)."""
+        lexicon, features = counts
+        if lexicon.lex_counts.sum() == 0:
+            raise ValueError("corpus must contain at least one token, got an empty corpus")
+        c = lexicon.compact()
+        self._fit_dictionary_counts(c)
+        self.features_ = self._features().fit_counts(features)
+        T = len(self.tags_)
+        S = T + 2
+        # the gold trigrams (rows t2, t1, t in the counts' coding, EOS = T + 1), less those
+        # ending in EOS
+        self.tri_indptr_, self.tri_tags_ = trigram_csr(c.tri_keys[c.tri_keys % S != T + 1], S)
+        if self.support == "all":
+            self._set_pairs(None)
+
+    def _set_pairs(self, codes) -> None:
+        """The emission pattern: the pairs ``feature * n_tags + tag`` of ``codes`` (sorted,
+        distinct), or every pair (None)."""
+        F, T = self.features_.n_features_, len(self.tags_)
+        if codes is None:
+            self.emit_indptr_ = np.arange(0, (F + 1) * T, T, dtype=np.int64)
+            self.emit_tags_ = np.tile(np.arange(T, dtype=np.int32), F)
+        else:
+            self.emit_indptr_, self.emit_tags_ = pair_csr(codes, F, T)
+
+    def _training_piece(self, corpus) -> TrainingPiece:
+        """A tagged partition's training tokens in this model's ids (after
+        :meth:`_fit_counts`)."""
+        corpus = _check_corpus("corpus", corpus, need_tags=True)
+        T = len(self.tags_)
+        X = self.features_.transform(corpus).astype(np.float64)
+        y = self.tags_.ids(corpus.tags.items)[corpus.tag_ids].astype(np.int32)
+        t2, t1 = gold_histories(y, corpus.offsets, T)
+        return TrainingPiece(X, y, t2, t1, None if self.support == "all"
+                             else pair_codes(X, y, T))
+
+    def _loss_terms(self, piece: TrainingPiece) -> LossTerms:
+        """The loss terms of a partition's training tokens (after the emission pattern is
+        set)."""
+        return LossTerms(piece.X, piece.y, piece.t2, piece.t1, self.emit_indptr_,
+                         self.emit_tags_, len(self.tags_), self.tri_indptr_, self.tri_tags_,
+                         local=True)
 
     def _set_weights(self, problem, theta):
         T = len(self.tags_)
@@ -342,15 +421,6 @@ def _one_blas_thread():
 # the training objective
 # ---------------------------------------------------------------------------------------
 
-def _gold_histories(tag_ids, offsets, bos):
-    """The gold tags two and one positions back of every token (BOS before a sentence)."""
-    n = tag_ids.size
-    pos = np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], np.diff(offsets))
-    t1 = np.where(pos >= 1, np.roll(tag_ids, 1), bos).astype(np.int64)
-    t2 = np.where(pos >= 2, np.roll(tag_ids, 2), bos).astype(np.int64)
-    return t2, t1
-
-
 def _trigram_entries(codes, tri_indptr, tri_tags):
     """For rows with context codes ``codes``: (row, tag, trigram index) of every stored
     trigram of the row's context."""
@@ -366,85 +436,3 @@ def _log_sum_exp(M):
     M -= top[:, None]
     np.exp(M, out=M)
     return top + np.log(M.sum(axis=1))
-
-
-class _Objective:
-    """Penalised negative conditional log-likelihood of gold tags given gold histories.
-
-    ``theta`` = [emission weights (the pattern's order), bigram weights ((T + 1) x T,
-    row-major, row T = BOS), trigram weights (``tri_tags`` order)].  Calling it returns the
-    value and the gradient (float64), as ``scipy.optimize.minimize(jac=True)`` expects.
-
-    Every training history is a gold context ``(t2, t1)``, so the transition part of the
-    scores is one dense table over the distinct gold contexts, ``H[c] = B[t1] + C[t2, t1]``,
-    gathered per token; its gradient is summed per context by a sparse one-hot product and
-    then spread back to ``B`` and ``C``.  The token blocks (features, their transpose, the
-    one-hot contexts) are built once.
-    """
-
-    def __init__(self, X, y, t2, t1, emit_indptr, emit_tags, T, tri_indptr, tri_tags, lam):
-        S = T + 2
-        F = X.shape[1]
-        self.F, self.T, self.lam = F, T, lam
-        self.emit_feature = np.repeat(np.arange(F), np.diff(emit_indptr))
-        self.emit_tags = emit_tags
-        self.full = emit_tags.size == F * T
-        self.sizes = (emit_tags.size, (T + 1) * T, tri_tags.size)
-        self.n_params = sum(self.sizes)
-        self.last_value = np.nan
-        # the distinct gold contexts, and where each stored trigram sits in H
-        codes, ctx = np.unique(t2 * S + t1, return_inverse=True)
-        self.ctx_t1 = codes % S
-        tri_code = np.repeat(np.arange(S * S), np.diff(tri_indptr))
-        self.tri_ctx = np.searchsorted(codes, tri_code)  # trigrams come from gold contexts
-        self.tri_tags = tri_tags
-        n = X.shape[0]
-        step = max(1, _BLOCK_CELLS // T)
-        self.blocks = []
-        for lo in range(0, n, step):
-            hi = min(n, lo + step)
-            Xb = X[lo:hi]
-            onehot = sp.csr_matrix((np.ones(hi - lo), (ctx[lo:hi], np.arange(hi - lo))),
-                                   shape=(codes.size, hi - lo))
-            self.blocks.append((Xb, Xb.T.tocsr(), ctx[lo:hi], y[lo:hi], onehot))
-
-    def split(self, theta):
-        a, b, _ = self.sizes
-        return theta[:a], theta[a:a + b].reshape(self.T + 1, self.T), theta[a + b:]
-
-    def __call__(self, theta):
-        theta = np.asarray(theta, dtype=np.float64)
-        F, T = self.F, self.T
-        emit, big, tri = self.split(theta)
-        if self.full:
-            W = emit.reshape(F, T)
-        else:
-            W = np.zeros((F, T))
-            W[self.emit_feature, self.emit_tags] = emit
-        H = big[self.ctx_t1]
-        H[self.tri_ctx, self.tri_tags] += tri
-        g_W = np.zeros((F, T))
-        g_H = np.zeros_like(H)
-        nll = 0.0
-        for Xb, XbT, ctx, y, onehot in self.blocks:
-            rows = np.arange(y.size)
-            M = Xb @ W
-            M += H[ctx]
-            gold = M[rows, y]
-            top = M.max(axis=1)
-            M -= top[:, None]
-            np.exp(M, out=M)
-            z = M.sum(axis=1)
-            nll += float(np.sum(top + np.log(z) - gold))
-            # M becomes P - Y, the gradient of the loss with respect to the scores
-            M /= z[:, None]
-            M[rows, y] -= 1.0
-            g_W += XbT @ M
-            g_H += onehot @ M
-        g_emit = g_W.ravel() if self.full else g_W[self.emit_feature, self.emit_tags]
-        g_big = np.zeros((T + 1, T))
-        np.add.at(g_big, self.ctx_t1, g_H)
-        grad = np.concatenate([g_emit, g_big.ravel(), g_H[self.tri_ctx, self.tri_tags]])
-        grad += self.lam * theta
-        self.last_value = nll + 0.5 * self.lam * float(theta @ theta)
-        return self.last_value, grad

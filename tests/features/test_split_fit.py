@@ -30,6 +30,8 @@ VIEWS = {
     "suffix": lambda: SuffixView(min_count=2, max_features=60),
     "suffix_lower": lambda: SuffixView(lengths=(1, 3), lowercase=True),
     "char": lambda: CharNgramView(n=(1, 2), max_features=40),
+    "context": lambda: ContextFeatures(min_count=2, affix=3, window=1),
+    "context_all": lambda: ContextFeatures(),
     "word": lambda: WordView(lowercase=True, min_count=2),
     "tags": lambda: TagNgramView(),
     "tags_123": lambda: TagNgramView(orders=(1, 2, 3), min_count=2, max_features=25),
@@ -38,7 +40,6 @@ VIEWS = {
     "joint_ngram": lambda: JointView(kind="ngram", max_features=80),
     "stack": lambda: HStackView([SuffixView(lengths=(2,)), WordView()], max_features=30),
     "stack_tags": lambda: HStackView([TagNgramView(orders=(1,)), TagNgramView(orders=(2,))]),
-    "context": lambda: ContextFeatures(),
     "context_min2": lambda: ContextFeatures(min_count=2, affix=2, window=1),
 }
 
@@ -97,7 +98,7 @@ def test_merged_counts_fit_the_whole_corpus_synthetic(name):
 
 
 @pytest.mark.parametrize("name", ["suffix", "tags_123", "joint_ngram", "stack",
-                                  "context_min2"])
+                                  "context", "context_min2"])
 def test_merged_counts_fit_the_whole_corpus_sequoia(name, shared_data):
     corpus = read_conllu(shared_data / "fr-sequoia" / "train.conllu", tags="upos")[:400]
     _check_partitionings(corpus, name, seed=5, n_splits=2)
@@ -145,6 +146,12 @@ def test_bad_counts_refused():
         SuffixView().fit_counts(tags)
     with pytest.raises(ValueError, match="other parameters"):
         ContextFeatures(affix=2).fit_counts(ContextFeatures().count(corpus))
+    with pytest.raises(ValueError, match="cannot merge counts of views with different"):
+        merge_counts(ContextFeatures(affix=2).count(corpus), ContextFeatures().count(corpus))
+    with pytest.raises(ValueError, match="other parameters"):
+        ContextFeatures(window=1).fit_counts(ContextFeatures().count(corpus))
+    with pytest.raises(TypeError, match="counts must be the FeatureCounts of ContextFeatures"):
+        ContextFeatures().fit_counts(tags)
     with pytest.raises(TypeError, match="views\\[0\\] .* has no split fit"):
         HStackView([_NoSplit()]).count(corpus)
 

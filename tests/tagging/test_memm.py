@@ -161,6 +161,45 @@ def test_objective_and_gradient(support, seed):
     np.testing.assert_allclose(grad, fd, rtol=0, atol=1e-6 * max(1.0, np.abs(grad).max()))
 
 
+@pytest.mark.parametrize("support", ["observed", "all"])
+def test_objective_is_a_sum_over_pieces(support):
+    # the partitioned fit's steps without Dask: the pieces' counts merged give the in-memory
+    # structure, and the pieces' loss terms (each on its own features) sum to its objective
+    corpus = tiny_corpus(3, n_sent=30)
+    own = TaggedCorpus.from_sentences(corpus[10:11].to_sentences())  # its own vocabularies
+    pieces = [corpus[:10], own, corpus[11:11], corpus[11:]]
+    mem, dist = MEMMTagger(lam=0.3, support=support), MEMMTagger(lam=0.3, support=support)
+    reference = mem._fit_structure(corpus)
+    counts = [dist._count_partition(p) for p in pieces]
+    dist._fit_counts(dist._merge_counts(dist._merge_counts(counts[0], counts[1]),
+                                        dist._merge_counts(counts[2], counts[3])))
+    train = [dist._training_piece(p) for p in pieces]
+    if support == "observed":
+        dist._set_pairs(np.unique(np.concatenate([t.pairs for t in train])))
+    else:
+        assert all(t.pairs is None for t in train)
+    for name in ("tags_", "words_", "word_counts_", "lex_indptr_", "lex_tags_", "suffixes_",
+                 "suffix_probs_", "emit_indptr_", "emit_tags_", "tri_indptr_", "tri_tags_"):
+        assert np.array_equal(getattr(dist, name), getattr(mem, name)), name
+    assert dist.features_.vocabulary_ == mem.features_.vocabulary_
+    terms = [dist._loss_terms(t) for t in train]
+    assert terms[2].F == 0 and terms[1].F < terms[3].F <= reference.terms.F
+
+    def summed(theta):
+        parts = [t(theta) for t in terms]
+        return sum(v for v, _ in parts), sum(g for _, g in parts)
+
+    problem = dist._penalised(summed)
+    theta = np.random.default_rng(3).normal(scale=0.5, size=reference.n_params)
+    value, grad = problem(theta)
+    ref_value, ref_grad = reference(theta)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12 * np.abs(ref_grad).max())
+    mem._set_weights(reference, theta)
+    X = mem.features_.transform(corpus)
+    assert value == pytest.approx(ref_objective(mem, X, corpus, 0.3, theta), rel=1e-12)
+
+
 def test_training_decreases_the_objective(data):
     train, _ = data
     a = MEMMTagger(maxiter=5).fit(train)
