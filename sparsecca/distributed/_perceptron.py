@@ -31,6 +31,8 @@ are not averaged on their own.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..kernels import PerceptronShard
@@ -39,6 +41,17 @@ from ._tagging import _shared
 from ._views import in_partition
 
 __all__ = ["fit_perceptron_mixing"]
+
+
+def _counts(part, tagger):
+    """A partition's dictionary and feature counts (the tagger's ``_count_partition``) and
+    its sentence count."""
+    return (*tagger._count_partition(part), (part.n_sentences,))
+
+
+def _merge_counts(merge, a, b):
+    """:func:`_counts` of two runs of partitions merged (``merge``: the tagger's)."""
+    return (*merge(a[:2], b[:2]), a[2] + b[2])
 
 
 def _compile(part, tagger):
@@ -84,9 +97,11 @@ def fit_perceptron_mixing(parts: PartitionedCorpus, tagger, rng):
     dask = import_dask()
     delayed = dask.delayed
     task = delayed(in_partition, pure=True)
-    counted = [task(i, tagger._mixing_counts, p) for i, p in enumerate(parts.partitions)]
-    (counts,) = dask.compute(tree_reduce(counted, tagger._merge_mixing_counts))
-    sizes = tagger._fit_mixing_counts(counts)
+    counted = [task(i, _counts, p, tagger) for i, p in enumerate(parts.partitions)]
+    (counts,) = dask.compute(tree_reduce(counted, partial(_merge_counts,
+                                                          tagger._merge_counts)))
+    tagger._fit_counts(counts[:2])
+    sizes = counts[2]
     T = len(tagger.tags_)
     S = T + 2
     # stage 2: the partitions' features (kept on the workers) and the union of their pairs
@@ -95,7 +110,7 @@ def fit_perceptron_mixing(parts: PartitionedCorpus, tagger, rng):
                               for i, p in enumerate(parts.partitions)])
     pairs = tree_reduce([delayed(_pairs, pure=True)(c, T) for c in compiled], np.union1d)
     (codes,) = dask.compute(pairs)
-    tagger._set_emission_pairs(codes)
+    tagger._set_pairs(codes)
     shards = dask.persist(*[delayed(_shard, pure=True)(
         c, tagger.emit_indptr_, tagger.emit_tags_, tagger.tri_indptr_, tagger.tri_tags_, S,
         int(tagger.beam)) for c in compiled])

@@ -47,6 +47,7 @@ from .._sparse import expand_ranges
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError
 from ..features import ContextFeatures
+from ..features import merge_counts as merge_feature_counts
 from ..kernels import kbest_viterbi
 from ._hmm import (
     _affix_posteriors,
@@ -55,6 +56,8 @@ from ._hmm import (
     _lexicon_counts,
     _theta,
 )
+from ._hmm_counts import count_corpus
+from ._hmm_counts import merge_counts as merge_hmm_counts
 from ._kbest_mixin import KBestTaggerMixin, _check_corpus, gathered, saved_vocabularies
 
 #: the suffix model behind the candidates of rare and unseen words is estimated from the
@@ -196,6 +199,44 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
         tree sum of a partitioned corpus's): the same attributes."""
         self._set_dictionary(Vocabulary(counts.tags), Vocabulary(counts.words),
                              counts.totals(1), counts.lexicon(), counts.totals(2))
+
+    # -- the fit from counts: sparsecca.distributed maps _count_partition over the partitions
+    # of a corpus, tree-merges with _merge_counts and fits from the total with _fit_counts
+    # (the subclasses with context features: _context_features)
+    def _count_partition(self, corpus):
+        """The tag-dictionary and context-feature counts of a tagged corpus (mergeable)."""
+        corpus = _check_corpus("corpus", corpus, need_tags=True)
+        return count_corpus(corpus), self._context_features().count(corpus)
+
+    @staticmethod
+    def _merge_counts(a, b):
+        return merge_hmm_counts(a[0], b[0]), merge_feature_counts(a[1], b[1])
+
+    def _fit_counts(self, counts) -> None:
+        """Vocabularies, tag dictionary, context features and gold trigrams (less those
+        ending in EOS unless ``_EOS_TRIGRAMS``) of the corpus counted; the emission pattern
+        is :meth:`_set_pairs`'s."""
+        lexicon, features = counts
+        if lexicon.lex_counts.sum() == 0:
+            raise ValueError("corpus must contain at least one token, got an empty corpus")
+        c = lexicon.compact()
+        self._fit_dictionary_counts(c)
+        self.features_ = self._context_features().fit_counts(features)
+        S = len(self.tags_) + 2
+        # trigram codes (t2 * S + t1) * S + t in the counts' coding, EOS = S - 1
+        codes = c.tri_keys if self._EOS_TRIGRAMS else c.tri_keys[c.tri_keys % S != S - 1]
+        self.tri_indptr_, self.tri_tags_ = trigram_csr(codes, S)
+
+    def _set_pairs(self, codes) -> None:
+        """The emission pattern: the pairs ``feature * n_tags + tag`` of ``codes`` (sorted,
+        distinct), or every pair (None)."""
+        F, T = self.features_.n_features_, len(self.tags_)
+        if codes is None:
+            self.emit_indptr_ = np.arange(0, (F + 1) * T, T, dtype=np.int64)
+            self.emit_tags_ = np.tile(np.arange(T, dtype=np.int32), F)
+        else:
+            self.emit_indptr_, self.emit_tags_ = pair_csr(np.asarray(codes, dtype=np.int64),
+                                                          F, T)
 
     def _set_dictionary(self, tags: Vocabulary, words: Vocabulary, word_counts: np.ndarray,
                         lex: tuple, tag_counts: np.ndarray) -> None:

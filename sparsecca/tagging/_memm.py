@@ -40,8 +40,6 @@ from .._params import check_bool, check_float, check_int, check_random_state
 from .._persist import state_value
 from .._sparse import expand_ranges
 from ..features import ContextFeatures
-from ..features import merge_counts as merge_feature_counts
-from ._hmm_counts import count_corpus, merge_counts
 from ._kbest_mixin import _check_corpus, is_partitioned
 from ._lattice import (
     _BLOCK_CELLS,
@@ -50,8 +48,6 @@ from ._lattice import (
     gold_trigrams,
     observed_pairs,
     pair_codes,
-    pair_csr,
-    trigram_csr,
 )
 from ._memm_objective import LossTerms, Objective, TrainingPiece, gold_histories
 
@@ -188,7 +184,7 @@ class MEMMTagger(BaseLatticeTagger):
         check_bool("progress", self.progress)
         check_bool("parallel", self.parallel)
 
-    def _features(self) -> ContextFeatures:
+    def _context_features(self) -> ContextFeatures:
         affix, min_count = _TEMPLATES[self.templates]
         if self.min_count is not None:
             min_count = int(self.min_count)
@@ -264,7 +260,7 @@ class MEMMTagger(BaseLatticeTagger):
         tag_ids = self._fit_dictionary(corpus)
         T = len(self.tags_)
         S, bos, eos = T + 2, T, T + 1
-        self.features_ = self._features().fit(corpus)
+        self.features_ = self._context_features().fit(corpus)
         X = self.features_.transform(corpus).astype(np.float64)
         if self.support == "all":
             self._set_pairs(None)
@@ -283,44 +279,15 @@ class MEMMTagger(BaseLatticeTagger):
         return Objective(terms, (self.emit_tags_.size, (T + 1) * T, self.tri_tags_.size), T,
                          float(self.lam))
 
-    # the fit on a partitioned corpus (sparsecca.distributed maps and reduces with these):
-    # the counts of a partition and their merge, the structure from the merged counts, each
-    # partition's training tokens, the emission pattern from their gold pairs, their terms
-    def _count_partition(self, corpus):
-        """The tag-dictionary and feature counts of a tagged corpus."""
-        corpus = _check_corpus("corpus", corpus, need_tags=True)
-        return count_corpus(corpus), self._features().count(corpus)
-
-    @staticmethod
-    def _merge_counts(a, b):
-        return merge_counts(a[0], b[0]), merge_feature_counts(a[1], b[1])
-
+    # the fit on a partitioned corpus (sparsecca.distributed maps and reduces with these and
+    # with the base class's _count_partition, _merge_counts, _fit_counts and _set_pairs):
+    # each partition's training tokens and their loss terms
     def _fit_counts(self, counts) -> None:
-        """Vocabularies, tag dictionary, features and trigrams of the corpus counted; the
-        emission pattern too when every pair has a weight (else see :meth:`_set_pairs`)."""
-        lexicon, features = counts
-        if lexicon.lex_counts.sum() == 0:
-            raise ValueError("corpus must contain at least one token, got an empty corpus")
-        c = lexicon.compact()
-        self._fit_dictionary_counts(c)
-        self.features_ = self._features().fit_counts(features)
-        T = len(self.tags_)
-        S = T + 2
-        # the gold trigrams (rows t2, t1, t in the counts' coding, EOS = T + 1), less those
-        # ending in EOS
-        self.tri_indptr_, self.tri_tags_ = trigram_csr(c.tri_keys[c.tri_keys % S != T + 1], S)
+        """The base class's fit from counts, and every pair weighted when ``support='all'``
+        (else the pairs seen in the gold data: :meth:`_set_pairs`)."""
+        super()._fit_counts(counts)
         if self.support == "all":
             self._set_pairs(None)
-
-    def _set_pairs(self, codes) -> None:
-        """The emission pattern: the pairs ``feature * n_tags + tag`` of ``codes`` (sorted,
-        distinct), or every pair (None)."""
-        F, T = self.features_.n_features_, len(self.tags_)
-        if codes is None:
-            self.emit_indptr_ = np.arange(0, (F + 1) * T, T, dtype=np.int64)
-            self.emit_tags_ = np.tile(np.arange(T, dtype=np.int32), F)
-        else:
-            self.emit_indptr_, self.emit_tags_ = pair_csr(codes, F, T)
 
     def _training_piece(self, corpus) -> TrainingPiece:
         """A tagged partition's training tokens in this model's ids (after

@@ -48,10 +48,9 @@ import numpy as np
 from .._params import check_bool, check_int, check_random_state
 from .._persist import state_value
 from ..data import TaggedCorpus
-from ..features import ContextFeatures, merge_counts
+from ..features import ContextFeatures
 from ..kernels import best_sequences, dense_trigrams, structured_perceptron
 from ._hmm import _check_corpus
-from ._hmm_counts import count_corpus
 from ._kbest_mixin import is_partitioned
 from ._lattice import (
     _BLOCK_CELLS,
@@ -245,7 +244,7 @@ class PerceptronTagger(BaseLatticeTagger):
         tag_ids = self._fit_dictionary(corpus)
         T = len(self.tags_)
         S, bos, eos = T + 2, T, T + 1
-        self.features_ = ContextFeatures(min_count=int(self.min_count))
+        self.features_ = self._context_features()
         X = self.features_.fit_transform(corpus)
         beam = int(self.beam)
         cand_offsets, cand_tags = (None, None) if beam else self._lattice(corpus)[:2]
@@ -288,37 +287,9 @@ class PerceptronTagger(BaseLatticeTagger):
             self.emit_weights_, self.bigram_weights_, self.tri_weights_ = kept
         self.best_epoch_ = best
 
-    # the count-reduce of a fit by parameter mixing (``sparsecca.distributed`` maps the
-    # first over partitions, tree-sums with the second and fits from the total)
-    def _mixing_counts(self, corpus):
-        """The dictionary and feature counts of a partition, and its sentence count."""
-        features = ContextFeatures(min_count=int(self.min_count))
-        return count_corpus(corpus), features.count(corpus), (corpus.n_sentences,)
-
-    @staticmethod
-    def _merge_mixing_counts(a, b):
-        return a[0].merge(b[0]), merge_counts(a[1], b[1]), a[2] + b[2]
-
-    def _fit_mixing_counts(self, counts) -> tuple:
-        """The dictionary, features and gold trigrams from the counts of the whole corpus
-        (those :meth:`_epochs` fits on it); returns the partitions' sentence counts."""
-        hmm, feature_counts, sizes = counts
-        if hmm.lex_counts.sum() == 0:
-            raise ValueError("corpus must contain at least one token, got an empty corpus")
-        compact = hmm.compact()
-        self._fit_dictionary_counts(compact)
-        self.features_ = ContextFeatures(min_count=int(self.min_count))
-        self.features_.fit_counts(feature_counts)
-        S = len(self.tags_) + 2
-        # trigram codes (t2 * S + t1) * S + t, sorted: CSR by context t2 * S + t1
-        self.tri_indptr_, self.tri_tags_ = _codes_csr(compact.tri_keys, S * S, S)
-        return sizes
-
-    def _set_emission_pairs(self, codes) -> None:
-        """The weighted pairs from the sorted distinct codes ``feature * n_tags + tag`` of
-        the gold pairs of every partition."""
-        self.emit_indptr_, self.emit_tags_ = _codes_csr(
-            np.asarray(codes, dtype=np.int64), self.features_.n_features_, len(self.tags_))
+    def _context_features(self) -> ContextFeatures:
+        """The unfitted context features of this tagger."""
+        return ContextFeatures(min_count=int(self.min_count))
 
     def _dev_accuracy(self, dev, dev_data):
         (seq_tags, _, _, _), _ = self._decode(dev, 1, dev_data)
@@ -372,11 +343,3 @@ class PerceptronTagger(BaseLatticeTagger):
         self.best_epoch_ = state_value(extra, "best_epoch", int, low=1, high=self.n_iter_)
         self.train_errors_ = state_value(extra, "train_errors", list)
         self.dev_scores_ = state_value(extra, "dev_scores", list)
-
-
-def _codes_csr(codes, n_rows, width):
-    """CSR by row ``(indptr int64, columns int32)`` of sorted distinct codes
-    ``row * width + column``."""
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(codes // width, minlength=n_rows), out=indptr[1:])
-    return indptr, (codes % width).astype(np.int32)
