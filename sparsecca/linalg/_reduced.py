@@ -239,8 +239,9 @@ def _handing_over(xinv, yinv, cross, k, strategy, start, opts, info, exact):
     :class:`._stopping.StoppingMonitor` decides when LOBPCG hands over; this chooses where
     to: a LOBPCG under the low-rank model with ``exact`` given (the dense factor of C_xx,
     or a callable ``exact(steps)`` forming it) resumes from its block with the dense factor
-    as preconditioner (``handed_after``: the steps before); otherwise, and when the
-    resumed run hands over again, 'auto' (``opts.fallback``) solves by 'full'.  ``xinv``
+    as preconditioner (``handed_after``: the steps before, also when block CG follows);
+    otherwise, and when the resumed run hands over again, 'auto' (``opts.fallback``)
+    solves by 'full'.  ``xinv``
     is the inverse the result was solved with (preconditioned by the factor once handed
     over); ``xinv`` itself is left unchanged."""
     dense = (exact if strategy == "lobpcg" and xinv.method != "dense"
@@ -253,8 +254,9 @@ def _handing_over(xinv, yinv, cross, k, strategy, start, opts, info, exact):
     except _Stalled as exc:
         stalled = exc
     _clear_lobpcg(info)
+    handed = None
     if dense is not None:
-        steps = stalled.n_cg
+        steps = handed = stalled.n_cg
         xinv = xinv.with_exact(dense if isinstance(dense, RegularizedInverse)
                                else dense(steps))
         try:
@@ -266,7 +268,7 @@ def _handing_over(xinv, yinv, cross, k, strategy, start, opts, info, exact):
             stalled = again
             _clear_lobpcg(info)
     A, B, omega, n_cg = _solve(xinv, yinv, cross, k, "full", opts)
-    return A, B, omega, n_cg + stalled.n_cg, "full", xinv, None
+    return A, B, omega, n_cg + stalled.n_cg, "full", xinv, handed
 
 
 def _clear_lobpcg(info):

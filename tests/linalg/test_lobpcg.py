@@ -270,6 +270,21 @@ def test_explicit_lobpcg_without_a_factor_has_no_hand_over():
     assert "rescued_after" not in res.__dict__
 
 
+def test_resumed_lobpcg_that_hands_over_again_falls_back_to_block_cg():
+    """'auto' with the dense factor offered: out of steps under the model, then again under
+    the factor, the solve ends in 'full' (block CG preconditioned by the factor)."""
+    X, Y = count_problem(900, 240, 40, seed=15)
+    it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
+    xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
+    res = reduced_cca(xinv, yinv, CrossCovariance(it._xdata, it.Y), 6, tol=1e-12,
+                      exact=it._exact_inverse(0.4),
+                      thresholds=active().replace(lobpcg_maxiter=2))
+    assert res.strategy == "full" and res.rescued_after == 2 and res.n_iter > 4
+    assert not xinv.exact_preconditioner
+    dense = CCAEngine(X, Y, solver="dense").solve(Y, 0.4, 6)
+    np.testing.assert_allclose(res.correlations, dense.correlations, rtol=1e-10)
+
+
 def test_predicted_steps_against_counting_the_geometric_decay():
     thresh = 1e-6
     for rate in (0.3, 0.5, 0.9):
