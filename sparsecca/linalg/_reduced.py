@@ -252,23 +252,24 @@ def _handing_over(xinv, yinv, cross, k, strategy, start, opts, info, exact):
                                    handover="dense" if dense is not None else full)
         return A, B, omega, n_cg, strategy, xinv, None
     except _Stalled as exc:
-        stalled = exc
+        # (not the exception itself: its traceback would keep the iteration's blocks)
+        steps, block = exc.n_cg, exc.block
     _clear_lobpcg(info)
     handed = None
     if dense is not None:
-        steps = handed = stalled.n_cg
+        handed = steps
         xinv = xinv.with_exact(dense if isinstance(dense, RegularizedInverse)
                                else dense(steps))
         try:
-            A, B, omega, n_cg = _solve(xinv, yinv, cross, k, strategy, opts,
-                                       stalled.block, info, handover=full)
-            return A, B, omega, n_cg + steps, strategy, xinv, steps
+            A, B, omega, n_cg = _solve(xinv, yinv, cross, k, strategy, opts, block, info,
+                                       handover=full)
+            return A, B, omega, n_cg + steps, strategy, xinv, handed
         except _Stalled as again:
-            again.n_cg += steps
-            stalled = again
-            _clear_lobpcg(info)
+            steps += again.n_cg
+        _clear_lobpcg(info)
+    del block
     A, B, omega, n_cg = _solve(xinv, yinv, cross, k, "full", opts)
-    return A, B, omega, n_cg + stalled.n_cg, "full", xinv, handed
+    return A, B, omega, n_cg + steps, "full", xinv, handed
 
 
 def _clear_lobpcg(info):
