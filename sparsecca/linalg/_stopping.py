@@ -16,7 +16,7 @@ monitor, which applies every rule that ends it, in this order:
   ``lobpcg_handover_steps`` further steps (:func:`_predicted_steps`);
 * the step limit, ``lobpcg_maxiter`` (the loop asks :attr:`StoppingMonitor.maxiter`).
 
-Which target a hand-over goes to is chosen by the caller (:func:`._reduced._dispatch`).
+Which target a hand-over goes to is chosen by the caller (:func:`._reduced._handing_over`).
 
 ``converged`` and ``reason`` hold the outcome, in the manner of hmmlearn's
 ``ConvergenceMonitor``.
