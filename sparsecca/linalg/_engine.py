@@ -542,7 +542,7 @@ class CCAEngine(_Preconditioning):
             return solve_reduced(xinv, yinv, cross, k, strategy, opts)
         opts.callback, opts.certify = self._lobpcg_report(tau), self.certify
         return solve_reduced(xinv, yinv, cross, k, strategy, opts, self._warm,
-                             self._on_stall(xinv, tau), self._rescue_cost(tau))
+                             self._handover_inverse(xinv, tau))
 
     def column_sums(self, which):
         """Column sums of the given X or Y ('X' or 'Y'), (d,) float64 (cached)."""

@@ -8,8 +8,6 @@ float32 path: one cast at the boundary of a product, for every operator.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
@@ -329,19 +327,12 @@ class RegularizedInverse(ShapeCheckedOperator):
     # -- the preconditioner (the low-rank methods override these) --------------------------
     @property
     def exact_preconditioner(self) -> bool:
-        """Whether :meth:`precondition` applies the exact C^-1 (see :meth:`use_exact`)."""
+        """Whether :meth:`precondition` applies the exact C^-1 (see :meth:`with_exact`)."""
         return False
 
-    def use_exact(self, exact):
-        """Precondition by ``exact`` (a 'randomized' or 'iterative' inverse only)."""
-        raise ValueError("use_exact is for a 'randomized' or 'iterative' inverse")
-
     def with_exact(self, exact):
-        """A copy of this inverse preconditioned by ``exact`` (None: by its own model),
-        sharing its factors; this one is unchanged (see :meth:`use_exact`)."""
-        other = copy.copy(self)
-        other.use_exact(exact)
-        return other
+        """A copy preconditioned by ``exact`` ('randomized' and 'iterative' inverses only)."""
+        raise ValueError("with_exact is for a 'randomized' or 'iterative' inverse")
 
     def lowrank_galerkin(self, B, chunk_bytes=64 * 2**20):
         """B^T T B for the low-rank-plus-diagonal model T ('randomized' / 'iterative')."""

@@ -78,8 +78,8 @@ class _SinglePrecisionLoss(FactorizationError):
     in float64."""
 
 
-def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callback=None,
-            omega_max=None, switch_budget=None, certify=False, single=True):
+def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, handover=None, callback=None,
+            omega_max=None, certify=False, single=True):
     """Top-k eigenpairs of the pencil (K, C), K = Ct Ct^T, Ct = C_xy W_y^T, C = C_xx, by LOBPCG.
 
     K a = omega C a is Eq. 11 with b eliminated (b = W_y^T Ct^T a / sqrt(omega)), so the
@@ -96,7 +96,7 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     are sqrt(theta); rise is the largest relative rise of a wanted correlation in the last
     step, which flags a gap estimate not settled yet), with the
     residual measured in the preconditioner's norm (T ~ C^-1: exact when ``xinv`` was
-    given the dense inverse by ``use_exact``; the low-rank model's norm can understate
+    given the dense inverse by ``with_exact``; the low-rank model's norm can understate
     ||r||_{C^-1} several-fold on text views) and the gap taken to the
     block's last Ritz value (the p buffer pairs stand for the spectrum beyond the wanted
     cluster); looser than 'krylov''s gap to theta_{k+1} when the correlations are
@@ -111,6 +111,10 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     dominate the data, ``_covariance_as`` / ``_cross_as``); the Rayleigh-Ritz
     eigenproblems stay float64, and _finalize redoes the last one in float64 in the exact
     metrics.
+
+    ``handover`` (None, 'full' or 'dense': where the caller hands a stalled or slow run
+    over to, see :class:`._stopping.StoppingMonitor`): unless None, a run that stops
+    unconverged raises :class:`._stopping._Stalled` with its block instead of warning.
 
     Returns
     -------
@@ -134,8 +138,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
     # certify: the exact norms are checked only under the model (the exact factor's norm is
     # exact)
     exact = certify and not xinv.exact_preconditioner
-    monitor = StoppingMonitor(k, tol, omega_max=omega_max, stall=raise_stalled,
-                              switch_budget=switch_budget, callback=callback)
+    monitor = StoppingMonitor(k, tol, omega_max=omega_max, handover=handover,
+                              callback=callback)
     C, precond = xinv.covariance, xinv._precondition
     P = CP = UP = None
     it = 0
@@ -173,8 +177,8 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, raise_stalled=False, callbac
             blocks = tuple(b + [q[:, live]] for b, q in zip(blocks, (P, CP, UP)))
         X, CX, UX, theta, (P, CP, UP) = _rayleigh_ritz(*blocks, m)
         it += 1
-    if monitor.reason == "slow" or (not monitor.converged and raise_stalled):
-        raise _Stalled(it, X, slow=monitor.reason == "slow")
+    if not monitor.converged and handover is not None:
+        raise _Stalled(it, X)
     if not monitor.converged:
         warnings.warn(monitor.why(it), RuntimeWarning, stacklevel=3)
     A = X[:, :k]

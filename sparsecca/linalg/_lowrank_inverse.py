@@ -11,6 +11,7 @@ From a rank-r factor G ~ V diag(lam) V^T of G = Xc^T Xc (:meth:`GramFactor.lowra
 
 from __future__ import annotations
 
+import copy
 from contextlib import nullcontext
 
 import numpy as np
@@ -190,12 +191,12 @@ class _LowRankModel:
 
 class _ModelInverse(RegularizedInverse):
     """What the two low-rank-model inverses share: the model (``model``, ``rank_``), its
-    Galerkin matrices, and the preconditioner -- the model, or a dense inverse given by
-    :meth:`use_exact`."""
+    Galerkin matrices, and the preconditioner -- the model, or, in a copy made by
+    :meth:`with_exact`, a dense inverse."""
 
     def _set_model(self, V, lam):
         self.rank_ = V.shape[1]
-        self._exact = None  # a 'dense' inverse preconditioning this one (use_exact)
+        self._exact = None  # a 'dense' inverse preconditioning this one (with_exact)
         self.model = _LowRankModel(self.factor, self.tau, self.name, self.tail, V, lam)
 
     def _lowrank_inverse(self, B):
@@ -215,36 +216,64 @@ class _ModelInverse(RegularizedInverse):
     def _lowrank_galerkin(self, B, chunk_bytes=64 * 2**20):
         return self.model.galerkin(B, chunk_bytes)
 
-    def use_exact(self, exact):
-        """Precondition with ``exact``, a 'dense' RegularizedInverse of the same C, instead
-        of the low-rank-plus-diagonal model; None goes back (:meth:`with_exact` leaves this
-        inverse unchanged and returns a preconditioned copy).
+    def with_exact(self, exact):
+        """A copy of this inverse preconditioned by ``exact``, a 'dense' RegularizedInverse
+        of the same C, instead of the low-rank-plus-diagonal model (None: by the model),
+        sharing this one's factors; this inverse is unchanged.
 
         The model's products are unchanged (a 'randomized' inverse stays the model): only
         :meth:`precondition` -- LOBPCG's preconditioner, block CG's, and the norm in which
         residuals are measured -- becomes exact.  Worth it when the dense factor is cheap
         beside the rest of the solve (see ``CCAEngine``).
+
+        Parameters
+        ----------
+        exact : RegularizedInverse or None
+            method='dense', of the same GramFactor and tau.
+
+        Returns
+        -------
+        RegularizedInverse
+            Of this one's class and method.
+
+        Raises
+        ------
+        TypeError
+            If ``exact`` is neither None nor a RegularizedInverse.
+        ValueError
+            If ``exact`` is not a 'dense' inverse of the same GramFactor and tau.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp
+        >>> from sparsecca.linalg import GramFactor, RegularizedInverse
+        >>> X = sp.random(200, 30, density=0.2, format="csr", random_state=0)
+        >>> f = GramFactor(X, random_state=0)
+        >>> inv = RegularizedInverse(f, 0.3, "randomized", rank=5)
+        >>> exact = inv.with_exact(RegularizedInverse(f, 0.3, "dense"))
+        >>> exact.exact_preconditioner, inv.exact_preconditioner
+        (True, False)
         """
-        if exact is None:  # back to the model (lets the dense factor go)
-            self._exact = None
-            return
-        if not isinstance(exact, RegularizedInverse):
-            raise TypeError(f"exact must be None or a 'dense' RegularizedInverse of the same "
-                            f"GramFactor and tau, got {type(exact).__name__}")
-        if (exact.method != "dense" or exact.shape != self.shape or exact.tau != self.tau
-                or exact.factor is not self.factor):
-            raise ValueError("use_exact needs a 'dense' RegularizedInverse of the same "
-                             "GramFactor and tau")
-        self._exact = exact
+        if exact is not None:
+            if not isinstance(exact, RegularizedInverse):
+                raise TypeError(f"exact must be None or a 'dense' RegularizedInverse of the "
+                                f"same GramFactor and tau, got {type(exact).__name__}")
+            if (exact.method != "dense" or exact.shape != self.shape
+                    or exact.tau != self.tau or exact.factor is not self.factor):
+                raise ValueError("with_exact needs a 'dense' RegularizedInverse of the same "
+                                 "GramFactor and tau")
+        other = copy.copy(self)
+        other._exact = exact
+        return other
 
     @property
     def exact_preconditioner(self) -> bool:
-        """Whether :meth:`precondition` applies the exact C^-1 (see :meth:`use_exact`)."""
+        """Whether :meth:`precondition` applies the exact C^-1 (see :meth:`with_exact`)."""
         return self._exact is not None
 
     def precondition(self, B):
-        """T B for the preconditioner T ~ C^-1: the exact inverse given to
-        :meth:`use_exact` (in B's precision: float32 blocks get a float32 factor), else the
+        """T B for the preconditioner T ~ C^-1: the exact inverse of a :meth:`with_exact`
+        copy (in B's precision: float32 blocks get a float32 factor), else the
         low-rank-plus-diagonal model.  (d, b), float64 unless B is float32 and T exact; B a
         (d, b) array (a ValueError otherwise)."""
         check_block(B, "B", self.shape[0], vector=False)
@@ -440,7 +469,7 @@ class IterativeInverse(_ModelInverse):
 
 class _Preconditioner(LinearOperator):
     """``inv.precondition`` as an operator, float64: block CG's M (the low-rank-plus-diagonal
-    model, or the exact inverse given to ``use_exact``)."""
+    model, or the exact inverse of a ``with_exact`` copy)."""
 
     def __init__(self, inv):
         self.inv = inv

@@ -2,8 +2,8 @@
 
 :class:`_Preconditioning` is the part of :class:`._engine.CCAEngine` that chooses between
 the dense Cholesky factor of C_xx and the low-rank-plus-diagonal model of C_xx^-1 (and the
-model's rank and tail), and hands a stalled or slow LOBPCG the dense factor (``on_stall``,
-``rescue_cost`` of :func:`._reduced.reduced_cca`).
+model's rank and tail), and whether a LOBPCG that hands over under the model gets the dense
+factor (``exact`` of :func:`._reduced.reduced_cca`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import time
 
 from ._inverse import RegularizedInverse
 from ._lobpcg import lobpcg_fits
-from ._stopping import dense_factor_cost
 from ._thresholds import active, with_own_thresholds
 
 __all__ = []
@@ -53,11 +52,12 @@ class _Preconditioning:
     @with_own_thresholds
     def exact_rescue_fits(self):
         """Whether a LOBPCG too slow under the low-rank-plus-diagonal model is resumed
-        with the dense inverse of C_xx as its preconditioner (``on_stall`` of
+        with the dense inverse of C_xx as its preconditioner (``exact`` of
         :func:`reduced_cca`): with ``preconditioner='auto'``, while min(n, d1) <=
-        active().exact_precond_max, whether or not :meth:`exact_preconditioner_fits` gave it the
+        ``exact_precond_max``, whether or not :meth:`exact_preconditioner_fits` gave it the
         factor from the start.  Too slow means stalled, or a rate of progress that predicts
-        more steps than the factor costs (``rescue_cost``, from :meth:`_rescue_cost`).
+        more than ``lobpcg_handover_steps`` further steps (:mod:`._stopping`); beyond that
+        size a stalled LOBPCG falls back to block CG ('full') instead.
 
         Slow progress is where the model's norm fails: on text views a model-preconditioned
         LOBPCG (or the block CG fallback) can take many times as long as a solve with the
@@ -78,10 +78,8 @@ class _Preconditioning:
 
     def _exact_inverse(self, tau):
         """The dense inverse of C_xx at ``tau`` that preconditions a fast solver's LOBPCG
-        (cached for one tau: the cached inverses of other taus let theirs go)."""
+        (kept for one tau: forming another tau's lets it go)."""
         if tau not in self._xexact:
-            for other in self._xinv.values():
-                other.use_exact(None)
             self._xexact = {}
             t0 = time.perf_counter()
             inv = RegularizedInverse._trusted(self.xfactor, tau, "dense", name="Cxx")
@@ -92,32 +90,30 @@ class _Preconditioning:
         return self._xexact[tau]
 
     def _precondition_exactly(self, xinv, tau):
-        """Give ``xinv`` the dense inverse of C_xx at ``tau`` as its preconditioner when
-        :meth:`exact_preconditioner_fits`."""
-        if not self.exact_preconditioner_fits() or xinv.exact_preconditioner:
+        """``xinv`` preconditioned by the dense inverse of C_xx at ``tau`` (a
+        :meth:`with_exact` copy) when :meth:`exact_preconditioner_fits`, or when that
+        inverse is at hand (formed for a hand-over at this tau); else ``xinv``."""
+        if xinv.exact_preconditioner or not (
+                self.exact_preconditioner_fits()
+                or (tau in self._xexact and self.preconditioner == "auto")):
             return xinv
-        xinv.use_exact(self._exact_inverse(tau))
-        return xinv
+        return xinv.with_exact(self._exact_inverse(tau))
 
-    def _on_stall(self, xinv, tau):
-        """``on_stall`` for :func:`reduced_cca`: the dense inverse of C_xx when
-        :meth:`exact_rescue_fits` and ``xinv`` is preconditioned by its model, else None."""
+    def _handover_inverse(self, xinv, tau):
+        """``exact`` for :func:`reduced_cca`: a callable forming the dense inverse of C_xx
+        when :meth:`exact_rescue_fits` and ``xinv`` is preconditioned by its model, else
+        None."""
         if xinv.exact_preconditioner or not self.exact_rescue_fits():
             return None
 
         def rescue(steps):
             self._say(f"tau={tau:g} LOBPCG too slow after {steps} steps under the "
                       f"low-rank-plus-diagonal preconditioner (stalled, or its rate "
-                      f"predicted more steps than the dense factor costs); resuming with "
-                      f"the dense factor of C_xx")
+                      f"predicted more than {active().lobpcg_handover_steps} further steps); "
+                      f"resuming with the dense factor of C_xx")
             return self._exact_inverse(tau)
 
         return rescue
-
-    def _rescue_cost(self, tau):
-        """``rescue_cost`` for :func:`reduced_cca`: the modelled seconds of the dense factor
-        of C_xx at ``tau`` (0 when it is at hand)."""
-        return 0.0 if tau in self._xexact else dense_factor_cost(self._exact_size())
 
     def _preconditioner(self, k, strategy):
         """(rank, tail) of the iterative solver's preconditioner.

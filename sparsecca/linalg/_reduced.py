@@ -22,7 +22,8 @@ pencil of Eq. 11, an a-posteriori bound on the error of each correlation.
 
 This module validates and dispatches: the direct strategies and 'krylov' are in
 :mod:`._strategies`, the LOBPCG iteration in :mod:`._lobpcg`, its stopping and hand-over
-rules in :mod:`._stopping`, the result and its finishing step in :mod:`._result`.
+rules in :mod:`._stopping` (where a hand-over goes: :func:`_dispatch`), the result and its
+finishing step in :mod:`._result`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from ._result import (
     _check_residuals,
     _finalize,
 )
-from ._stopping import _Stalled, _switch_budget
+from ._stopping import _Stalled
 from ._strategies import _dual_ready, solve_direct
 from ._threads import small_blas
 from ._thresholds import active, applied
@@ -64,10 +65,8 @@ STRATEGIES = ("auto", "full", "dual", "operator", "krylov", "lobpcg")
 class SolveOptions:
     """The options of one :func:`reduced_cca` solve that the strategies read (validated).
 
-    ``fallback``: a stall is raised (the caller falls back to 'full'); ``switch_budget``:
-    the hand-over budget of :func:`._stopping._switch_budget` (None: no hand-over);
-    ``krylov_start``: the :class:`._strategies.KrylovWarm` 'krylov' starts from (None: a
-    randomized start)."""
+    ``fallback``: a stall hands over to 'full' (set by 'auto'); ``krylov_start``: the
+    :class:`._strategies.KrylovWarm` 'krylov' starts from (None: a randomized start)."""
 
     tol: float
     oversamples: int
@@ -78,13 +77,12 @@ class SolveOptions:
     omega_max: float | None = None
     certify: bool = False
     fallback: bool = False
-    switch_budget: float | None = None
     krylov_start: object = None
 
 
 def _check_reduced_cca(xinv, yinv, cross, n_components, strategy, oversamples, n_iter, tol,
-                       random_state, approx_xinv, start, callback, omega_max, on_stall,
-                       rescue_cost, certify):
+                       random_state, approx_xinv, start, callback, omega_max, exact,
+                       certify):
     """The arguments of :func:`reduced_cca`: O(1) checks of kinds, shapes, tau, centring and
     row counts (the three operators must describe one pair of views).  Returns (k, the
     strategy, the start, SolveOptions)."""
@@ -121,11 +119,14 @@ def _check_reduced_cca(xinv, yinv, cross, n_components, strategy, oversamples, n
     check_tolerance(tol, "tol")
     if omega_max is not None:
         check_float("omega_max", omega_max, 0.0, strict=True)
-    if rescue_cost is not None:
-        check_float("rescue_cost", rescue_cost, 0.0, strict=False)
-    for name, fn in (("callback", callback), ("on_stall", on_stall)):
-        if fn is not None and not callable(fn):
-            raise TypeError(f"{name} must be callable or None, got {fn!r}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {callback!r}")
+    if exact is not None and (not callable(exact) if not isinstance(exact, RegularizedInverse)
+                              else exact.method != "dense"):
+        raise TypeError(f"exact must be None, a 'dense' RegularizedInverse of C_xx or a "
+                        f"callable returning one, got {type(exact).__name__}"
+                        + (f" (method={exact.method!r})"
+                           if isinstance(exact, RegularizedInverse) else ""))
     if yinv.method == "iterative":
         raise ValueError("yinv must be a 'dense' or 'randomized' RegularizedInverse (the "
                          "reduced problem whitens C_yy), got method='iterative'")
@@ -137,12 +138,11 @@ def _check_reduced_cca(xinv, yinv, cross, n_components, strategy, oversamples, n
     return k, strategy, _check_start(start, d1, d2), opts
 
 
-def solve_reduced(xinv, yinv, cross, k, strategy, opts, start=None, on_stall=None,
-                  rescue_cost=None):
+def solve_reduced(xinv, yinv, cross, k, strategy, opts, start=None, exact=None):
     """:func:`reduced_cca` on arguments validated by the caller (``opts``: SolveOptions;
     ``strategy`` one of STRATEGIES, which this resolves and checks against the inverses)."""
     strategy = _check_strategy(xinv, yinv, cross, k, opts, strategy)
-    return _dispatch(xinv, yinv, cross, k, strategy, start, opts, on_stall, rescue_cost)
+    return _dispatch(xinv, yinv, cross, k, strategy, start, opts, exact)
 
 
 def _check_strategy(xinv, yinv, cross, k, opts, strategy):
@@ -193,31 +193,17 @@ def _check_start(start, d1, d2):
     return start
 
 
-def _dispatch(xinv, yinv, cross, k, strategy, start, opts, on_stall, rescue_cost):
-    """Solve with ``strategy`` (validated), through the hand-overs of a stalled LOBPCG,
-    and finish (:func:`_finalize`)."""
+def _dispatch(xinv, yinv, cross, k, strategy, start, opts, exact):
+    """Solve with ``strategy`` (validated), through the hand-over of a LOBPCG that stalls
+    or is slow, and finish (:func:`_finalize`)."""
     d2 = cross.shape[1]
     width = d2 if strategy in ("full", "dual") else min(d2, k + opts.oversamples)
     info = {}
-    # a stall under the model's preconditioner is handed to on_stall before any fallback
-    rescue = (on_stall is not None and strategy == "lobpcg" and xinv.method != "dense"
-              and not xinv.exact_preconditioner)
-    fallback = opts.fallback
     with small_blas(width):
-        try:
-            A, B, omega, n_cg, rescued = _lobpcg_handed_over(
-                xinv, yinv, cross, k, strategy, start, opts, info, rescue and on_stall,
-                rescue_cost)
-        except _Stalled as exc:
-            strategy = "full"
-            opts.fallback = False
-            A, B, omega, n_cg = _solve(xinv, yinv, cross, k, strategy, opts)
-            n_cg += exc.n_cg
-            rescued = None
-            _clear_lobpcg(info)
-        opts.fallback = fallback
-        if rescued is not None:
-            info["rescued_after"] = rescued
+        A, B, omega, n_cg, strategy, xinv, handed = _handing_over(
+            xinv, yinv, cross, k, strategy, start, opts, info, exact)
+        if handed is not None:
+            info["rescued_after"] = handed
         omega = np.asarray(omega)[:k]
         try:
             _check_rank(omega, k)
@@ -247,40 +233,43 @@ def _dispatch(xinv, yinv, cross, k, strategy, start, opts, on_stall, rescue_cost
     return res
 
 
-def _lobpcg_handed_over(xinv, yinv, cross, k, strategy, start, opts, info, on_stall,
-                        rescue_cost):
-    """(A, B, omega, n_cg, rescued_after or None): the solve, and for a LOBPCG that stalls
-    (or is too slow) with ``on_stall`` given, its resumption from the stalled block under
-    ``on_stall``'s dense factor (or, if None, under the model).  A stall that remains is
-    raised (_Stalled) for the fallback to 'full'."""
-    fallback = opts.fallback
-    opts.fallback = fallback or bool(on_stall)
-    opts.switch_budget = (_switch_budget(xinv, cross, min(k + opts.oversamples, cross.shape[1]),
-                                         rescue_cost)
-                          if on_stall and rescue_cost is not None else None)
+def _handing_over(xinv, yinv, cross, k, strategy, start, opts, info, exact):
+    """(A, B, omega, n_cg, strategy, xinv, handed_after): the solve and its one hand-over.
+
+    :class:`._stopping.StoppingMonitor` decides when LOBPCG hands over; this chooses where
+    to: a LOBPCG under the low-rank model with ``exact`` given (the dense factor of C_xx,
+    or a callable ``exact(steps)`` forming it) resumes from its block with the dense factor
+    as preconditioner (``handed_after``: the steps before, also when block CG follows);
+    otherwise, and when the resumed run hands over again, 'auto' (``opts.fallback``)
+    solves by 'full'.  ``xinv``
+    is the inverse the result was solved with (preconditioned by the factor once handed
+    over); ``xinv`` itself is left unchanged."""
+    dense = (exact if strategy == "lobpcg" and xinv.method != "dense"
+             and not xinv.exact_preconditioner else None)
+    full = "full" if opts.fallback else None
     try:
-        A, B, omega, n_cg = _solve(xinv, yinv, cross, k, strategy, opts, start, info)
-        return A, B, omega, n_cg, None
+        A, B, omega, n_cg = _solve(xinv, yinv, cross, k, strategy, opts, start, info,
+                                   handover="dense" if dense is not None else full)
+        return A, B, omega, n_cg, strategy, xinv, None
     except _Stalled as exc:
-        exact = on_stall(exc.n_cg) if on_stall else None
-        if exact is None and fallback and not exc.slow:
-            raise
-        # resumed from the stalled block (without the dense factor only because on_stall
-        # had asked for the stall to be raised, or LOBPCG was merely slow: it goes on under
-        # the model, and a real stall still falls back)
-        if exact is not None:
-            xinv.use_exact(exact)
-        _clear_lobpcg(info)
-        opts.fallback = fallback and (exact is not None or exc.slow)
-        opts.switch_budget = None
+        # (not the exception itself: its traceback would keep the iteration's blocks)
+        steps, block = exc.n_cg, exc.block
+    _clear_lobpcg(info)
+    handed = None
+    if dense is not None:
+        handed = steps
+        xinv = xinv.with_exact(dense if isinstance(dense, RegularizedInverse)
+                               else dense(steps))
         try:
-            A, B, omega, n_cg = _solve(xinv, yinv, cross, k, strategy, opts, exc.block, info)
+            A, B, omega, n_cg = _solve(xinv, yinv, cross, k, strategy, opts, block, info,
+                                       handover=full)
+            return A, B, omega, n_cg + steps, strategy, xinv, handed
         except _Stalled as again:
-            again.n_cg += exc.n_cg
-            raise
-        return A, B, omega, n_cg + exc.n_cg, exc.n_cg if exact is not None else None
-    finally:
-        opts.fallback, opts.switch_budget = fallback, None
+            steps += again.n_cg
+        _clear_lobpcg(info)
+    del block
+    A, B, omega, n_cg = _solve(xinv, yinv, cross, k, "full", opts)
+    return A, B, omega, n_cg + steps, "full", xinv, handed
 
 
 def _clear_lobpcg(info):
@@ -288,14 +277,14 @@ def _clear_lobpcg(info):
         del info[key]
 
 
-def _solve(xinv, yinv, cross, k, strategy, opts, start=None, info=None):
-    """(A, B, omega, n_cg) of one strategy (LOBPCG's stats into ``info``)."""
+def _solve(xinv, yinv, cross, k, strategy, opts, start=None, info=None, handover=None):
+    """(A, B, omega, n_cg) of one strategy (LOBPCG's stats into ``info``; ``handover``:
+    where a LOBPCG that stalls or is slow would go, None for nowhere)."""
     Wy = yinv.inv_sqrt()
     if strategy != "lobpcg":
         return solve_direct(xinv, Wy, yinv, cross, k, strategy, opts, info)
-    kw = dict(start=start, raise_stalled=opts.fallback, callback=opts.callback,
-              omega_max=opts.omega_max, switch_budget=opts.switch_budget,
-              certify=opts.certify)
+    kw = dict(start=start, handover=handover, callback=opts.callback,
+              omega_max=opts.omega_max, certify=opts.certify)
     p, tol = opts.oversamples, opts.tol
     try:
         A, B, omega, n_cg, stats = _lobpcg(xinv, Wy, cross, k, p, tol, **kw)
@@ -310,8 +299,8 @@ def _solve(xinv, yinv, cross, k, strategy, opts, start=None, info=None):
 
 def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples=None,
                 n_iter="auto", tol=1e-8, random_state=None, approx_xinv=None, start=None,
-                callback=None, omega_max=None, on_stall=None, rescue_cost=None,
-                certify=False, self_check="warn", thresholds=None):
+                callback=None, omega_max=None, exact=None, certify=False, self_check="warn",
+                thresholds=None):
     """Solve Eq. 14-15 given fitted inverse operators and a cross-covariance (the low-level
     entry point: repeated solves with different C_xy = X^T M and the same inverses).
 
@@ -345,11 +334,12 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     omega_max : float, optional
         A known cap of every eigenvalue (plain CCA: 1 / (1 - tau)^2): LOBPCG also stops
         once its k-th Ritz value is within tol / 2 of it; the result has ``ceiling_error``.
-    on_stall : callable, optional
-        'lobpcg' under the low-rank model: ``on_stall(steps)`` returns a 'dense' inverse of
-        C_xx (or None) that preconditions LOBPCG from its stalled (or slow) block on.
-    rescue_cost : float, optional
-        With ``on_stall``: the modelled seconds of its dense factor (0 when at hand).
+    exact : RegularizedInverse or callable, optional
+        'lobpcg' under the low-rank model: the 'dense' inverse of C_xx (same factor and
+        tau), or a callable ``exact(steps)`` that forms it, which preconditions LOBPCG
+        from its block on once LOBPCG hands over (it stalls, or the rate of its last
+        ``lobpcg_handover_window`` steps predicts more than ``lobpcg_handover_steps``
+        further steps; :mod:`sparsecca.linalg._stopping`).  ``xinv`` is left unchanged.
     certify : bool, default False
         'lobpcg' under the low-rank model: a passed stopping test is checked again in the
         exact C_xx^-1 norm.  These rules are in :mod:`sparsecca.linalg._stopping`.
@@ -367,7 +357,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         For 'lobpcg' also ``lobpcg_block`` (the final (d1, k + p) block, ``lobpcg_dtype``),
         ``lobpcg_warm`` (it as a :class:`WarmBlock`), ``lobpcg_converged``,
         ``lobpcg_residual`` and ``lobpcg_error`` (the two stopping quantities at exit),
-        ``rescued_after`` (the steps after which ``on_stall``'s dense factor took over),
+        ``rescued_after`` (the steps after which ``exact`` took over),
         with ``certify`` ``certify_steps`` and ``norm_ratio``; for 'krylov' ``krylov_warm``.
 
     Raises
@@ -422,9 +412,9 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     with applied(thresholds):
         k, strategy, start, opts = _check_reduced_cca(
             xinv, yinv, cross, n_components, strategy, oversamples, n_iter, tol, random_state,
-            approx_xinv, start, callback, omega_max, on_stall, rescue_cost, certify)
+            approx_xinv, start, callback, omega_max, exact, certify)
         self_check = check_choice(self_check, "self_check", ("warn", "raise", "off"))
-        res = solve_reduced(xinv, yinv, cross, k, strategy, opts, start, on_stall, rescue_cost)
+        res = solve_reduced(xinv, yinv, cross, k, strategy, opts, start, exact)
         if self_check != "off" and res.strategy in ("full", "dual", "operator"):
             _check_residuals(res, tol, xinv, self_check)
         return res

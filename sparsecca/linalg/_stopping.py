@@ -9,12 +9,14 @@ monitor, which applies every rule that ends it, in this order:
   check whose lower bounds do not fall over ``certify_stall_steps`` steps is futile);
 * the ceiling: with a known cap omega_max of every eigenvalue, the k-th Ritz value close
   enough to it (1 - sqrt(theta_k / omega_max) <= tol / 2);
-* the stall window: less than 2x progress of the largest relative residual over
-  ``lobpcg_stall_window`` steps (only when the caller can fall back);
-* the hand-over: with a dense factor at hand (``switch_budget``), the steps the rate of
-  the last ``lobpcg_switch_window`` steps still predicts exceed the factor's cost in
-  steps (:func:`switch_budget`);
+* the hand-over (only when the solve has somewhere to hand over to, ``handover``): LOBPCG
+  stalled, with less than 2x progress of the largest relative residual over
+  ``lobpcg_stall_window`` steps; or, when the target is the dense factor of C_xx, slow:
+  the geometric rate of the last ``lobpcg_handover_window`` steps predicts more than
+  ``lobpcg_handover_steps`` further steps (:func:`_predicted_steps`);
 * the step limit, ``lobpcg_maxiter`` (the loop asks :attr:`StoppingMonitor.maxiter`).
+
+Which target a hand-over goes to is chosen by the caller (:func:`._reduced._handing_over`).
 
 ``converged`` and ``reason`` hold the outcome, in the manner of hmmlearn's
 ``ConvergenceMonitor``.
@@ -29,13 +31,12 @@ from ._thresholds import active
 __all__ = ["StoppingMonitor"]
 
 class _Stalled(Exception):
-    """LOBPCG stalled (or, with ``rescue_cost``, was too slow) after ``n_cg`` steps;
-    ``block`` is its Ritz block then (float64)."""
+    """The iteration hands over (stalled, slow or out of steps) after ``n_cg`` steps;
+    ``block`` is LOBPCG's Ritz block then (float64)."""
 
-    def __init__(self, n_cg, block=None, slow=False):
+    def __init__(self, n_cg, block=None):
         self.n_cg = n_cg
         self.block = None if block is None else np.asarray(block, dtype=np.float64)
-        self.slow = slow  # progressing, too slowly for the factor at hand
 
 def _unmet(residual, thresh, error, tol, what="squared residual over the gap"):
     """Both parts of the iterative solvers' stopping test, the failed one(s) marked: with
@@ -60,8 +61,9 @@ class StoppingMonitor:
     ----------
     k : int, the wanted pairs;  tol : float, the accuracy target
     omega_max : float, optional, a cap of every eigenvalue (the ceiling rule)
-    stall : bool, apply the stall window (the caller falls back on a stall)
-    switch_budget : float, optional, the predicted steps beyond which to hand over
+    handover : {None, 'full', 'dense'}
+        Where a hand-over would go: None (nowhere: no hand-over rule), 'full' (the stall
+        window) or 'dense', the dense factor of C_xx (the stall window and the rate)
     certify : callable, optional
         ``certify(judge, step)`` -> (lower, upper, steps, verdict) of
         :func:`_exact_norm_bounds` for this step's residuals: the test is then checked in
@@ -77,15 +79,16 @@ class StoppingMonitor:
     certify_steps : int, norm_ratio : float (the checks' CG steps and measured ratio)
     """
 
-    def __init__(self, k, tol, *, omega_max=None, stall=False, switch_budget=None,
-                 certify=None, callback=None):
+    def __init__(self, k, tol, *, omega_max=None, handover=None, certify=None,
+                 callback=None):
         t = active()
         self.k, self.tol, self.thresh = k, tol, np.sqrt(tol)
-        self.omega_max, self.stall, self.switch_budget = omega_max, stall, switch_budget
+        self.omega_max, self.handover = omega_max, handover
         self.certify, self.callback = certify, callback
         self.maxiter = t.lobpcg_maxiter
         self._jump, self._window = t.lobpcg_jump_ratio, t.lobpcg_stall_window
-        self._switch_window, self._futile_steps = t.lobpcg_switch_window, t.certify_stall_steps
+        self._rate_window, self._rate_steps = t.lobpcg_handover_window, t.lobpcg_handover_steps
+        self._futile_steps = t.certify_stall_steps
         self._live_ratio = t.lobpcg_active_ratio
         self.converged, self.reason = False, None
         self.rel, self.error = np.full(k, np.inf), np.inf
@@ -166,22 +169,23 @@ class StoppingMonitor:
         return False
 
     def _progress(self):
-        """The stall window and the hand-over (True: stop)."""
+        """The hand-over rule (True: stop, reason 'stalled' or 'slow')."""
         # in the model's norm: a scale raised by a failed exact-norm check is no stall
         self.history.append(self.residual / np.sqrt(self.norm_ratio))
+        if self.handover is None:
+            return False
         history, w = self.history, self._window
         # the largest residual is not monotone (a Ritz vector entering the top k restarts
         # it), and plateaus of 10-20 steps precede steady progress: stalled means less
         # than 2x in the last w steps (slow but steady progress, 2x per few tens of steps,
         # still beats the block CG fallback)
-        if self.stall and len(history) >= w + 20 and min(history[-w:]) > 0.5 * min(
-                history[:-w]):
+        if len(history) >= w + 20 and min(history[-w:]) > 0.5 * min(history[:-w]):
             return self._stop("stalled", False)
-        # a dense factor at hand: hand over as soon as the steps this rate still needs cost
-        # more than it (see reduced_cca's rescue_cost)
-        if (self.switch_budget is not None and len(history) > self._switch_window
-                and _predicted_steps(history, self.thresh / np.sqrt(self.norm_ratio))
-                > self.switch_budget):
+        # the dense factor resumes from the block in a few steps: hand over as soon as the
+        # measured rate still predicts more steps than the rule allows
+        if (self.handover == "dense" and len(history) > self._rate_window
+                and _predicted_steps(history, self.thresh / np.sqrt(self.norm_ratio),
+                                     self._rate_window) > self._rate_steps):
             return self._stop("slow", False)
         return False
 
@@ -244,32 +248,9 @@ def _predicted_steps(history, thresh, window=None):
     """Steps LOBPCG still needs to bring its largest relative residual (``history``, one
     value per step so far) to ``thresh`` at the geometric rate of its best value over the
     last ``window`` steps (inf without progress)."""
-    w = active().lobpcg_switch_window if window is None else window
+    w = active().lobpcg_handover_window if window is None else window
     best = np.minimum.accumulate(np.asarray(history, dtype=np.float64))
     if best[-1] <= thresh:
         return 0.0
     rate = (best[-1] / best[-1 - w]) ** (1.0 / w)
     return np.inf if rate >= 1.0 else float(np.log(best[-1] / thresh) / -np.log(rate))
-
-
-def dense_factor_cost(size):
-    """Modelled seconds of a dense Cholesky factor of order ``size`` (``rescue_cost``)."""
-    return float(size) ** 3 / 3.0 / active().factor_flops
-
-
-def _switch_budget(xinv, cross, m, rescue_cost):
-    """The predicted LOBPCG steps beyond which handing over to a dense factor of modelled
-    cost ``rescue_cost`` (seconds) pays: the factor and active().lobpcg_switch_steps resumed steps,
-    in modelled steps under the model, times active().lobpcg_switch_margin.  A step is modelled as
-    a product with C_xx (sparse: 4 nnz(X) m flops) and the two with C_xy W_y^T (4 d1 d2 m,
-    BLAS-3); a resumed step adds the two triangular solves with the factor, of order
-    s = min(n, d1) (4 s^2 m).  The rate of the last steps predicts too few steps rather
-    than too many, as LOBPCG slows down (several times too few have been seen: see
-    docs/engine.md), so the margin of 0.5 counts them double."""
-    d1, d2 = cross.shape
-    f = xinv.factor
-    size = min(f.n_samples - int(f.center), d1)
-    t = active()
-    step = 4.0 * f._src.nnz * m / t.sparse_flops + 4.0 * d1 * d2 * m / t.dense_flops
-    resumed = step + 4.0 * size * size * m / t.dense_flops
-    return t.lobpcg_switch_margin * (float(rescue_cost) + t.lobpcg_switch_steps * resumed) / step

@@ -96,22 +96,17 @@ class Thresholds:
     #: the top-k eigenpairs of a symmetric matrix come from a full divide-and-conquer eigh up
     #: to this order (or for k >= order / 4), from the MRRR subset beyond
     eigh_full_max: int = 400
-    #: LOBPCG steps before it gives up (and 'auto' falls back to 'full')
+    #: LOBPCG steps before it gives up (and hands over, if it can)
     lobpcg_maxiter: int = 300
     #: LOBPCG counts as stalled after less than 2x progress of its largest relative
     #: residual over this many steps
     lobpcg_stall_window: int = 40
-    #: the hand-over to a dense factor: the window of steps whose progress gives LOBPCG's
-    #: rate, the steps a resumed solve is assumed to take and the fraction of the modelled
-    #: cost the predicted steps must exceed
-    lobpcg_switch_window: int = 15
-    lobpcg_switch_steps: int = 10
-    lobpcg_switch_margin: float = 0.5
-    #: the cost model of the hand-over (flops per second of sparse products, dense BLAS-3
-    #: products and the dense Cholesky factor; their ratios matter)
-    sparse_flops: float = 4e9
-    dense_flops: float = 6e10
-    factor_flops: float = 3e10
+    #: the hand-over to the dense factor of C_xx: once this many steps have run, LOBPCG
+    #: under the low-rank model hands over when the geometric rate of its best residual
+    #: over the last this many steps predicts more than ``lobpcg_handover_steps`` further
+    #: steps (a count of steps: no machine's speed enters the rule)
+    lobpcg_handover_window: int = 15
+    lobpcg_handover_steps: int = 17
     #: LOBPCG's dense C_xy W_y^T is kept up to this size (and d2 <= ``full_max_d2``)
     lobpcg_dense_ct_bytes: int = 512 * 2**20
     #: directions of the LOBPCG basis whose normalised Gram eigenvalue falls below this are

@@ -711,12 +711,15 @@ def test_one_dense_preconditioner_at_a_time_across_tau():
         engine.solve(Y, tau, 3)
     cached = list(engine._xinv.values())
     assert len(cached) == 2  # the low-rank factors of both taus stay
-    # but only the last tau's keeps a dense factor (d1 x d1 each)
-    assert [inv.exact_preconditioner for inv in cached] == [False, True]
+    # but only the last tau's dense factor is kept (d1 x d1 each); the cached inverses
+    # stay the model (each solve preconditions a with_exact copy)
+    assert list(engine._xexact) == [0.6]
+    assert [inv.exact_preconditioner for inv in cached] == [False, False]
     again = engine.solve(Y, 0.2, 3)
+    assert again.preconditioner == "dense"
     ref = CCAEngine(X, Y, solver="dense").solve(Y, 0.2, 3)
     np.testing.assert_allclose(again.correlations, ref.correlations, rtol=1e-7)
-    assert [inv.exact_preconditioner for inv in engine._xinv.values()] == [True, False]
+    assert list(engine._xexact) == [0.2]
 
 
 def test_solver_reason_says_what_preconditioned():

@@ -262,10 +262,13 @@ BAD_REDUCED = [
      r"^omega_max must be a finite number > 0, got -1$"),
     ("callback", lambda: (XINV, YINV, CROSS_S, 3), dict(callback=5), TypeError,
      r"^callback must be callable or None, got 5$"),
-    ("on-stall", lambda: (XINV, YINV, CROSS_S, 3), dict(on_stall=5), TypeError,
-     r"^on_stall must be callable or None, got 5$"),
-    ("rescue-cost", lambda: (XINV, YINV, CROSS_S, 3), dict(rescue_cost=-1.0), ValueError,
-     r"^rescue_cost must be a finite number >= 0, got -1.0$"),
+    ("exact", lambda: (XINV, YINV, CROSS_S, 3), dict(exact=5), TypeError,
+     r"^exact must be None, a 'dense' RegularizedInverse of C_xx or a callable returning "
+     r"one, got int$"),
+    ("exact-model", lambda: (XINV, YINV, CROSS_S, 3),
+     dict(exact=RegularizedInverse(XS, 0.3, "randomized", rank=2, random_state=0)), TypeError,
+     r"^exact must be None, a 'dense' RegularizedInverse of C_xx or a callable returning "
+     r"one, got .* \(method='(randomized|iterative)'\)$"),
 ]
 
 
@@ -688,10 +691,10 @@ def test_bad_shapes(case, call, match):
 
 
 BAD_TYPES = [
-    ("use_exact-str", lambda: RINV.use_exact("dense"),
+    ("with_exact-str", lambda: RINV.with_exact("dense"),
      r"^exact must be None or a 'dense' RegularizedInverse of the same GramFactor and tau, "
      r"got str$"),
-    ("use_exact-array", lambda: IINV.use_exact(np.eye(12)),
+    ("with_exact-array", lambda: IINV.with_exact(np.eye(12)),
      r"^exact must be None or a 'dense' RegularizedInverse .* got ndarray$"),
     ("column_mean-str", lambda: column_mean("abc"),
      r"^X must be a 2-D numeric array or a scipy.sparse matrix, got str$"),
@@ -775,15 +778,14 @@ def test_solves_of_valid_blocks_are_unchanged():
     np.testing.assert_allclose(RINV.precondition(B12), RINV @ B12, rtol=1e-12)
 
 
-def test_use_exact_of_a_valid_inverse_is_unchanged():
+def test_with_exact_of_a_valid_inverse_is_unchanged():
     f = GramFactor(X12, random_state=0)
     inv = RegularizedInverse(f, 0.5, "randomized", rank=4)
     dense = RegularizedInverse(f, 0.5, "dense")
-    inv.use_exact(dense)
-    assert inv.exact_preconditioner
-    np.testing.assert_array_equal(inv.precondition(B12), dense @ B12)
-    inv.use_exact(None)
-    assert not inv.exact_preconditioner
+    exact = inv.with_exact(dense)
+    assert exact.exact_preconditioner and not inv.exact_preconditioner
+    np.testing.assert_array_equal(exact.precondition(B12), dense @ B12)
+    assert not exact.with_exact(None).exact_preconditioner
 
 
 @pytest.mark.parametrize("kind", ["list", "dense", "csr", "csc", "float32"])

@@ -153,7 +153,7 @@ def test_exact_preconditioner_is_the_dense_inverse(method, space, n, center):
     assert not inv.exact_preconditioner
     dense = RegularizedInverse(f, tau, "dense")
     assert dense.dense_space == space
-    inv.use_exact(dense)
+    inv = inv.with_exact(dense)
     assert inv.exact_preconditioner
     np.testing.assert_allclose(inv.precondition(B), exact, rtol=1e-9, atol=1e-11)
     # float32 blocks get a float32 factor: the result's precision, scaled by cond(C)
@@ -170,18 +170,18 @@ def test_exact_preconditioner_is_the_dense_inverse(method, space, n, center):
         np.testing.assert_array_equal(inv @ B, model)
 
 
-def test_use_exact_refuses_a_mismatched_inverse():
+def test_with_exact_refuses_a_mismatched_inverse():
     X, _ = count_problem(200, 30, 4, seed=10)
     f = GramFactor(X, random_state=0)
     inv = RegularizedInverse(f, 0.3, "randomized", rank=5)
     dense = RegularizedInverse(f, 0.3, "dense")
-    with pytest.raises(ValueError, match="use_exact is for a 'randomized' or 'iterative'"):
-        dense.use_exact(dense)
+    with pytest.raises(ValueError, match="with_exact is for a 'randomized' or 'iterative'"):
+        dense.with_exact(dense)
     for other in (RegularizedInverse(f, 0.4, "dense"), RegularizedInverse(X, 0.3, "dense"),
                   RegularizedInverse(f, 0.3, "randomized", rank=5)):
         with pytest.raises(ValueError, match="a 'dense' RegularizedInverse of the same "
                                              "GramFactor and tau"):
-            inv.use_exact(other)
+            inv.with_exact(other)
     with pytest.raises(ValueError, match="solve_as needs method='dense', got 'randomized'"):
         inv.solve_as(np.ones((30, 1)), np.float32)
 
@@ -469,7 +469,7 @@ def test_with_exact_leaves_the_inverse_unchanged():
     np.testing.assert_allclose(exact @ B, np.linalg.solve(Cxx, B), rtol=1e-8, atol=1e-10)
     assert exact.n_iter_ <= 1
     assert not exact.with_exact(None).exact_preconditioner and exact.exact_preconditioner
-    with pytest.raises(ValueError, match="use_exact is for a 'randomized' or 'iterative'"):
+    with pytest.raises(ValueError, match="with_exact is for a 'randomized' or 'iterative'"):
         dense.with_exact(dense)
 
 

@@ -229,8 +229,8 @@ def test_stalled_lobpcg_resumes_with_the_dense_factor(monkeypatch, set_threshold
     assert res.error_estimate <= tol
     out = capsys.readouterr().out
     assert ("tau=0.4 LOBPCG too slow after 5 steps under the low-rank-plus-diagonal "
-            "preconditioner (stalled, or its rate predicted more steps than the dense factor "
-            "costs); resuming with the dense factor of C_xx") in out
+            "preconditioner (stalled, or its rate predicted more than 17 further steps); "
+            "resuming with the dense factor of C_xx") in out
     # the same tau again: the factor is kept, so it preconditions from the start
     again = eng.solve(Y, 0.4, 6)
     assert again.preconditioner == "dense"
@@ -255,23 +255,34 @@ def test_no_stall_rescue_beyond_its_size(monkeypatch, set_thresholds):
     assert not it._xexact  # no dense factor was formed
 
 
-def test_on_stall_returning_none_resumes_under_the_model():
+def test_explicit_lobpcg_without_a_factor_has_no_hand_over():
+    """An explicit 'lobpcg' with no dense factor offered has nowhere to hand over to: it
+    runs to its step limit and warns; the inverse it was given stays the model."""
     X, Y = count_problem(900, 240, 40, seed=15)
     it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
     xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
     cross = CrossCovariance(it._xdata, it.Y)
-    calls = []
-
-    def on_stall(steps):
-        calls.append(steps)
-
-    # an explicit 'lobpcg' has no fallback: after the stall it goes on from its block
-    # (another lobpcg_maxiter steps), and then warns that it did not converge
     with pytest.warns(RuntimeWarning, match="LOBPCG did not meet its stopping test"):
         res = reduced_cca(xinv, yinv, cross, 6, strategy="lobpcg", tol=1e-12,
-                          on_stall=on_stall, thresholds=active().replace(lobpcg_maxiter=2))
-    assert calls == [2] and res.n_iter == 4 and not xinv.exact_preconditioner
+                          thresholds=active().replace(lobpcg_maxiter=2))
+    assert res.n_iter == 2 and not xinv.exact_preconditioner
     assert res.strategy == "lobpcg" and not res.lobpcg_converged
+    assert "rescued_after" not in res.__dict__
+
+
+def test_resumed_lobpcg_that_hands_over_again_falls_back_to_block_cg():
+    """'auto' with the dense factor offered: out of steps under the model, then again under
+    the factor, the solve ends in 'full' (block CG preconditioned by the factor)."""
+    X, Y = count_problem(900, 240, 40, seed=15)
+    it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
+    xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
+    res = reduced_cca(xinv, yinv, CrossCovariance(it._xdata, it.Y), 6, tol=1e-12,
+                      exact=it._exact_inverse(0.4),
+                      thresholds=active().replace(lobpcg_maxiter=2))
+    assert res.strategy == "full" and res.rescued_after == 2 and res.n_iter > 4
+    assert not xinv.exact_preconditioner
+    dense = CCAEngine(X, Y, solver="dense").solve(Y, 0.4, 6)
+    np.testing.assert_allclose(res.correlations, dense.correlations, rtol=1e-10)
 
 
 def test_predicted_steps_against_counting_the_geometric_decay():
@@ -289,62 +300,62 @@ def test_predicted_steps_against_counting_the_geometric_decay():
     assert stopping_mod._predicted_steps([0.1] * 12 + [1e-7], thresh, window=10) == 0.0
 
 
-def _handing_over(cost, give_factor=True, strategy="lobpcg"):
-    """reduced_cca under the low-rank model with an on_stall that gives the dense factor
-    (or declines, ``give_factor=False``); the hand-over rule sees 3 steps and asks for no
-    resumed steps, so the budget is lobpcg_switch_margin x the factor's cost in modelled
-    steps (0 for cost 0).  Returns the result, on_stall's calls and ``xinv``."""
+def _handing_over(steps, give_factor=True, strategy="lobpcg"):
+    """reduced_cca under the low-rank model with ``exact`` forming the dense factor (or
+    none offered, ``give_factor=False``); the hand-over rule measures the rate over 3 steps
+    and hands over when it predicts more than ``steps`` further steps.  Returns the result,
+    the calls of ``exact`` and ``xinv``."""
     X, Y = count_problem(900, 240, 40, seed=15)
     it = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12)
     xinv, yinv = it.x_inverse(0.4, rank=32, tail="diagonal"), it.y_inverse(0.4)
-    xinv.use_exact(None)
+    assert not xinv.exact_preconditioner
     calls = []
 
-    def on_stall(steps):
-        calls.append(steps)
-        return it._exact_inverse(0.4) if give_factor else None
+    def exact(n):
+        calls.append(n)
+        return it._exact_inverse(0.4)
 
     res = reduced_cca(xinv, yinv, CrossCovariance(it._xdata, it.Y), 6, strategy=strategy,
-                      tol=1e-12, on_stall=on_stall, rescue_cost=cost,
-                      thresholds=active().replace(lobpcg_switch_window=3,
-                                                  lobpcg_switch_steps=0))
+                      tol=1e-12, exact=exact if give_factor else None,
+                      thresholds=active().replace(lobpcg_handover_window=3,
+                                                  lobpcg_handover_steps=steps))
     dense = CCAEngine(X, Y, solver="dense").solve(Y, 0.4, 6)
     np.testing.assert_allclose(res.correlations, dense.correlations, rtol=1e-10)
     return res, calls, xinv
 
 
-def test_lobpcg_hands_over_when_its_rate_predicts_more_steps_than_the_factor_costs():
-    # a factor at hand (cost 0): handed over as soon as the rate is measured (3 steps)
-    res, calls, _ = _handing_over(0.0)
+def test_lobpcg_hands_over_when_its_rate_predicts_more_steps_than_the_rule_allows():
+    # no further step allowed: handed over as soon as the rate is measured (3 steps)
+    res, calls, xinv = _handing_over(0)
     assert calls == [3] and res.rescued_after == 3 and res.lobpcg_converged
     assert res.lobpcg_error <= 1e-12
-    # a costly one: LOBPCG converges under the model (19 steps), never asking
-    res, calls, _ = _handing_over(1e9)
+    assert not xinv.exact_preconditioner  # the solve's own copy had the factor
+    # a generous count: LOBPCG converges under the model (19 steps), never asking
+    res, calls, _ = _handing_over(10 ** 9)
     assert calls == [] and "rescued_after" not in res.__dict__ and res.lobpcg_converged
 
 
 def test_slow_lobpcg_without_a_factor_goes_on_under_the_model():
-    """A hand-over that on_stall declines (None) is no stall: 'auto' goes on with LOBPCG
-    under the model instead of falling back to block CG."""
-    res, calls, xinv = _handing_over(0.0, give_factor=False, strategy="auto")
-    assert calls == [3] and res.strategy == "lobpcg" and res.lobpcg_converged
+    """Without a dense factor to hand over to, slow progress is no hand-over: 'auto' goes
+    on with LOBPCG under the model instead of falling back to block CG."""
+    res, calls, xinv = _handing_over(0, give_factor=False, strategy="auto")
+    assert calls == [] and res.strategy == "lobpcg" and res.lobpcg_converged
     assert "rescued_after" not in res.__dict__ and not xinv.exact_preconditioner
 
 
-def test_hand_over_is_reproducible_and_costed_by_the_model(monkeypatch, set_thresholds):
-    """The engine's rescue_cost is the modelled dense factor of order min(n, d1) (0 once it
-    is at hand), and a fit that hands over gives bit-identical weights when repeated."""
+def test_hand_over_is_reproducible_and_keeps_the_factor(monkeypatch, set_thresholds):
+    """The hand-over is a count of steps (no clock): a fit that hands over gives
+    bit-identical weights when repeated; the factor formed for it is kept for its tau."""
     _stalling(monkeypatch, set_thresholds, maxiter=300)
-    set_thresholds(lobpcg_switch_window=3, lobpcg_switch_steps=0,
-                   factor_flops=1e30)  # the factor costs nothing
+    set_thresholds(lobpcg_handover_window=3, lobpcg_handover_steps=0)
     X, Y = count_problem(900, 240, 40, seed=15)
     runs = []
     for _ in range(2):
         eng = CCAEngine(X, Y, solver="iterative", random_state=0, tol=1e-12, max_rank=32)
-        assert eng._rescue_cost(0.4) == pytest.approx(240.0 ** 3 / 3 / 1e30)
+        assert 0.4 not in eng._xexact
         runs.append(eng.solve(Y, 0.4, 6))
         assert runs[-1].rescued_after == 3
-        assert eng._rescue_cost(0.4) == 0.0
+        assert 0.4 in eng._xexact
     assert runs[0].preconditioner == "low-rank, then dense"
     np.testing.assert_array_equal(runs[0].x_weights, runs[1].x_weights)
     np.testing.assert_array_equal(runs[0].y_weights, runs[1].y_weights)
