@@ -211,7 +211,7 @@ def _untagged(corpus):
     (lambda c: PartitionedCorpus([c[:5], _untagged(c[5:])]), None, ValueError,
      r"^partition 1: corpus must be tagged \(tag_ids is None\)$"),
     (lambda c: PartitionedCorpus([c[:5], [1, 2]]), None, TypeError,
-     r"^partition 1: corpus partitions must be TaggedCorpus, got list$"),
+     r"^partition 1: corpus must be a TaggedCorpus, got list$"),
     (lambda c: PartitionedCorpus([c[:0], c[:0]]), None, ValueError,
      r"^corpus must contain at least one token, got an empty corpus$"),
     (lambda c: PartitionedCorpus.from_corpus(c, 2), "untagged", ValueError,
