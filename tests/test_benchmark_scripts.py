@@ -206,6 +206,16 @@ def test_wsj_solver_accuracy_with_both_preconditioners(shared_data):
 
 @pytest.mark.shared_data
 @pytest.mark.slow
+def test_wsj_solver_accuracy_without_the_dense_reference(shared_data):
+    text = _run("wsj_solver_accuracy.py", "--features", 500, "--solvers", "randomized",
+                "--skip-dense")
+    assert "dense" not in text.split("k = 50")[1].replace("preconditioner dense", "")
+    rows = [line for line in text.splitlines() if line.startswith("randomized")]
+    assert len(rows) == 3 and all(" s  estimate " in r and "rel diff" not in r for r in rows)
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_dask_solve_prints_the_ratio_and_both_fits(shared_data):
     text = _run("dask_solve.py", "--sentences", 600, "--repeat", 1, "--solvers", "randomized")
     assert "X 600 x" in text and "row chunks on the threads scheduler" in text

@@ -342,7 +342,7 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
         further steps; :mod:`sparsecca.linalg._stopping`).  ``xinv`` is left unchanged.
     certify : bool, default False
         'lobpcg' under the low-rank model: a passed stopping test is checked again in the
-        exact C_xx^-1 norm.  These rules are in :mod:`sparsecca.linalg._stopping`.
+        exact C_xx^-1 norm (:mod:`sparsecca.linalg._stopping`).
     self_check : {'warn', 'raise', 'off'}, default 'warn'
         For 'full', 'dual' and 'operator': when the a-posteriori error estimate max_j
         residual_norms[j] / correlations[j] (or ``ceiling_error``) exceeds ``tol``, warn
@@ -355,16 +355,15 @@ def reduced_cca(xinv, yinv, cross, n_components, *, strategy="auto", oversamples
     -------
     CCAResult
         For 'lobpcg' also ``lobpcg_block`` (the final (d1, k + p) block, ``lobpcg_dtype``),
-        ``lobpcg_warm`` (it as a :class:`WarmBlock`), ``lobpcg_converged``,
-        ``lobpcg_residual`` and ``lobpcg_error`` (the two stopping quantities at exit),
-        ``rescued_after`` (the steps after which ``exact`` took over),
-        with ``certify`` ``certify_steps`` and ``norm_ratio``; for 'krylov' ``krylov_warm``.
+        ``lobpcg_warm`` (it as a :class:`WarmBlock`), ``lobpcg_converged``, ``lobpcg_residual``
+        and ``lobpcg_error`` (the stopping quantities at exit), ``rescued_after`` (the steps
+        after which ``exact`` took over), with ``certify`` ``certify_steps`` and
+        ``norm_ratio``; for 'krylov' ``krylov_warm``.
 
     Raises
     ------
     TypeError, ValueError
-        For arguments of the wrong kind or shape, and for operators that do not describe
-        one pair of views (different taus, centring or rows).
+        For arguments of the wrong kind or shape, or operators of other taus, centring or rows.
     RankDeficientError
         If C_xy has fewer than ``n_components`` nonzero correlations.
     SolverToleranceError
