@@ -189,3 +189,35 @@ def test_cca_fit_bad_partitions(client, lists):
             PartitionedNBest([train.select(np.arange(1)), train.select(np.arange(0))]))
     with pytest.raises(ValueError, match="dev n-best list is required"):
         GenerativeReranker(n_components=2).fit(PartitionedNBest.from_nbest(train, [30, 30]))
+
+
+# -- the whole training splits, from the files to the reranker -------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, tags", [("fr-sequoia", "upos"), ("en-wsj", "xpos")])
+def test_whole_split_from_files_to_reranker_equals_in_memory(client, shared_data, name, tags):
+    # every training sentence of the split: read in byte ranges, the HMM's counts, the
+    # jackknifed 10-best lists (10 folds, as the protocol), the dev lists and a CCA reranker
+    # fitted on the partitions, each against the in-memory pipeline on the same files
+    from sparsecca.data import read_conllu
+    from sparsecca.distributed import read_conllu_partitions
+
+    path = shared_data / name / "train.conllu"
+    corpus = read_conllu(path, tags=tags)
+    parts = read_conllu_partitions(path, tags=tags,
+                                   partition_size=path.stat().st_size // 4 + 1).persist()
+    assert parts.n_partitions == 4 and parts.gather() == corpus
+    dev = read_conllu(shared_data / name / "dev.conllu", tags=tags)
+    dev_nb = TrigramHMM().fit(corpus).nbest(dev, k=10)
+    dist_dev_nb = TrigramHMM().fit(parts).nbest(dev, k=10)
+    assert dist_dev_nb == dev_nb and np.array_equal(dist_dev_nb.losses, dev_nb.losses)
+    train_nb = jackknife_nbest(TrigramHMM(), corpus, k=10, folds=10, random_state=0)
+    train_parts = jackknife_nbest(TrigramHMM(), parts, k=10, folds=10, random_state=0).persist()
+    assert train_parts.gather() == train_nb
+    make = lambda: SoftenedReranker(n_components=40, tau=0.99, lam=0.5,  # noqa: E731
+                                    k_grid=[20, 40])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the same warnings on both paths: checked above
+        mem = make().fit(train_nb, dev_nb)
+        dist = make().fit(train_parts, dev_nb)
+    _assert_same_fit(dist, mem, dev_nb)
