@@ -392,11 +392,15 @@ class ContextFeatures(BaseView):
         kept = [names[i] for i in order.tolist()]
         tok.name_cols = np.full(len(names), -1, dtype=np.int64)
         tok.name_cols[order] = np.arange(len(order), dtype=np.int64)
+        self._set_vocabulary(params, kept, int(occ[~keep].sum()))
+
+    def _set_vocabulary(self, params, kept, n_dropped) -> None:
+        """The fitted state of a vocabulary of the kept names (in column order)."""
         self._params = params
         self._table = None
         self.vocabulary_ = Vocabulary(kept)
         self.n_features_ = len(kept)
-        self.n_dropped_ = int(occ[~keep].sum())
+        self.n_dropped_ = n_dropped
 
     def _signature(self, params: dict) -> tuple:
         return (type(self).__name__, ("affix", params["affix"]), ("window", params["window"]))
@@ -429,12 +433,8 @@ class ContextFeatures(BaseView):
         params = self._validated()
         check_counts(self, counts, FeatureCounts, self._signature(params))
         keep = select_features(self, counts.occ, int(self.min_count), None, counts.n_sentences)
-        kept = counts.names[keep].tolist()
-        self._params = params
-        self._table = None
-        self.vocabulary_ = Vocabulary(kept)
-        self.n_features_ = len(kept)
-        self.n_dropped_ = int(counts.occ[~keep].sum())
+        self._set_vocabulary(params, counts.names[keep].tolist(),
+                             int(counts.occ[~keep].sum()))
 
     def transform(self, corpus: TaggedCorpus) -> sp.csr_matrix:
         """Context features of every token.
