@@ -21,17 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tagging import clone
 from ._partitioned import PartitionedCorpus, import_dask, tree_reduce
-from ._tagging import _shared
-from ._views import _summary, check_same_tagset, in_partition
+from ._tagging import _shared, count_partitions
+from ._views import in_partition
 
 __all__ = ["memm_objective"]
-
-
-def _count(part, tagger):
-    """The partition's counts (checking it is a tagged corpus) and its summary."""
-    return tagger._count_partition(part), _summary(part)
 
 
 def _piece(part, tagger):
@@ -85,13 +79,7 @@ def memm_objective(parts: PartitionedCorpus, tagger):
     """
     dask = import_dask()
     task = dask.delayed(in_partition, pure=True)
-    blank = _shared(clone(tagger))
-    counted = [dask.delayed(in_partition, pure=True, nout=2)(i, _count, p, blank)
-               for i, p in enumerate(parts.partitions)]
-    total, *summaries = dask.compute(tree_reduce([c for c, _ in counted],
-                                                 tagger._merge_counts),
-                                     *[s for _, s in counted])
-    check_same_tagset(summaries)
+    total, _ = count_partitions(parts, tagger)
     tagger._fit_counts(total)
     shared = _shared(tagger)
     pieces = dask.persist(*[task(i, _piece, p, shared)

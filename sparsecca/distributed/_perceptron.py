@@ -31,27 +31,14 @@ are not averaged on their own.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from ..kernels import PerceptronShard
 from ._partitioned import PartitionedCorpus, import_dask, tree_reduce
-from ._tagging import _shared
+from ._tagging import _shared, count_partitions
 from ._views import in_partition
 
 __all__ = ["fit_perceptron_mixing"]
-
-
-def _counts(part, tagger):
-    """A partition's dictionary and feature counts (the tagger's ``_count_partition``) and
-    its sentence count."""
-    return (*tagger._count_partition(part), (part.n_sentences,))
-
-
-def _merge_counts(merge, a, b):
-    """:func:`_counts` of two runs of partitions merged (``merge``: the tagger's)."""
-    return (*merge(a[:2], b[:2]), a[2] + b[2])
 
 
 def _compile(part, tagger):
@@ -62,11 +49,9 @@ def _compile(part, tagger):
     return X, gold, np.asarray(part.offsets, dtype=np.int64), lattice
 
 
-def _pairs(compiled, n_tags):
+def _pairs(compiled, tagger):
     """The distinct codes ``feature * n_tags + tag`` of the gold (feature, tag) pairs."""
-    X, gold = compiled[0], compiled[1]
-    rows = np.repeat(gold.astype(np.int64), np.diff(X.indptr))
-    return np.unique(X.indices.astype(np.int64) * n_tags + rows)
+    return tagger._pair_codes(compiled[0], compiled[1])
 
 
 def _shard(compiled, emit_indptr, emit_tags, tri_indptr, tri_tags, S, beam):
@@ -97,18 +82,17 @@ def fit_perceptron_mixing(parts: PartitionedCorpus, tagger, rng):
     dask = import_dask()
     delayed = dask.delayed
     task = delayed(in_partition, pure=True)
-    counted = [task(i, _counts, p, tagger) for i, p in enumerate(parts.partitions)]
-    (counts,) = dask.compute(tree_reduce(counted, partial(_merge_counts,
-                                                          tagger._merge_counts)))
-    tagger._fit_counts(counts[:2])
-    sizes = counts[2]
+    counts, summaries = count_partitions(parts, tagger)
+    tagger._fit_counts(counts)
+    sizes = [n for n, _, _ in summaries]
     T = len(tagger.tags_)
     S = T + 2
     # stage 2: the partitions' features (kept on the workers) and the union of their pairs
     shared = _shared(tagger)
     compiled = dask.persist(*[task(i, _compile, p, shared)
                               for i, p in enumerate(parts.partitions)])
-    pairs = tree_reduce([delayed(_pairs, pure=True)(c, T) for c in compiled], np.union1d)
+    pairs = tree_reduce([delayed(_pairs, pure=True)(c, shared) for c in compiled],
+                        np.union1d)
     (codes,) = dask.compute(pairs)
     tagger._set_pairs(codes)
     shards = dask.persist(*[delayed(_shard, pure=True)(

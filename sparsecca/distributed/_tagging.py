@@ -14,6 +14,7 @@ from ..data import TaggedCorpus, Vocabulary, concat_corpora, kfold_indices, unio
 from ..exceptions import in_context
 from ..tagging import NBestList, clone, concatenate
 from ._partitioned import PartitionedCorpus, PartitionedNBest, import_dask, tree_reduce
+from ._views import _summary, check_same_tagset, in_partition
 
 __all__ = ["nbest_partitions", "tag_partitions", "jackknife_partitions"]
 
@@ -36,6 +37,36 @@ def _shared(obj):
     except (ImportError, ValueError):  # no distributed, or no client: a local scheduler
         return import_dask().delayed(obj, traverse=False)
     return client.scatter(obj, broadcast=True, hash=False)
+
+
+def _count(part, tagger):
+    """A partition's counts (the tagger's ``_count_partition``, which checks the partition)
+    and its summary."""
+    return tagger._count_partition(part), _summary(part)
+
+
+def count_partitions(parts: PartitionedCorpus, tagger):
+    """``(total, summaries)``: the tree-merged counts of a count-fit tagger over ``parts``
+    (its ``_count_partition`` per partition, merged by its ``_merge_counts``) and each
+    partition's summary ``(n_sentences, None, tag token counts)``.
+
+    Raises
+    ------
+    TagsetMismatchError
+        When a partition's tags are mostly ones another partition never uses (another tag
+        column); the message names both partitions.
+    ValueError, TypeError
+        For a partition that is not a tagged corpus (naming the partition).
+    """
+    dask = import_dask()
+    blank = _shared(clone(tagger))
+    counted = [dask.delayed(in_partition, pure=True, nout=2)(i, _count, p, blank)
+               for i, p in enumerate(parts.partitions)]
+    total, *summaries = dask.compute(tree_reduce([c for c, _ in counted],
+                                                 tagger._merge_counts),
+                                     *[s for _, s in counted])
+    check_same_tagset(summaries)
+    return total, summaries
 
 
 def nbest_partitions(parts: PartitionedCorpus, tagger, k: int) -> PartitionedNBest:

@@ -227,6 +227,12 @@ class BaseLatticeTagger(KBestTaggerMixin, PersistMixin, ParamsMixin):
         codes = c.tri_keys if self._EOS_TRIGRAMS else c.tri_keys[c.tri_keys % S != S - 1]
         self.tri_indptr_, self.tri_tags_ = trigram_csr(codes, S)
 
+    def _pair_codes(self, X, tag_ids) -> np.ndarray:
+        """The sorted distinct codes ``feature * n_tags + tag`` of the gold (feature, tag)
+        pairs of a partition's features and gold tags in ``tags_`` (the union over the
+        partitions is :meth:`_set_pairs`'s ``codes``)."""
+        return pair_codes(X, tag_ids, len(self.tags_))
+
     def _set_pairs(self, codes) -> None:
         """The emission pattern: the pairs ``feature * n_tags + tag`` of ``codes`` (sorted,
         distinct), or every pair (None)."""

@@ -14,6 +14,7 @@ import pytest
 from sparsecca._params import check_random_state
 from sparsecca.data import TaggedCorpus, read_conllu, synthetic_corpus
 from sparsecca.distributed import PartitionedCorpus, read_conllu_partitions
+from sparsecca.exceptions import TagsetMismatchError
 from sparsecca.kernels import kbest_viterbi
 from sparsecca.tagging import PerceptronTagger
 
@@ -207,6 +208,12 @@ def _untagged(corpus):
     return TaggedCorpus.from_words([w for w, _ in corpus])
 
 
+def _retagged(corpus, prefix):
+    """The corpus with every tag renamed (another tag column)."""
+    return TaggedCorpus.from_sentences([[(w, prefix + t) for w, t in sentence]
+                                        for sentence in corpus.to_sentences()])
+
+
 @pytest.mark.parametrize("parts, dev, exc, match", [
     (lambda c: PartitionedCorpus([c[:5], _untagged(c[5:])]), None, ValueError,
      r"^partition 1: corpus must be tagged \(tag_ids is None\)$"),
@@ -214,6 +221,8 @@ def _untagged(corpus):
      r"^partition 1: corpus must be a TaggedCorpus, got list$"),
     (lambda c: PartitionedCorpus([c[:0], c[:0]]), None, ValueError,
      r"^corpus must contain at least one token, got an empty corpus$"),
+    (lambda c: PartitionedCorpus([c[:5], _retagged(c[5:], "X-")]), None, TagsetMismatchError,
+     r"^partition 1 has another tagset than partition 0: "),
     (lambda c: PartitionedCorpus.from_corpus(c, 2), "untagged", ValueError,
      r"^dev must be tagged"),
 ])
