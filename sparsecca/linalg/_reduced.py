@@ -241,9 +241,8 @@ def _handing_over(xinv, yinv, cross, k, strategy, start, opts, info, exact):
     or a callable ``exact(steps)`` forming it) resumes from its block with the dense factor
     as preconditioner (``handed_after``: the steps before, also when block CG follows);
     otherwise, and when the resumed run hands over again, 'auto' (``opts.fallback``)
-    solves by 'full'.  ``xinv``
-    is the inverse the result was solved with (preconditioned by the factor once handed
-    over); ``xinv`` itself is left unchanged."""
+    solves by 'full'.  The ``xinv`` returned is the inverse the result was solved with
+    (preconditioned by the factor once handed over); ``xinv`` itself is left unchanged."""
     dense = (exact if strategy == "lobpcg" and xinv.method != "dense"
              and not xinv.exact_preconditioner else None)
     full = "full" if opts.fallback else None
