@@ -63,7 +63,8 @@ def own_numba_cache(base=None):
         The directory below which each worker's cache goes (default: ``dask-workers``
         below sparsecca's kernel cache: ``$NUMBA_CACHE_DIR/sparsecca``,
         ``$XDG_CACHE_HOME/sparsecca/numba`` or ``~/.cache/sparsecca/numba``, read on the
-        driver).
+        driver; with no home directory either, the workers are left as they are and compile
+        without a cache).
 
     Returns
     -------
@@ -81,10 +82,10 @@ def own_numba_cache(base=None):
         from .._config import cache_dir
 
         root = cache_dir()
-        if root is None:  # no home directory: the workers compile without a cache anyway
-            root = os.path.join(os.path.abspath(os.curdir), ".sparsecca-numba")
-        base = os.path.join(root, "dask-workers")
-    base = os.path.abspath(os.path.expanduser(str(base)))
+        # no home directory: the workers compile without a cache, and are left so
+        base = None if root is None else os.path.join(root, "dask-workers")
+    if base is not None:
+        base = os.path.abspath(os.path.expanduser(str(base)))
 
     # a class local to this function: pickled by value, so that unpickling it on a worker
     # does not import sparsecca (whose kernel cache location is read once, on import)
@@ -92,7 +93,8 @@ def own_numba_cache(base=None):
         name = "sparsecca-own-numba-cache"
 
         def setup(self, worker):
-            os.environ["NUMBA_CACHE_DIR"] = os.path.join(base, str(worker.name))
+            if base is not None:
+                os.environ["NUMBA_CACHE_DIR"] = os.path.join(base, str(worker.name))
 
     return OwnNumbaCache()
 
