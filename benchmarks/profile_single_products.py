@@ -2,9 +2,9 @@
 
 LOBPCG's steps at the randomized solver's tolerance work in float32 (``_lobpcg``); for
 sparse uncentred factors the products there accumulate in float32 from float32 copies of
-the values (the Gram product of C_xx, and ``CrossCovariance.matmat_as``), which moves half
-the bytes of the float64 products.  The Gram product X^T X V is timed through the public
-``CrossCovariance(X, X).matmat_as``, the same two passes over the rows of X.  This
+the values (the Gram product of C_xx, and a ``CrossCovariance`` cast with ``in_precision``),
+which moves half the bytes of the float64 products.  The Gram product X^T X V is timed
+through the public ``CrossCovariance(X, X)``, the same two passes over the rows of X.  This
 prints, for one block width, the best-of-``repeat`` time of each product in both
 precisions (both cores, as in a fit) and the float32 result's largest difference from the
 float64 one, relative to the largest entry.
@@ -33,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data_check import require  # noqa: E402
 from bench_linalg import data_paths, load  # noqa: E402
 
+from sparsecca.linalg import in_precision  # noqa: E402
+
 WIDTH = {"brown8k": 112, "zipf20k": 75}
 
 
@@ -44,6 +46,12 @@ def best(product, dtype, repeat):
         out = product(dtype)
         times.append(time.perf_counter() - t)
     return min(times), out
+
+
+def _product(op, V, transpose, dtype):
+    """op V (op^T V with ``transpose``) with the products in ``dtype``."""
+    op = in_precision(op, dtype)
+    return op.rmatmat(V) if transpose else op.matmat(V)
 
 
 def main():
@@ -69,9 +77,9 @@ def main():
         V = rng.standard_normal((X.shape[1], b))
         W = rng.standard_normal((Y.shape[1], b))
         products = {
-            "X^T X V": partial(G.matmat_as, V),
-            "C_xy W": partial(K.matmat_as, W),
-            "C_xy^T V": partial(K.matmat_as, V, transpose=True),
+            "X^T X V": partial(_product, G, V, False),
+            "C_xy W": partial(_product, K, W, False),
+            "C_xy^T V": partial(_product, K, V, True),
         }
         for name, product in products.items():
             # the sparse products pin BLAS to one thread and share their row blocks

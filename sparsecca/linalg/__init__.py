@@ -18,7 +18,8 @@ The reusable solver
     rows, for a centred fit)
 Streamed statistics
     :class:`GramStats`, :class:`CrossCovariance` (accumulated from CSR row blocks with
-    ``from_blocks``) and :func:`cca_from_stats`, the CCA from them alone
+    ``from_blocks``) and :func:`cca_from_stats`, the CCA from them alone;
+    :func:`in_precision`, an operator's products in float32 (a solve's one cast)
 Randomized SVD (Halko, Martinsson & Tropp 2011)
     :func:`randomized_svd`
 Errors
@@ -45,6 +46,7 @@ from ._errors import (
     SVDConvergenceWarning,
 )
 from ._gram import CrossCovariance, GramStats, centred_projection, column_mean
+from ._precision import in_precision
 from ._result import CCAResult
 from ._rsvd import randomized_svd
 from ._stats_cca import cca_from_stats
@@ -67,5 +69,6 @@ __all__ = [
     "cca_path",
     "centred_projection",
     "column_mean",
+    "in_precision",
     "randomized_svd",
 ]

@@ -250,7 +250,7 @@ class _DataMatrix:
     Products are returned in float64 whatever the storage dtype (scipy upcasts a float32 X
     against the float64 blocks, so they accumulate in float64).  With ``dtype=float32`` they
     are returned in float32: accumulated in float32 from a float32 copy of a sparse X's
-    values (:meth:`single`; half the bytes to move), minus the centring term formed in
+    values (:meth:`_single_values`; half the bytes to move), minus the centring term formed in
     float64, else rounded from the float64 product.  The latter for a centred X whose mean
     dominates it (:meth:`centring_amplification` above
     ``Thresholds.single_centred_max_amplification``):
@@ -288,7 +288,7 @@ class _DataMatrix:
             return None
         return self.mean if self.offset is None else self.offset + self.mean
 
-    def single(self):
+    def _single_values(self):
         """X's values in float32 on X's index arrays (sparse X only; formed once, 4 bytes a
         nonzero): the products are bound by the bytes they move, so float32 values take
         about half the time of float64 ones (see docs/engine.md)."""
@@ -317,7 +317,7 @@ class _DataMatrix:
     def matmat(self, V, dtype=np.float64):
         """Xc V, (n, b) in ``dtype`` (see the class notes for float32)."""
         if self.accumulates_single(dtype):
-            out = sparse_matmat(self.single(), V, np.float32)
+            out = sparse_matmat(self._single_values(), V, np.float32)
         else:
             V, _ = _as_block(V)
             out = (sparse_matmat(self.X, V) if self.sparse
@@ -329,7 +329,7 @@ class _DataMatrix:
     def rmatmat(self, U, dtype=np.float64):
         """Xc^T U, (d, b) in ``dtype``."""
         if self.accumulates_single(dtype):
-            out = sparse_tmatmat(self.single(), U, np.float32)
+            out = sparse_tmatmat(self._single_values(), U, np.float32)
         else:
             U, _ = _as_block(U)
             out = (sparse_tmatmat(self.X, U) if self.sparse
@@ -342,7 +342,7 @@ class _DataMatrix:
     def gram_matmat(self, V, dtype=np.float64):
         """Xc^T Xc V, (d, b) in ``dtype``."""
         if self.accumulates_single(dtype):
-            out = sparse_gram_matmat(self.single(), V, np.float32)
+            out = sparse_gram_matmat(self._single_values(), V, np.float32)
         else:
             V, _ = _as_block(V)
             out = (sparse_gram_matmat(self.X, V) if self.sparse

@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_bool, check_float_dtype
+from .._params import check_bool
 from ._centring import (
     _as_block,
     _centred_copy,
@@ -19,13 +19,13 @@ from ._centring import (
     _DataMatrix,
     column_sums,
 )
+from ._precision import rounded
 from ._sparse_products import _values_as, sparse_matmat, sparse_pair_tmatmat, sparse_tmatmat
 from ._threads import tall_matmul, tall_tmatmul
 from ._thresholds import active
 from ._validation import (
     ShapeCheckedOperator,
     check_2d,
-    check_block,
     check_block_width,
     check_dense_size,
     check_matrix,
@@ -107,8 +107,8 @@ class CrossCovariance(ShapeCheckedOperator):
         self._sparse = None  # accumulated (sparse X^T M, colsum X, colsum M, n)
         self._product = None  # X^T M once formed by tosparse
         self._dense = None  # dense X^T M once formed by dense_product, when small
-        self._dense_single = None  # its copy in single precision (dense_product_as)
-        self._m_single = None  # a sparse M's values in float32 (matmat_as)
+        self._dense_single = None  # its copy in single precision (_dense_in)
+        self._m_single = None  # a sparse M's values in float32 (_product_in)
         self._rank_one = None
         self._single_ok = None
         self.center = bool(center)
@@ -216,14 +216,8 @@ class CrossCovariance(ShapeCheckedOperator):
             out -= np.outer(u, v @ V).astype(out.dtype, copy=False)
         return out
 
-    def kept_dense_matmat(self, V, dtype=np.float64, transpose=False):
-        """C_xy V (C_xy^T V with ``transpose``) through the dense X^T M in ``dtype`` (its
-        kept float32 copy for single-precision work, see :meth:`dense_product_as`); V of
-        ``dtype``.  For an operator that keeps X^T M dense (:meth:`kept_product`)."""
-        return self._stored_apply(V, transpose, self.dense_product_as(dtype))
-
     def accumulates_single(self):
-        """Whether float32 products may accumulate in float32 (:meth:`matmat_as`).
+        """Whether float32 products may accumulate in float32 (:meth:`_product_in`).
 
         Uncentred, always.  Centred, the product is the uncentred one minus the rank-one
         term: its rounding, ~eps ||X|| ||M|| ||V||, is measured against ||Xc|| ||Mc|| ||V||,
@@ -249,43 +243,24 @@ class CrossCovariance(ShapeCheckedOperator):
             self._single_ok = bool(ok)
         return self._single_ok
 
-    def matmat_as(self, V, dtype, transpose=False):
-        """C_xy V (C_xy^T V with ``transpose``), in ``dtype``.
+    def _product_in(self, V, dtype, transpose=False):
+        """C_xy V (C_xy^T V with ``transpose``) in ``dtype`` (:func:`._precision.in_precision`;
+        V a C-contiguous block of ``dtype``).
 
-        float32 is for single-precision LOBPCG steps, accumulated in float32 where the
-        centring allows it (:meth:`accumulates_single`): through the kept dense X^T M when
-        it has been formed (its float32 copy, :meth:`kept_dense_matmat`), else, with sparse
-        factors, from float32 copies of their values (half the bytes to move, about twice
-        as fast).  Otherwise (an accumulated sparse X^T M, dense factors, a centred product
-        whose mean dominates) the float64 product rounded.
-
-        Raises
-        ------
-        ValueError
-            If V is not a (d2, b) block ((d1, b) with ``transpose``) or ``dtype`` not
-            float32 or float64.
-        TypeError
-            If ``transpose`` is not a bool.
+        float32 accumulates in float32 where the centring allows it
+        (:meth:`accumulates_single`): through a float32 copy of the kept dense X^T M when it
+        has been formed (:meth:`_dense_in`), else, with sparse factors, from float32 copies
+        of their values (half the bytes to move, about twice as fast).  Otherwise (an
+        accumulated sparse X^T M, dense factors, a centred product whose mean dominates) the
+        float64 product rounded.
         """
-        dtype = check_float_dtype(dtype)
-        transpose = check_bool("transpose", transpose)
-        V = np.asarray(V)
-        d1, d2 = self.shape
-        check_block(V, "V", d1 if transpose else d2, label="d1" if transpose else "d2",
-                    vector=False)
-        return self._matmat_as(V, dtype, transpose)
-
-    def _matmat_as(self, V, dtype, transpose=False):
-        """:meth:`matmat_as` of a (d, b) array V and a float dtype (unchecked: the
-        engine's)."""
         single = dtype == np.float32 and self.accumulates_single()
         if single and self._dense is not None:
-            return self.kept_dense_matmat(np.ascontiguousarray(V, dtype=dtype), dtype, transpose)
+            return self._stored_apply(V, transpose, self._dense_in(dtype))
         single = (single and self._stored_product() is None and self._x.sparse
                   and sp.issparse(self._m))
         if not single:
-            out = self._rmatmat(V) if transpose else self._matmat(V)
-            return np.ascontiguousarray(out, dtype=dtype)
+            return rounded(self, V, dtype, transpose)
         if self._m_single is None:
             self._m_single = _values_as(sp.csr_matrix(self._m), np.float32)
         M = self._m_single
@@ -444,9 +419,9 @@ class CrossCovariance(ShapeCheckedOperator):
             self._dense = out
         return out
 
-    def dense_product_as(self, dtype):
+    def _dense_in(self, dtype):
         """:meth:`dense_product` in ``dtype``; a float32 copy of a kept product is kept too
-        (read-only: a tau grid's single-precision LOBPCG solves reuse it)."""
+        (read-only: a tau grid's float32 LOBPCG solves reuse it)."""
         out = self._dense_product()
         dtype = np.dtype(dtype)
         if dtype == out.dtype:

@@ -15,6 +15,7 @@ import scipy.linalg as la
 from ._errors import FactorizationError, SingularCovarianceError
 from ._gram import _as_block
 from ._inverse_base import RegularizedInverse, _Whitener
+from ._precision import rounded
 from ._threads import small_blas, wide_blas
 from ._thresholds import active
 from ._validation import check_dense_size
@@ -113,10 +114,11 @@ class DenseInverse(RegularizedInverse):
         B, _ = _as_block(B)
         return self._solve(B, self._factor())
 
-    def _product(self, B, dtype, transpose=False):
-        if dtype == np.float64:
-            return self._matmat(B)
-        return self._solve(np.asarray(B, dtype=dtype), self._factor(dtype))
+    def _product_in(self, B, dtype, transpose=False):
+        """C^-1 B in ``dtype`` (:func:`._precision.in_precision`): through the factor's copy
+        in ``dtype`` (float32: half the flops' time; rounding ~ cond(L) * 6e-8, enough for a
+        preconditioner).  C is symmetric: ``transpose`` changes nothing."""
+        return self._solve(B, self._factor(dtype))
 
     def inv_sqrt(self):
         """A whitener W (d x d operator) with W^T W = C^-1 (so W C W^T = I).
@@ -150,13 +152,13 @@ class _DenseWhitener(_Whitener):
             return _triangular_solve(inv._chol, U, "T")
         return self._matmat(U)
 
-    def _product(self, B, dtype, transpose=False):
-        """The primal factor solves in float32 with its float32 copy (kept by the inverse
-        for its next whitener and float32 solves); the dual form rounds."""
-        if dtype == np.float64 or self.inv.dense_space != "primal":
-            return super()._product(B, dtype, transpose)
-        return _triangular_solve(self.inv._factor(dtype),
-                                 np.ascontiguousarray(B, dtype=dtype), "T" if transpose else "N")
+    def _product_in(self, B, dtype, transpose=False):
+        """W B (W^T B with ``transpose``) in ``dtype`` (:func:`._precision.in_precision`): the
+        primal factor solves with its copy in ``dtype`` (kept by the inverse for its next
+        whitener and solves); the dual form computes in float64 and rounds."""
+        if self.inv.dense_space != "primal":
+            return rounded(self, B, dtype, transpose)
+        return _triangular_solve(self.inv._factor(dtype), B, "T" if transpose else "N")
 
     def apply_to_rows(self, R):
         """Overwrite the rows of R with (W R^T)^T, R a (r, d) C-contiguous float64 block.

@@ -306,8 +306,9 @@ class RegularizedGram(ShapeCheckedOperator):
 
     Notes
     -----
-    Products accumulate in float64 and are rounded to ``dtype`` at the end
-    (:meth:`matmat_as` with float32 accumulates in float32 where that is safe).
+    Products accumulate in float64 and are rounded to ``dtype`` at the end (a solve in
+    float32 casts the operator once, with ``sparsecca.linalg._precision.in_precision``: its
+    products then accumulate in float32 where that is safe).
     ``C @ V`` costs two passes over the nonzeros of X per block (X^T (X V), by row blocks).
     Centring never densifies a sparse X: Xc^T Xc V = X^T X V - n mu (mu^T V).
 
@@ -408,24 +409,10 @@ class RegularizedGram(ShapeCheckedOperator):
         check_shape(GV, "GV", V.shape, "like V")
         return self._combine(GV, V)
 
-    def matmat_as(self, V, dtype):
-        """C V, (d, b) in ``dtype``: float32 for single-precision LOBPCG steps, where the
-        Gram product of a sparse X accumulates in float32 unless centring it would cancel
-        too many digits (see ``_DataMatrix``).
-
-        Raises
-        ------
-        ValueError
-            If V is not a (d, b) block or ``dtype`` not float32 or float64.
-        """
-        dtype = check_float_dtype(dtype)
-        check_block(np.asarray(V), "V", self.shape[0], vector=False)
-        return self._matmat_as(V, dtype)
-
-    def _matmat_as(self, V, dtype):
-        """:meth:`matmat_as` of a (d, b) block V and a float dtype (unchecked: the
-        engine's)."""
-        V = np.ascontiguousarray(V, dtype=dtype)
+    def _product_in(self, V, dtype, transpose=False):
+        """C V in ``dtype`` (:func:`._precision.in_precision`; C is symmetric: ``transpose``
+        changes nothing): in float32, the Gram product of a sparse X accumulates in float32
+        unless centring it would cancel too many digits (see ``_DataMatrix``)."""
         return self._combine(self._src.gram_matmat(V, dtype), V)
 
     def _combine(self, GV, V):

@@ -43,12 +43,12 @@ from ._dense_inverse import (
     _wide,
 )
 from ._gram_factor import GramFactor, _nystrom
-from ._inverse_base import METHODS, TAILS, RegularizedInverse, _Cast
+from ._inverse_base import METHODS, TAILS, RegularizedInverse
 from ._lowrank_inverse import IterativeInverse, LowRankInverse
 
 __all__ = ["DenseInverse", "GramFactor", "IterativeInverse", "LowRankInverse",
            "RegularizedInverse", "block_cg"]
 
 # the private helpers other modules and tests reach through this module
-_PRIVATE = (METHODS, TAILS, _Cast, _block_cg, _chol_or_none, _dense_threads, _nystrom,
+_PRIVATE = (METHODS, TAILS, _block_cg, _chol_or_none, _dense_threads, _nystrom,
             _regularized_cholesky, _triangular_solve, _wide)

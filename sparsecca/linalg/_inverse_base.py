@@ -2,8 +2,8 @@
 
 :class:`RegularizedInverse` checks the public arguments once and returns the operator of the
 chosen method (:mod:`._dense_inverse`, :mod:`._lowrank_inverse`); the engine builds them
-through :meth:`RegularizedInverse._trusted`, which skips the checks.  :class:`_Cast` is the
-float32 path: one cast at the boundary of a product, for every operator.
+through :meth:`RegularizedInverse._trusted`, which skips the checks.  Their float32 products
+are :func:`._precision.in_precision`'s.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
-from .._params import check_bool, check_float_dtype
+from .._params import check_bool
 from ._gram import RegularizedGram, _as_block
 from ._gram_factor import GramFactor
 from ._thresholds import active
@@ -75,9 +75,9 @@ class RegularizedInverse(ShapeCheckedOperator):
 
     ``RegularizedInverse(...)`` is a factory: it returns a :class:`DenseInverse`, a
     :class:`LowRankInverse` ('randomized') or an :class:`IterativeInverse`, each a
-    subclass of this one (``method`` names which).  Their products follow the operand's
-    precision only through :meth:`in_precision` (and :meth:`precondition`), the one place a
-    float32 block is cast.
+    subclass of this one (``method`` names which).  A solve in float32 casts it once, with
+    ``sparsecca.linalg._precision.in_precision``; the dense factor then solves in a float32
+    copy of itself.
 
     Attributes
     ----------
@@ -226,37 +226,6 @@ class RegularizedInverse(ShapeCheckedOperator):
     def _rmatvec(self, v):
         return self._matvec(v)
 
-    def _product(self, B, dtype, transpose=False):
-        """C^-1 B (C is symmetric: ``transpose`` changes nothing) for :class:`_Cast`, in
-        float64 rounded to ``dtype``; a method with a kernel in float32 overrides it."""
-        return np.asarray(self._matmat(B), dtype=dtype)
-
-    def in_precision(self, dtype):
-        """This operator with its products in ``dtype`` (float32 or float64): blocks are
-        cast once, at the boundary (see :class:`_Cast`)."""
-        dtype = check_float_dtype(dtype)
-        return self if dtype == np.float64 else _Cast(self, dtype)
-
-    def solve_as(self, B, dtype):
-        """C^-1 B in ``dtype`` ((d,) for a (d,) B): ``in_precision(dtype) @ B`` for a
-        'dense' inverse (float32: a float32 copy of the Cholesky factor, formed once, and
-        half the flops' time; rounding ~ cond(L) * 6e-8, enough for a preconditioner).
-
-        Raises
-        ------
-        ValueError
-            If the method is not 'dense', B not a (d,) or (d, b) array-like or ``dtype``
-            not float32 or float64.
-        """
-        if self.method != "dense":
-            raise ValueError(f"solve_as needs method='dense', got {self.method!r}")
-        dtype = check_float_dtype(dtype)
-        B = np.asarray(B)
-        check_block(B, "B", self.shape[0])
-        Z = self._product(_as_block(B)[0] if dtype == np.float64 else
-                          np.asarray(B, dtype=dtype).reshape(B.shape[0], -1), dtype)
-        return Z[:, 0] if B.ndim == 1 else Z
-
     def solve(self, B, X0=None):
         """C^-1 B (for 'iterative', optionally warm-started at X0); float64 of B's shape,
         (d,) for a (d,) B as ``C^-1 @ B`` gives it.
@@ -355,29 +324,6 @@ class RegularizedInverse(ShapeCheckedOperator):
         raise NotImplementedError
 
 
-class _Cast(LinearOperator):
-    """An operator's products in float32 (or float64), cast once at the boundary: an
-    operator with a kernel in that precision (the dense Cholesky factor's triangular solves,
-    at twice the float64 speed) casts the block and computes in it; the others compute in
-    float64 and round the result (:meth:`RegularizedInverse._product`)."""
-
-    def __init__(self, op, dtype):
-        self.op = op
-        super().__init__(dtype=np.dtype(dtype), shape=op.shape)
-
-    def _matmat(self, B):
-        return self.op._product(B, self.dtype)
-
-    def _rmatmat(self, U):
-        return self.op._product(U, self.dtype, transpose=True)
-
-    def _matvec(self, v):
-        return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
-
-    def _rmatvec(self, v):
-        return self._rmatmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
-
-
 class _Whitener(LinearOperator):
     """W with W^T W = C^-1 for a direct inverse (its methods define the products)."""
 
@@ -390,16 +336,6 @@ class _Whitener(LinearOperator):
 
     def _rmatvec(self, v):
         return self._rmatmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
-
-    def _product(self, B, dtype, transpose=False):
-        """W B (W^T B with ``transpose``) for :class:`_Cast`: float64, rounded to ``dtype``."""
-        return np.asarray((self._rmatmat if transpose else self._matmat)(B), dtype=dtype)
-
-    def single(self):
-        """This whitener in float32 (:class:`_Cast`), for iterations whose tolerance is far
-        above float32's rounding: the dense primal factor solves in float32 (at twice the
-        speed), the other forms compute in float64 and round."""
-        return _Cast(self, np.float32)
 
     def apply_to_rows(self, R):
         """Overwrite the rows of R with (W R^T)^T, R a (r, d) C-contiguous float64 block."""

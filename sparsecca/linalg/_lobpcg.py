@@ -16,13 +16,12 @@ import numpy as np
 import scipy.linalg as la
 
 from ._errors import FactorizationError
+from ._precision import in_precision
 from ._result import _check_rank
 from ._rsvd import randomized_svd
 from ._stopping import StoppingMonitor, _Stalled
 from ._strategies import (
     _approx_of,
-    _covariance_as,
-    _cross_as,
     _dense_whitened_cross,
     _keeps_dense,
     _top_eigh,
@@ -108,9 +107,9 @@ def _lobpcg(xinv, Wy, cross, k, p, tol, start=None, handover=None, callback=None
     At tol >= ``lobpcg_single_tol`` (the randomized solver's 1e-3) the blocks, their images and
     the C_yy factor's triangular solves are float32, and so are the products with sparse
     factors (accumulated in float32: ~2x faster; centred ones while the mean does not
-    dominate the data, ``_covariance_as`` / ``_cross_as``); the Rayleigh-Ritz
-    eigenproblems stay float64, and _finalize redoes the last one in float64 in the exact
-    metrics.
+    dominate the data).  The run casts its operators once, at its start
+    (:func:`._precision.in_precision`).  The Rayleigh-Ritz eigenproblems stay float64,
+    and _finalize redoes the last one in float64 in the exact metrics.
 
     ``handover`` (None, 'full' or 'dense': where the caller hands a stalled or slow run
     over to, see :class:`._stopping.StoppingMonitor`): unless None, a run that stops
@@ -202,7 +201,9 @@ class _Products:
 
     def __init__(self, xinv, Wy, cross, wdt, warm):
         d1, d2 = cross.shape
-        self.wdt, self.C, self.cross = wdt, xinv.covariance, cross
+        # the one cast of the run: its operators with their products in wdt
+        self.wdt = wdt
+        self.C, self.cross = in_precision(xinv.covariance, wdt), in_precision(cross, wdt)
         t = active()
         dense_ct = 8 * d1 * d2 <= t.lobpcg_dense_ct_bytes and d2 <= t.full_max_d2
         if dense_ct and warm is not None and _keeps_dense(cross):
@@ -213,11 +214,11 @@ class _Products:
         if dense_ct:
             self.Ctd = _dense_whitened_cross(cross, Wy, dtype=wdt)
             return
-        self.Wyw = Wy.single() if wdt == np.float32 else Wy
+        self.Wyw = in_precision(Wy, wdt)
         if _keeps_dense(cross):
             # through X^T M when the operator keeps it dense (formed here, so that the
             # start's products use it too; rows split over both cores)
-            cross.dense_product_as(wdt)
+            cross._dense_in(wdt)
 
     def cast(self, Z):
         return np.ascontiguousarray(Z, dtype=self.wdt)
@@ -225,24 +226,23 @@ class _Products:
     def ct(self, U):
         if self.Ctd is not None:
             return tall_matmul(self.Ctd, self.cast(U))
-        return _cross_as(self.cross, self.cast(self.Wyw.rmatmat(U)), self.wdt)
+        return self.cross._matmat(self.cast(self.Wyw.rmatmat(U)))
 
     def ctT(self, V):
         if self.Ctd is not None:
             return tall_tmatmul(self.Ctd, self.cast(V))
-        return self.cast(self.Wyw.matmat(_cross_as(self.cross, self.cast(V), self.wdt,
-                                                   transpose=True)))
+        return self.cast(self.Wyw.matmat(self.cross._rmatmat(self.cast(V))))
 
     def images(self, W):
         """(C W, Ct^T W) of a new block W."""
         if self.Ctd is not None:
             # the sparse C W (scipy releases the GIL) overlaps the dense Ct^T W
-            return run_pair(lambda: _covariance_as(self.C, W, self.wdt),
+            return run_pair(lambda: self.C._matmat(W),
                             lambda: self.Ctd.T @ W)
         # in turn: each splits its sparse products over both cores, and Ct^T W's
         # triangular solve takes both BLAS threads (overlapped, each side would run on
         # one core, which was slower)
-        return _covariance_as(self.C, W, self.wdt), self.ctT(W)
+        return self.C._matmat(W), self.ctT(W)
 
     def start_block(self, xinv, Wy, cross, m, p, start, warm):
         """The first Ritz block: (X, CX, UX, theta, images), ``images`` the float64
@@ -254,7 +254,7 @@ class _Products:
             MX = warm.cross_image(cross)
             MX = cross.rmatmat(warm.X) if MX is None else MX
             X, CX, UX, theta, _, images = _rayleigh_ritz(
-                [warm.X], [C._combine(warm.GX, warm.X)], [Wy.matmat(MX)], m,
+                [warm.X], [xinv.covariance._combine(warm.GX, warm.X)], [Wy.matmat(MX)], m,
                 extra=([warm.GX], [MX]))
             return X, CX, UX, theta, images
         # start: the top m eigenvectors of the preconditioner's Galerkin matrix Ct^T T Ct
@@ -279,7 +279,7 @@ class _Products:
         if start is not None and 0 < start.shape[1] < m:
             X = np.hstack([X, start])
         X = self.cast(X)
-        X, CX, UX, theta, _ = _rayleigh_ritz([X], [_covariance_as(C, X, self.wdt)],
+        X, CX, UX, theta, _ = _rayleigh_ritz([X], [C._matmat(X)],
                                              [self.ctT(X)], m)
         return X, CX, UX, theta, None
 
@@ -302,7 +302,8 @@ def _exact_norm_bounds(C, precond, R, W, tau, dtype, judge, maxsteps=None):
     maxsteps = active().certify_maxsteps if maxsteps is None else maxsteps
     R = np.ascontiguousarray(R, dtype=dtype)
     Z = np.array(W, dtype=dtype)
-    CZ = _covariance_as(C, Z, dtype)
+    C = in_precision(C, dtype)
+    CZ = C._matmat(Z)
     S = R - CZ
     P = None
     rz = None
@@ -321,7 +322,7 @@ def _exact_norm_bounds(C, precond, R, W, tau, dtype, judge, maxsteps=None):
         rz_new = np.einsum("ij,ij->j", S, Q, dtype=np.float64)
         P = Q if P is None else Q + P * (rz_new / np.maximum(rz, 1e-300)).astype(dtype)
         rz = rz_new
-        CP = _covariance_as(C, P, dtype)
+        CP = C._matmat(P)
         pcp = np.einsum("ij,ij->j", P, CP, dtype=np.float64)
         alpha = np.where(pcp > 0, rz / np.maximum(pcp, 1e-300), 0.0).astype(dtype)
         Z += P * alpha

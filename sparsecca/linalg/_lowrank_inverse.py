@@ -24,6 +24,7 @@ from ._block_cg import _block_cg
 from ._errors import SingularCovarianceError
 from ._gram import _as_block
 from ._inverse_base import RegularizedInverse, _Whitener
+from ._precision import in_precision
 from ._threads import small_blas, tall_matmul, tall_tmatmul, wide_blas
 from ._thresholds import active
 from ._validation import check_block
@@ -282,8 +283,8 @@ class _ModelInverse(RegularizedInverse):
     def _precondition(self, B):
         """:meth:`precondition` of a (d, b) array B (unchecked: the engine's)."""
         if self._exact is not None:
-            return self._exact._product(
-                B, np.float32 if B.dtype == np.float32 else np.float64)
+            work = np.float32 if B.dtype == np.float32 else np.float64
+            return in_precision(self._exact, work)._matmat(B)
         return self.model.apply(B)
 
 

@@ -26,8 +26,8 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from ._gram import CrossCovariance, RegularizedGram
 from ._inverse import RegularizedInverse
+from ._precision import in_precision
 from ._result import _apply
 from ._rsvd import _orth, _project_out, randomized_svd
 from ._stopping import _Stalled, _unmet
@@ -274,24 +274,23 @@ def _solve_dual(xinv, yinv, Wy, cross, k):
 class _WhitenedCross(LinearOperator):
     """T = W_x C_xy W_y^T as a (d1, d2) operator.
 
-    ``work`` float32 runs the C_xy products (and whatever W_y does: pass its single
-    precision copy) in float32, for a starting guess that LOBPCG refines; the results are
-    float64 either way.
+    ``work`` float32 runs the C_xy and W_y products in float32 (each cast once, with
+    :func:`._precision.in_precision`), for a starting guess that LOBPCG refines; the results
+    are float64 either way.
     """
 
     def __init__(self, Wx, cross, Wy, work=np.float64):
-        self.Wx, self.cross, self.Wy = Wx, cross, Wy
-        self.work = np.dtype(work)
+        self.Wx = Wx
+        self.cross, self.Wy = in_precision(cross, work), in_precision(Wy, work)
         super().__init__(dtype=np.float64, shape=cross.shape)
 
     def _matmat(self, V):
-        V = np.ascontiguousarray(self.Wy.rmatmat(np.asarray(V)), dtype=self.work)
-        return self.Wx.matmat(np.asarray(_cross_as(self.cross, V, self.work), dtype=np.float64))
+        V = np.ascontiguousarray(self.Wy.rmatmat(np.asarray(V)))
+        return self.Wx.matmat(np.asarray(self.cross._matmat(V), dtype=np.float64))
 
     def _rmatmat(self, U):
-        U = np.ascontiguousarray(self.Wx.rmatmat(np.asarray(U)), dtype=self.work)
-        return np.asarray(self.Wy.matmat(_cross_as(self.cross, U, self.work, transpose=True)),
-                          dtype=np.float64)
+        U = np.ascontiguousarray(self.Wx.rmatmat(np.asarray(U)))
+        return np.asarray(self.Wy.matmat(self.cross._rmatmat(U)), dtype=np.float64)
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v).reshape(-1, 1)).reshape(-1)
@@ -445,19 +444,3 @@ def _krylov(xinv, Wy, cross, k, p, tol, random_state, approx_xinv, max_expansion
     if info is not None:
         info["krylov_warm"] = KrylovWarm(xinv.tau, Xr)
     return Z @ S[:, :k], Wy.rmatmat(Xr[:, :k]), theta[:k], n_cg
-
-
-def _covariance_as(C, V, dtype):
-    """C V in the working precision ``dtype`` (accumulated in it where C can: see
-    :meth:`RegularizedGram.matmat_as`)."""
-    if isinstance(C, RegularizedGram):
-        return C._matmat_as(V, np.dtype(dtype))
-    return np.ascontiguousarray(C.matmat(V), dtype=dtype)
-
-
-def _cross_as(cross, V, dtype, transpose=False):
-    """C_xy V (C_xy^T V with ``transpose``) in the working precision ``dtype`` (see
-    :meth:`CrossCovariance.matmat_as`; any other operator's product is rounded)."""
-    if isinstance(cross, CrossCovariance):
-        return cross._matmat_as(np.asarray(V), np.dtype(dtype), transpose)
-    return np.ascontiguousarray(cross.rmatmat(V) if transpose else cross.matmat(V), dtype=dtype)

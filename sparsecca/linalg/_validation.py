@@ -306,6 +306,10 @@ class ShapeCheckedOperator(LinearOperator):
     shape and the operand's.  O(1) per product (the shape only).
     """
 
+    def _operator_name(self):
+        """What the error messages call the operator."""
+        return type(self).__name__
+
     def _check_operand(self, x, adjoint):
         shape = getattr(x, "shape", None)
         if shape is None:
@@ -313,7 +317,7 @@ class ShapeCheckedOperator(LinearOperator):
         m, n = self.shape
         rows, how = (m, "C^T @ V (rmatvec / rmatmat)") if adjoint else (n, "C @ V")
         if len(shape) not in (1, 2) or shape[0] != rows:
-            raise ValueError(f"{type(self).__name__} is {m} x {n}: the V of {how} must be a "
+            raise ValueError(f"{self._operator_name()} is {m} x {n}: the V of {how} must be a "
                              f"({rows},) vector or a ({rows}, b) block, got shape "
                              f"{tuple(shape)}")
 

@@ -30,6 +30,7 @@ from sparsecca.linalg import (
 )
 from sparsecca.linalg._gram import RegularizedGram
 from sparsecca.linalg._inverse import GramFactor, RegularizedInverse, block_cg
+from sparsecca.linalg._precision import in_precision
 from sparsecca.linalg._reduced import reduced_cca
 from sparsecca.linalg._rsvd import adaptive_range_finder, randomized_range_finder, svd_flip
 from sparsecca.linalg._thresholds import Thresholds, applied
@@ -619,13 +620,14 @@ BAD_SHAPES = [
      r"^V must be a \(d,\) vector or a \(d, m\) = \(8, m\) block, got shape \(8, 2, 1\)$"),
     ("gram_matmat-scalar", lambda: C.gram_matmat(1.0),
      r"^V must be a \(d,\) vector or a \(d, m\) = \(8, m\) block, got shape \(\)$"),
-    ("matmat_as", lambda: C.matmat_as(np.ones((7, 2)), np.float32),
-     r"^V must have d = 8 rows, got 7$"),
-    ("matmat_as-1d", lambda: C.matmat_as(np.ones(8), np.float32),
-     r"^V must be a 2-D \(d, m\) = \(8, m\) block, got shape \(8,\)$"),
-    ("matmat_as-dtype", lambda: C.matmat_as(np.ones((8, 2)), np.int64),
+    ("in_precision", lambda: in_precision(C, np.float32).matmat(np.ones((7, 2))),
+     r"^RegularizedGram in float32 is 8 x 8: the V of C @ V must be a \(8,\) vector or a "
+     r"\(8, b\) block, got shape \(7, 2\)$"),
+    ("in_precision-3d", lambda: in_precision(C, np.float32).matmat(np.ones((8, 2, 1))),
+     r"^RegularizedGram in float32 is 8 x 8: .* got shape \(8, 2, 1\)$"),
+    ("in_precision-dtype", lambda: in_precision(C, np.int64),
      r"^dtype must be float32 or float64, got int64$"),
-    ("matmat_as-dtype-str", lambda: C.matmat_as(np.ones((8, 2)), "nonsense"),
+    ("in_precision-dtype-str", lambda: in_precision(C, "nonsense"),
      r"^dtype must be float32 or float64, got 'nonsense'$"),
     ("from_gram_image-V", lambda: C.from_gram_image(np.ones((8, 2)), np.ones((7, 2))),
      r"^V must have d = 8 rows, got 7$"),
@@ -633,19 +635,21 @@ BAD_SHAPES = [
      r"^GV must have shape \(8, 2\) like V, got \(8, 3\)$"),
     ("from_gram_image-1d", lambda: C.from_gram_image(C.gram_matmat(np.ones(8)), np.ones(8)),
      r"^GV must have shape \(8,\) like V, got \(8, 1\)$"),
-    ("cross.matmat_as", lambda: CROSS.matmat_as(np.ones((8, 2)), np.float32),
-     r"^V must have d2 = 5 rows, got 8$"),
-    ("cross.matmat_as-T", lambda: CROSS.matmat_as(np.ones((5, 2)), np.float64, transpose=True),
-     r"^V must have d1 = 8 rows, got 5$"),
+    ("cross.in_precision", lambda: in_precision(CROSS, np.float32).matmat(np.ones((8, 2))),
+     r"^CrossCovariance in float32 is 8 x 5: the V of C @ V must be a \(5,\) vector or a "
+     r"\(5, b\) block, got shape \(8, 2\)$"),
+    ("cross.in_precision-T", lambda: in_precision(CROSS, np.float32).rmatmat(np.ones((5, 2))),
+     r"^CrossCovariance in float32 is 8 x 5: the V of C\^T @ V \(rmatvec / rmatmat\) must be "
+     r"a \(8,\) vector or a \(8, b\) block, got shape \(5, 2\)$"),
     ("gram-factor", lambda: GramFactor(X).gram_matmat(np.ones((5, 2))),
      r"^V must have d = 8 rows, got 5$"),
     ("inv.gram_matmat", lambda: INV.gram_matmat(np.ones((5, 2))),
      r"^V must have d = 12 rows, got 5$"),
-    ("solve_as", lambda: INV.solve_as(np.ones((5, 2)), np.float32),
-     r"^B must have d = 12 rows, got 5$"),
-    ("solve_as-f64", lambda: INV.solve_as(np.ones((5, 2)), np.float64),
-     r"^B must have d = 12 rows, got 5$"),
-    ("solve_as-dtype", lambda: INV.solve_as(B12, "float16"),
+    ("inv.in_precision", lambda: in_precision(INV, np.float32) @ np.ones((5, 2)),
+     r"^DenseInverse in float32 is 12 x 12: the V of C @ V must be .* got shape \(5, 2\)$"),
+    ("inv.in_precision-f64", lambda: in_precision(INV, np.float64) @ np.ones((5, 2)),
+     r"^DenseInverse is 12 x 12: the V of C @ V must be .* got shape \(5, 2\)$"),
+    ("inv.in_precision-dtype", lambda: in_precision(INV, "float16"),
      r"^dtype must be float32 or float64, got float16$"),
     ("solve-dense", lambda: INV.solve(np.ones((5, 2))), r"^B must have d = 12 rows, got 5$"),
     ("solve-randomized", lambda: RINV.solve(np.ones(5)), r"^B must have d = 12 rows, got 5$"),
@@ -704,8 +708,6 @@ BAD_TYPES = [
      r"^X must have a real numeric dtype \(bool, int, float32 or float64\), got dtype <U1$"),
     ("centred_projection-X-str", lambda: centred_projection("X", np.ones(8)),
      r"^X must be a 2-D numeric array or a scipy.sparse matrix, got str$"),
-    ("cross.matmat_as-transpose", lambda: CROSS.matmat_as(np.ones((8, 2)), np.float64, "yes"),
-     r"^transpose must be True or False, got 'yes'$"),
 ]
 
 
@@ -728,16 +730,16 @@ def test_products_of_valid_blocks_are_unchanged():
     np.testing.assert_allclose(C.gram_matmat(v), (G @ v)[:, None], rtol=1e-12)  # (d, 1)
     np.testing.assert_allclose(C.gram_matmat(V.tolist()), G @ V, rtol=1e-12)
     np.testing.assert_array_equal(C.from_gram_image(C.gram_matmat(V), V), C @ V)
-    np.testing.assert_allclose(C.matmat_as(V, np.float64), ref @ V, rtol=1e-12)
-    np.testing.assert_allclose(C.matmat_as(V, np.float32), ref @ V, rtol=1e-5)
-    assert C.matmat_as(V, "float32").dtype == np.float32
+    np.testing.assert_allclose(in_precision(C, np.float64) @ V, ref @ V, rtol=1e-12)
+    np.testing.assert_allclose(in_precision(C, np.float32) @ V, ref @ V, rtol=1e-5)
+    assert (in_precision(C, "float32") @ V).dtype == np.float32
     W = op_rng.random((5, 2))
     np.testing.assert_allclose(CROSS @ W[:, 0], X.T @ M @ W[:, 0], rtol=1e-12)
     np.testing.assert_allclose(CROSS.rmatvec(V[:, 0]), M.T @ X @ V[:, 0], rtol=1e-12)
     U = op_rng.random((8, 2))
-    np.testing.assert_allclose(CROSS.matmat_as(W, np.float64), X.T @ M @ W, rtol=1e-12)
-    np.testing.assert_allclose(CROSS.matmat_as(U, np.float32, transpose=True),
-                               M.T @ X @ U, rtol=1e-5)
+    np.testing.assert_allclose(in_precision(CROSS, np.float64) @ W, X.T @ M @ W, rtol=1e-12)
+    np.testing.assert_allclose(in_precision(CROSS, np.float32).rmatmat(U), M.T @ X @ U,
+                               rtol=1e-5)
     np.testing.assert_allclose(GramFactor(X).gram_matmat(V), G @ V, rtol=1e-12)
     np.testing.assert_allclose(INV.gram_matmat(B12), X12.T @ X12 @ B12, rtol=1e-12)
 
@@ -753,15 +755,15 @@ def test_solves_keep_the_shape_of_a_vector(inv):
     np.testing.assert_allclose(C.solve(b), C @ b, rtol=1e-6, strict=True)
     if inv == "dense":
         for dtype in (np.float32, np.float64):
-            assert C.solve_as(b, dtype).shape == (12,)
-            assert C.solve_as(b[:, None], dtype).shape == (12, 1)
+            assert (in_precision(C, dtype) @ b).shape == (12,)
+            assert (in_precision(C, dtype) @ b[:, None]).shape == (12, 1)
 
 
 def test_solves_of_valid_blocks_are_unchanged():
     tau = 0.5
     ref = np.linalg.solve(_dense_cov(X12, tau), B12)
-    np.testing.assert_allclose(INV.solve_as(B12, np.float64), ref, rtol=1e-10)
-    np.testing.assert_allclose(INV.solve_as(B12, np.float32), ref, rtol=1e-4)
+    np.testing.assert_allclose(in_precision(INV, np.float64) @ B12, ref, rtol=1e-10)
+    np.testing.assert_allclose(in_precision(INV, np.float32) @ B12, ref, rtol=1e-4)
     np.testing.assert_allclose(INV.solve(B12), ref, rtol=1e-10)
     np.testing.assert_allclose(INV.solve(B12, X0=np.zeros((12, 2))), ref, rtol=1e-10)
     np.testing.assert_allclose(INV.solve(B12[:, 0]), ref[:, 0], rtol=1e-10, strict=True)

@@ -16,6 +16,7 @@ from sparsecca.linalg import (
 )
 from sparsecca.linalg._gram import RegularizedGram
 from sparsecca.linalg._inverse import GramFactor
+from sparsecca.linalg._precision import in_precision
 from sparsecca.linalg._thresholds import Thresholds, applied
 
 from .conftest import count_problem, covariances
@@ -221,9 +222,9 @@ def test_dense_product_is_the_stored_part_of_x_transpose_m_and_cached_read_only(
                                atol=1e-12 * np.abs(ref).max())
     np.testing.assert_array_equal(K.dense_product(), D)
     # a single-precision copy (LOBPCG's working precision) is kept beside it, read-only
-    S = K.dense_product_as(np.float32)
+    S = K._dense_in(np.float32)
     assert S.dtype == np.float32 and not S.flags.writeable
-    assert K.dense_product_as(np.float32) is S and K.dense_product_as(np.float64) is D
+    assert K._dense_in(np.float32) is S and K._dense_in(np.float64) is D
     np.testing.assert_array_equal(S, D.astype(np.float32))
     # beyond the cache size it is formed again on each call, equal
     with applied(Thresholds(dense_cross_cache_bytes=0)):
@@ -232,7 +233,7 @@ def test_dense_product_is_the_stored_part_of_x_transpose_m_and_cached_read_only(
         assert a is not b
         np.testing.assert_array_equal(a, b)
         np.testing.assert_allclose(a, ref, rtol=1e-12, atol=1e-10)  # uncentred: X^T M
-        assert K2.dense_product_as(np.float32) is not K2.dense_product_as(np.float32)
+        assert K2._dense_in(np.float32) is not K2._dense_in(np.float32)
         # accumulated from row blocks: the same array
         Kb = CrossCovariance.from_blocks([(X[:25], M[:25]), (X[25:], M[25:])])
         np.testing.assert_allclose(Kb.dense_product(), ref, rtol=1e-12, atol=1e-10)
@@ -243,9 +244,9 @@ def test_dense_product_is_the_stored_part_of_x_transpose_m_and_cached_read_only(
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
 @pytest.mark.parametrize("center", [False, True])
 def test_products_in_single_precision(center, fmt, xdtype, split, set_thresholds):
-    """matmat_as(V, float32) (LOBPCG's single-precision steps) is float32 and within float32
-    rounding of the float64 products (times the centring's amplification bound); float64
-    gives the operators' own products exactly.  Sparse factors accumulate in float32 from
+    """in_precision(op, float32) (LOBPCG's single-precision steps) gives float32 products
+    within float32 rounding of the float64 products (times the centring's amplification
+    bound); float64 gives the operators themselves.  Sparse factors accumulate in float32 from
     float32 copies of their values (shared index arrays), centred ones too while the bound
     allows; anything else rounds the float64 product."""
     set_thresholds(split_min_flops=1 if split else 10**12)
@@ -256,8 +257,8 @@ def test_products_in_single_precision(center, fmt, xdtype, split, set_thresholds
     V, W, U = (rng.standard_normal((23, 5)), rng.standard_normal((7, 5)),
                rng.standard_normal((23, 5)))
     CV = C.from_gram_image(C.gram_matmat(V), V)  # float64 (C @ V is in X's dtype)
-    pairs = [(C.matmat_as(V, np.float32), CV), (K.matmat_as(W, np.float32), K @ W),
-             (K.matmat_as(U, np.float32, transpose=True), K.T @ U)]
+    C32, K32 = in_precision(C, np.float32), in_precision(K, np.float32)
+    pairs = [(C32 @ V, CV), (K32 @ W, K @ W), (K32.rmatmat(U), K.T @ U)]
     a_x = C._src.centring_amplification()
     # counts: the mean does not dominate; a dense X is centred explicitly (a_x ~ 1)
     assert (a_x == 1.0) == (not center) if fmt == "csr" else a_x < 1 + 1e-12
@@ -268,42 +269,45 @@ def test_products_in_single_precision(center, fmt, xdtype, split, set_thresholds
         # centred, the rounding of the uncentred product, up to a_x times larger
         np.testing.assert_allclose(got, ref, rtol=0,
                                    atol=a_x * _tol(np.float32) * np.abs(ref).max())
-    np.testing.assert_array_equal(C.matmat_as(V, np.float64), CV)
-    np.testing.assert_array_equal(K.matmat_as(W, np.float64), K @ W)
-    np.testing.assert_array_equal(K.matmat_as(U, np.float64, transpose=True), K.T @ U)
+    assert in_precision(C, np.float64) is C and in_precision(K32, np.float64) is K
+    np.testing.assert_array_equal(in_precision(C, np.float64) @ V, C @ V)
     assert K.accumulates_single()
     single = fmt == "csr"
     assert (C._src._single is not None) == single
     assert (K._m_single is not None) == single
     if single:
-        assert np.shares_memory(C._src.single().indices, C._src.X.indices)
-        assert C._src.single().dtype == np.float32
+        assert np.shares_memory(C._src._single_values().indices, C._src.X.indices)
+        assert C._src._single_values().dtype == np.float32
     with pytest.raises(ValueError, match="dtype must be float32 or float64, got int64"):
-        C.matmat_as(V, np.int64)
+        in_precision(C, np.int64)
     with pytest.raises(ValueError, match="dtype must be float32 or float64, got float16"):
-        K.matmat_as(W, np.float16)
+        in_precision(K, np.float16)
 
 
 def test_stored_cross_product_in_single_precision():
     """A CrossCovariance with a stored X^T M: an accumulated sparse one gives its float64
     products rounded to float32; a kept dense one goes through its float32 copy."""
     X, M = _inputs("csr", np.float64, seed=6)
-    W = np.random.default_rng(0).standard_normal((7, 3))
-    U = np.random.default_rng(1).standard_normal((23, 3))
+    # blocks that float32 holds exactly (the cast operator rounds its operand first)
+    W = np.random.default_rng(0).standard_normal((7, 3)).astype(np.float32).astype(float)
+    U = np.random.default_rng(1).standard_normal((23, 3)).astype(np.float32).astype(float)
     K = CrossCovariance.from_blocks([(X[:30], M[:30]), (X[30:], M[30:])])
     for V, transpose in ((W, False), (U, True)):
         ref = K.T @ V if transpose else K @ V
-        got = K.matmat_as(V, np.float32, transpose=transpose)
+        K32 = in_precision(K, np.float32)
+        got = K32.rmatmat(V) if transpose else K32.matmat(V)
         assert got.dtype == np.float32 and K._dense is None and K._m_single is None
         np.testing.assert_array_equal(got, ref.astype(np.float32))
     K = CrossCovariance(X, M)
     K.dense_product()  # kept (small): products go through it
     for V, transpose in ((W, False), (U, True)):
         ref = K.T @ V if transpose else K @ V
-        got = K.matmat_as(V, np.float32, transpose=transpose)
+        K32 = in_precision(K, np.float32)
+        got = K32.rmatmat(V) if transpose else K32.matmat(V)
         assert got.dtype == np.float32 and K._m_single is None
+        # through the kept float32 copy of X^T M (minus the rank-one term)
         np.testing.assert_array_equal(
-            got, K.kept_dense_matmat(V.astype(np.float32), np.float32, transpose=transpose))
+            got, K._stored_apply(V.astype(np.float32), transpose, K._dense_in(np.float32)))
         np.testing.assert_allclose(got, ref, rtol=0,
                                    atol=_tol(np.float32) * np.abs(ref).max())
 
@@ -420,18 +424,19 @@ def test_centred_products_with_a_dominant_mean_stay_float64(shift):
     assert not K.accumulates_single()
     assert C._src.accumulates_single(np.float32) == (shift == "m")
     rng = np.random.default_rng(8)
-    W = rng.standard_normal((M.shape[1], 4))
-    U = rng.standard_normal((X.shape[1], 4))
+    # blocks that float32 holds exactly (the cast operator rounds its operand first)
+    W = rng.standard_normal((M.shape[1], 4)).astype(np.float32).astype(float)
+    U = rng.standard_normal((X.shape[1], 4)).astype(np.float32).astype(float)
     for _ in range(2):  # the factored products, then through the kept dense X^T M
-        np.testing.assert_array_equal(K.matmat_as(W, np.float32), (K @ W).astype(np.float32))
-        np.testing.assert_array_equal(K.matmat_as(U, np.float32, transpose=True),
-                                      (K.T @ U).astype(np.float32))
+        K32 = in_precision(K, np.float32)
+        np.testing.assert_array_equal(K32 @ W, (K @ W).astype(np.float32))
+        np.testing.assert_array_equal(K32.rmatmat(U), (K.T @ U).astype(np.float32))
         assert K._m_single is None
         K.dense_product()
     if shift == "x":
-        U32 = U.astype(np.float32)  # matmat_as works on the block in its dtype
+        U32 = U.astype(np.float32)  # the cast operator works on the block in its dtype
         CV = C.from_gram_image(C.gram_matmat(U32).astype(np.float32), U32)
-        np.testing.assert_array_equal(C.matmat_as(U, np.float32), CV)
+        np.testing.assert_array_equal(in_precision(C, np.float32) @ U, CV)
         assert C._src._single is None
     # accumulated from row blocks, centred: no column norms, float64 rounded
     Kb = CrossCovariance.from_blocks([(X[:30], M[:30]), (X[30:], M[30:])], center=True)

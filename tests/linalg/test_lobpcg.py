@@ -17,6 +17,7 @@ import sparsecca.linalg._stopping as stopping_mod
 import sparsecca.linalg._threads as split_mod
 from sparsecca.linalg import CCAEngine, RankDeficientError, SparseCCA, cca_path
 from sparsecca.linalg._gram import CrossCovariance, RegularizedGram
+from sparsecca.linalg._precision import in_precision
 from sparsecca.linalg._reduced import reduced_cca
 from sparsecca.linalg._threads import run_pair, tall_matmul, tall_tmatmul
 from sparsecca.linalg._thresholds import active
@@ -147,7 +148,7 @@ def test_single_precision_whitener_matches_float64():
     rng = np.random.default_rng(2)
     for inv in (eng.y_inverse(0.3), eng.x_inverse(0.3, rank=20, tail="diagonal")):
         W = inv.inv_sqrt()
-        Ws = W.single()
+        Ws = in_precision(W, np.float32)
         B = rng.standard_normal((inv.shape[0], 5))
         assert Ws.dtype == np.float32
         for got, want in ((Ws.matmat(B), W.matmat(B)), (Ws.rmatmat(B), W.rmatmat(B))):
