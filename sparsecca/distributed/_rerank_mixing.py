@@ -180,26 +180,24 @@ def _perceptron_epoch(shard, order, weights, decoder_weight):
 
 class PerceptronMixing:
     """The reranking perceptron's epochs on the shards, per decoder weight: ``run(orders,
-    b)`` gives what :func:`~sparsecca.kernels.perceptron_train` gives in memory; a run
-    asked for more epochs of a ``b`` continues the epochs already run."""
+    cap, b)`` gives what :func:`~sparsecca.kernels.perceptron_train` gives in memory for
+    ``orders[:cap]``; a later run of the same ``b`` with a larger ``cap`` continues the
+    epochs already run."""
 
     def __init__(self, shards, sizes, n_features, averaged, by_updates):
         self.shards, self.sizes, self.n_features = shards, sizes, n_features
         self.averaged, self.by_updates = averaged, by_updates
         self._runs: dict = {}
 
-    def run(self, orders, b):
-        epochs, done = self._runs.get(b, (None, []))
-        if epochs is None or len(done) > orders.shape[0]:
-            epochs = averaged_epochs(self.shards, self.sizes, orders, [np.zeros(
-                self.n_features)], _perceptron_epoch, self.by_updates, (b,))
-            done = []
-        for _ in range(orders.shape[0] - len(done)):
+    def run(self, orders, cap, b):
+        if b not in self._runs:
+            self._runs[b] = (averaged_epochs(
+                self.shards, self.sizes, orders, [np.zeros(self.n_features)],
+                _perceptron_epoch, self.by_updates, (b,)), [])
+        epochs, done = self._runs[b]
+        while len(done) < cap:
             w, avg, n_updates = next(epochs)
             done.append((avg[0] if self.averaged else w[0], n_updates))
-        # later calls give the orders' first rows again, and continue them
-        self._runs[b] = (epochs, done)
-        cap = orders.shape[0]
         return (np.stack([d[0] for d in done[:cap]]),
                 np.array([d[1] for d in done[:cap]], dtype=np.int64))
 

@@ -44,10 +44,11 @@ class _InMemory:
         self.train, self.H, self.averaged = train, H, averaged
         self.oracle = oracle_global(train)
 
-    def run(self, orders, b):
+    def run(self, orders, cap, b):
+        """The weights after each of the epochs ``orders[:cap]`` of ``b``, and the updates."""
         t = self.train
         return perceptron_train(self.H, t.scores, t.sent_offsets, self.oracle, t.losses,
-                                orders, b, averaged=self.averaged)
+                                orders[:cap], b, averaged=self.averaged)
 
 
 class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
@@ -247,7 +248,7 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
             # (at most widen times)
             cap, extra = n_epochs, 0
             while True:
-                W, n_upd = trainer.run(orders[:cap], b)
+                W, n_upd = trainer.run(orders, cap, b)
                 if dev is None:
                     return None, (b, cap, W[-1], n_upd, None, cap, extra)
                 # dev scores of every epoch at once: (n_dev_candidates, n_epochs)

@@ -34,8 +34,9 @@ def lists():
 
 
 MODELS = {
-    "perceptron": lambda **kw: PerceptronReranker(n_epochs=4, decoder_weight=(1.0, 4.0),
-                                                  widen=1, min_count=2, random_state=3,
+    # one epoch: its best epoch is the last, so dev tuning runs 2 then 4 epochs (widen)
+    "perceptron": lambda **kw: PerceptronReranker(n_epochs=1, decoder_weight=(1.0, 4.0),
+                                                  widen=2, min_count=2, random_state=3,
                                                   **kw),
     "hidden": lambda **kw: HiddenVariableReranker(n_epochs=4, lr=(0.1, 0.3), l2=0.5,
                                                   hidden_domain="word-cluster",
@@ -54,6 +55,8 @@ def test_one_partition_is_the_in_memory_fit(client, lists, name, mixing, tmp_pat
     assert (pa["partitioned_fit"], pb["partitioned_fit"]) == ("gather", "mixing")
     assert {**pa, "partitioned_fit": "mixing", "mixing_weights": mixing} == pb
     assert extra_a == extra_b  # tuned values, curves, edges
+    if name == "perceptron":
+        assert memory.dev_accuracy_.shape[1] > 1  # the epochs were widened
     assert arrays_a.keys() == arrays_b.keys()
     for key, value in arrays_a.items():
         np.testing.assert_array_equal(value, arrays_b[key], key)
@@ -210,7 +213,8 @@ def sequoia_lists(shared_data):
 @pytest.mark.parametrize("name", ["perceptron", "hidden"])
 def test_sequoia_accuracy_near_the_in_memory_fit(client, sequoia_lists, name):
     train, dev, test = sequoia_lists
-    make = {"perceptron": lambda **kw: PerceptronReranker(random_state=0, **kw),
+    make = {"perceptron": lambda **kw: PerceptronReranker(decoder_weight=(1.0, 2.0, 4.0),
+                                                          random_state=0, **kw),
             "hidden": lambda **kw: HiddenVariableReranker(random_state=0, **kw)}[name]
     parts = PartitionedNBest.from_nbest(train, [500, 300, 0, 700]).persist()
     memory = make().fit(train, dev)
@@ -218,7 +222,10 @@ def test_sequoia_accuracy_near_the_in_memory_fit(client, sequoia_lists, name):
     for mixing in ("uniform", "updates"):
         model = make(partitioned_fit="mixing", mixing_weights=mixing).fit(parts, dev)
         acc[mixing] = (model.score(dev), model.score(test))
-    # the margin: 0.5 points of dev and of test accuracy (measured: see docs/distributed.md)
+    # measured (dev, test): perceptron in memory 0.9620, 0.9576; mixing 0.9623, 0.9547 (both
+    # weightings: b = 1 and the first epoch, whose average does not depend on them); hidden
+    # in memory 0.9625, 0.9583; uniform 0.9619, 0.9583; updates 0.9622, 0.9581.  The margin:
+    # 0.5 points of dev and of test accuracy
     for mixing in ("uniform", "updates"):
         assert acc[mixing][0] > acc["memory"][0] - 0.005, acc
         assert acc[mixing][1] > acc["memory"][1] - 0.005, acc
