@@ -46,18 +46,10 @@ from ._views import _summary, check_same_tagset, in_partition
 __all__ = ["MixingTrain"]
 
 
-def _check_part(part, model, scale):
+def _check_part(part, reranker, scale):
     """A training partition checked as the in-memory fit checks the whole list, and its
-    summary, largest candidate count, gold tags, tags and words."""
-    from .._params import check_weight_scale
-    from ..rerank._base import check_finite_scores, check_nbest
-    from ..tagging import NBestList
-
-    if not isinstance(part, NBestList) or (part.n_sentences and part.losses is None):
-        check_nbest(part, "train", need_gold=True)
-    check_finite_scores(part, "train", model)
-    if scale is not None and part.n_total:
-        check_weight_scale("decoder_weight", scale, part.scores, "train's decoder scores")
+    summary, candidates, largest candidate count, gold tags, tags and words."""
+    reranker._check_train_partition(part, scale)
     most = int(part.n_candidates.max()) if part.n_sentences else 0
     gold = part.corpus.tags.items if part.corpus.has_tags else []
     return (_summary(part), int(part.n_total), most, gold, part.tags.items,
@@ -68,11 +60,12 @@ class MixingTrain:
     """Partitioned training lists, persisted and checked (stage 1 of the module notes); the
     rerankers' fits build their trainers from it."""
 
-    def __init__(self, parts: PartitionedNBest, model: str, scale=None):
+    def __init__(self, parts: PartitionedNBest, reranker, scale=None):
         dask = import_dask()
         self.parts = parts.persist()
         f = dask.delayed(in_partition, pure=True)
-        out = dask.compute(*[f(i, _check_part, p, model, scale)
+        blank = dask.delayed(reranker, traverse=False)
+        out = dask.compute(*[f(i, _check_part, p, blank, scale)
                              for i, p in enumerate(self.parts.partitions)])
         check_same_tagset([o[0] for o in out])
         self.sizes = [o[0][0] for o in out]
@@ -99,13 +92,12 @@ class MixingTrain:
 
     def perceptron(self, feats, averaged: bool, by_updates: bool) -> "PerceptronMixing":
         """Fit ``feats`` (a JointFeatures) on the partitions and compile the shards."""
-        from ..rerank._joint_features import candidate_corpus
-
         blank = _shared(feats._new_view())
-        counts = self._map(_view_counts, blank, candidate_corpus)
+        counts = self._map(_view_counts, blank, _shared(feats))
         view = feats._new_view().fit_counts(self._reduce(counts, _merge_counts))
         Z = self._map(_raw, _shared(view), _shared(feats), persist=True)
-        feats._set_columns(view, self._reduce(self._map(_discriminating, Z), np.add))
+        feats._set_columns(view, self._reduce(self._map(_discriminating, Z, _shared(feats)),
+                                              np.add))
         shards = self._map(_perceptron_shard, Z, _shared(feats), persist=True)
         return PerceptronMixing(shards, self.sizes, feats.n_features_ - 1, averaged,
                                 by_updates)
@@ -139,8 +131,8 @@ class MixingTrain:
 
 
 # ---------------------------------------------------------------- the reranking perceptron
-def _view_counts(part, view, candidate_corpus):
-    return view.count(candidate_corpus(part))
+def _view_counts(part, view, feats):
+    return feats._count_candidates(part, view)
 
 
 def _merge_counts(a, b):
@@ -153,22 +145,20 @@ def _raw(part, view, feats):
     return feats._raw(part, view)
 
 
-def _discriminating(part, Z):
-    from ..rerank._joint_features import discriminating_sentences
-
+def _discriminating(part, Z, feats):
     if part.n_total == 0:
         return np.zeros(Z.shape[1], dtype=np.int64)
-    return discriminating_sentences(Z, part)
+    return feats._discriminating(Z, part)
 
 
 def _perceptron_shard(part, Z, feats):
     from ..kernels import PerceptronRerankShard
-    from ..rerank._joint_features import oracle_global
 
     if part.n_sentences == 0:
         return None
-    return PerceptronRerankShard(feats._select(Z), part.scores, part.sent_offsets,
-                                 oracle_global(part), part.losses)
+    oracle = part.sent_offsets[:-1] + part.oracle_indices()  # global candidate indices
+    return PerceptronRerankShard(feats._select(Z), part.scores, part.sent_offsets, oracle,
+                                 part.losses)
 
 
 def _perceptron_epoch(shard, order, weights, decoder_weight):

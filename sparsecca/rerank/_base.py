@@ -645,6 +645,17 @@ class BaseReranker:
         if fit is not None and not cls._fits_partitions:
             cls.fit = _gathering(fit)
 
+    def _check_train_partition(self, part, scale=None) -> None:
+        """A partition of partitioned training lists checked as :func:`check_fit_lists`
+        checks a whole list (but its emptiness: the partitions' totals are checked
+        together); ``scale``: the largest decoder weight, whose products with the scores
+        must be finite."""
+        if not isinstance(part, NBestList) or (part.n_sentences and part.losses is None):
+            check_nbest(part, "train", need_gold=True)
+        check_finite_scores(part, "train", type(self).__name__)
+        if scale is not None and part.n_total:
+            check_weight_scale("decoder_weight", scale, part.scores, "train's decoder scores")
+
     def _check_fitted(self, attr: str):
         if not hasattr(self, attr):
             raise NotFittedError(

@@ -180,6 +180,17 @@ class HiddenVariableReranker(PersistMixin, ParamsMixin, BaseReranker):
     True
     >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
     True
+
+    Trained by parameter mixing over two partitions (on the active Dask scheduler):
+
+    >>> from sparsecca.distributed import PartitionedNBest
+    >>> parts = PartitionedNBest.from_nbest(train_nbest, 2)
+    >>> mixed = HiddenVariableReranker(n_hidden=2, lr=0.1, n_epochs=2, random_state=0,
+    ...                                partitioned_fit="mixing").fit(parts, dev_nbest)
+    >>> bool((mixed.node_keys_ == reranker.node_keys_).all())
+    True
+    >>> bool(0.5 < mixed.score(dev_nbest) <= 1.0)
+    True
     """
 
     def __init__(self, n_hidden=2, hidden_domain="tag-split", lr=(0.1, 0.2, 0.4), n_epochs=4,
@@ -307,7 +318,7 @@ class HiddenVariableReranker(PersistMixin, ParamsMixin, BaseReranker):
         name = type(self).__name__
         fixed = "fit without dev and with one lr (all n_epochs are kept)"
         if is_partitioned(train):  # partitioned_fit="mixing": checked where they live
-            mixing = train._reranker_mixing(name)
+            mixing = train._reranker_mixing(self)
             dev = check_dev_list(dev, mixing.gold_tags, name, "lr", len(lrs), fixed)
             most, n = mixing.max_candidates, mixing.n_sentences
         else:

@@ -201,6 +201,16 @@ class JointFeatures(BasePersistMixin, ParamsMixin):
         kind, lengths, _, _, lowercase = self._validate()
         return JointView(kind=kind, lengths=lengths, min_count=1, lowercase=lowercase)
 
+    @staticmethod
+    def _count_candidates(nbest: NBestList, view: JointView):
+        """The counts of the joint ``view`` on the candidates of (a part of) a list."""
+        return view.count(candidate_corpus(nbest))
+
+    @staticmethod
+    def _discriminating(Z: sp.csr_matrix, nbest: NBestList) -> np.ndarray:
+        """:func:`discriminating_sentences` of (a part of) a list."""
+        return discriminating_sentences(Z, nbest)
+
     def _set_columns(self, view: JointView, counts: np.ndarray) -> None:
         """Fit: the view's columns discriminating in at least ``min_count`` sentences
         (``counts`` per column, :func:`discriminating_sentences` over the training list)."""

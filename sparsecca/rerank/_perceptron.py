@@ -216,7 +216,7 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         fixed = "fit without dev and with one decoder_weight (all n_epochs are kept)"
         mixing = None
         if is_partitioned(train):  # partitioned_fit="mixing": checked where they live
-            mixing = train._reranker_mixing(name, max(grid))
+            mixing = train._reranker_mixing(self, max(grid))
             dev = check_dev_list(dev, mixing.gold_tags, name, "decoder_weight", len(grid),
                                  fixed)
         else:
