@@ -119,7 +119,7 @@ def _perceptron_reference(train, feats, sizes, orders, b, mixing):
         mixed = _mixed(results, mixing)
         w = w if mixed is None else mixed[0]
         updates.append(sum(r[1] for r in results))
-    return np.mean(history, axis=0), updates
+    return np.mean(history, axis=0), w, updates
 
 
 def _hidden_reference(train, model, sizes, theta, orders, lr, l2, mixing):
@@ -146,10 +146,12 @@ def _hidden_reference(train, model, sizes, theta, orders, lr, l2, mixing):
     return theta, losses
 
 
-@pytest.mark.parametrize("mixing", ["uniform", "updates"])
-def test_perceptron_mixing_equals_a_plain_python_reference(client, lists, mixing):
+@pytest.mark.parametrize("mixing, averaged", [("uniform", True), ("updates", True),
+                                              ("updates", False)])
+def test_perceptron_mixing_equals_a_plain_python_reference(client, lists, mixing, averaged):
     train, _ = lists
-    params = dict(n_epochs=3, decoder_weight=2.0, min_count=2, random_state=5)
+    params = dict(n_epochs=3, decoder_weight=2.0, min_count=2, random_state=5,
+                  averaged=averaged)
     memory = PerceptronReranker(**params).fit(train)
     model = PerceptronReranker(**params, partitioned_fit="mixing", mixing_weights=mixing).fit(
         PartitionedNBest.from_nbest(train, SIZES))
@@ -159,11 +161,13 @@ def test_perceptron_mixing_equals_a_plain_python_reference(client, lists, mixing
     assert model.features_.view_.vocabulary_ == memory.features_.view_.vocabulary_
     rng = check_random_state(5)
     orders = [rng.permutation(train.n_sentences) for _ in range(3)]
-    avg, updates = _perceptron_reference(train, memory.features_, SIZES, orders, 2.0, mixing)
+    avg, last, updates = _perceptron_reference(train, memory.features_, SIZES, orders, 2.0,
+                                               mixing)
     assert model.n_updates_.tolist() == updates
     assert sum(updates[1:]) > 0  # mixing had work to do after the first epoch
     assert model.coef_[0] == 2.0
-    np.testing.assert_allclose(model.coef_[1:], avg, rtol=0, atol=1e-12)
+    # the averaged weights, or the mixed weights of the last epoch
+    np.testing.assert_allclose(model.coef_[1:], avg if averaged else last, rtol=0, atol=1e-12)
     assert not np.array_equal(model.coef_, memory.coef_)  # mixing is not the serial fit
 
 
