@@ -39,6 +39,35 @@ def _fit(parts, how, args):
     return time.perf_counter() - t, model
 
 
+def local_cluster():
+    """A client of a LocalCluster of two single-threaded worker processes (a context manager
+    closing both)."""
+    import contextlib
+
+    import distributed
+
+    stack = contextlib.ExitStack()
+    cluster = stack.enter_context(distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+        silence_logs=logging.ERROR))
+    stack.enter_context(distributed.Client(cluster))
+    return stack
+
+
+def alternate(fit, repeat):
+    """``repeat`` pairs of ``fit("gather")`` and ``fit("mixing")`` (each giving ``(seconds,
+    model)``), alternating which goes first; the times, the last models and the ratios
+    mixing / gather of the pairs."""
+    times = {"gather": [], "mixing": []}
+    models = {}
+    for r in range(repeat):
+        for how in (("gather", "mixing") if r % 2 == 0 else ("mixing", "gather")):
+            t, models[how] = fit(how)
+            times[how].append(t)
+            print(f"  pair {r + 1}: {how} {t:.2f} s", flush=True)
+    return times, models, np.array(times["mixing"]) / np.array(times["gather"])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sentences", type=int, default=None,
@@ -52,26 +81,15 @@ def main(argv=None):
         ap.error(f"--repeat, --partitions, --n-iter and --sentences must be >= 1, got "
                  f"{args.repeat}, {args.partitions}, {args.n_iter} and {args.sentences}")
     require(BROWN / "train.conllu.gz", BROWN / "test.conllu.gz")
-    import distributed
-
     train = read_conllu(BROWN / "train.conllu.gz", tags="upos")
     if args.sentences is not None:
         train = train[:args.sentences]
     test = read_conllu(BROWN / "test.conllu.gz", tags="upos")
     print(f"en-brown train: {train.n_sentences} sentences, {train.n_tokens} tokens; "
           f"{args.partitions} partitions; {args.n_iter} epochs; test {test.n_tokens} tokens")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0", silence_logs=logging.ERROR) as cl, \
-            distributed.Client(cl):
+    with local_cluster():
         parts = PartitionedCorpus.from_corpus(train, args.partitions).persist()
-        times = {"gather": [], "mixing": []}
-        models = {}
-        for r in range(args.repeat):
-            for how in (("gather", "mixing") if r % 2 == 0 else ("mixing", "gather")):
-                t, models[how] = _fit(parts, how, args)
-                times[how].append(t)
-                print(f"  pair {r + 1}: {how} {t:.2f} s", flush=True)
-        ratios = np.array(times["mixing"]) / np.array(times["gather"])
+        times, models, ratios = alternate(lambda how: _fit(parts, how, args), args.repeat)
         print()
         print("| fit | median time (s) | test accuracy | train errors, last epoch |")
         print("|---|---:|---:|---:|")

@@ -10,7 +10,12 @@ import numbers
 import numpy as np
 
 __all__ = ["ParamsMixin", "as_int_array", "check_bool", "check_float", "check_float_dtype",
-           "check_int", "check_random_state", "check_weight_scale"]
+           "check_int", "check_partitioned_fit", "check_random_state", "check_weight_scale"]
+
+#: how an estimator with a ``partitioned_fit`` parameter trains on partitioned input, and
+#: the shares of iterative parameter mixing (``mixing_weights``)
+PARTITIONED_FITS = ("gather", "mixing")
+MIXING_WEIGHTS = ("uniform", "updates")
 
 
 def check_bool(name: str, value) -> bool:
@@ -28,6 +33,17 @@ def check_int(name: str, value, low: int) -> int:
     if value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value}")
     return int(value)
+
+
+def check_partitioned_fit(estimator) -> tuple[str, str]:
+    """The validated ``(partitioned_fit, mixing_weights)`` of ``estimator``: each one of
+    :data:`PARTITIONED_FITS` and :data:`MIXING_WEIGHTS`, else a ValueError naming it."""
+    for name, allowed in (("partitioned_fit", PARTITIONED_FITS),
+                          ("mixing_weights", MIXING_WEIGHTS)):
+        value = getattr(estimator, name)
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return estimator.partitioned_fit, estimator.mixing_weights
 
 
 def check_float(name: str, value, low: float, *, strict: bool,

@@ -1,7 +1,7 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
 bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py, truncated_rayleigh_ritz.py,
 profile_dense_gram.py, bench_data.py, bench_tagger.py, tagger_accuracy.py, dask_solve.py,
-perceptron_mixing.py, memm_scale_out.py.
+perceptron_mixing.py, reranker_mixing.py, memm_scale_out.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -236,6 +236,20 @@ def test_perceptron_mixing_prints_both_fits_and_the_ratio(shared_data):
         row = next(line for line in text.splitlines() if line.startswith(f"| {how} |"))
         assert 0.5 < float(row.split("|")[3]) <= 1.0
     assert "mixing / gather: median " in text
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_reranker_mixing_prints_both_fits_and_the_ratios(shared_data):
+    text = _run("reranker_mixing.py", "--sentences", 300, "--partitions", 2)
+    assert "en-wsj train: 300 sentences" in text and "load average after: " in text
+    assert "| reranker | fit | median time (s) | dev accuracy | test accuracy | tuned |" in text
+    for name in ("perceptron", "hidden"):
+        for how in ("gather", "mixing"):
+            row = next(line for line in text.splitlines()
+                       if line.startswith(f"| {name} | {how} |"))
+            assert 0.5 < float(row.split("|")[4]) <= 1.0
+        assert f"{name}: mixing / gather: median " in text
 
 
 @pytest.mark.shared_data

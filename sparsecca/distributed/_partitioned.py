@@ -279,6 +279,15 @@ class PartitionedNBest(Partitioned):
 
         return apply_reranker(reranker, self, method, **compute_kwargs)
 
+    def _reranker_mixing(self, reranker, scale=None):
+        """These lists as the training lists of ``reranker``'s parameter mixing (its
+        ``partitioned_fit="mixing"``), persisted and checked (``scale``: the largest decoder
+        weight, whose products with the scores must be finite); see
+        ``distributed._rerank_mixing``."""
+        from ._rerank_mixing import MixingTrain
+
+        return MixingTrain(self, reranker, scale)
+
     def _fit_cca_reranker(self, reranker, dev, grids):
         """A CCA reranker's fit on these lists (the rerankers call it when handed a
         PartitionedNBest; see ``distributed._cca_fit``)."""

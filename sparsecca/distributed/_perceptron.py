@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import PerceptronShard
+from ._mixing import averaged_epochs
 from ._partitioned import PartitionedCorpus, import_dask, tree_reduce
 from ._tagging import _shared, count_partitions
 from ._views import in_partition
@@ -60,18 +61,11 @@ def _shard(compiled, emit_indptr, emit_tags, tri_indptr, tri_tags, S, beam):
                            S, tri_indptr, tri_tags, S - 2, S - 1, beam)
 
 
-def _epoch(shard, order, weights, by_updates):
-    """A shard's epoch, as a partial sum of the mixing: ``(mu * w, mu, sums, visits,
-    wrong)``."""
+def _epoch(shard, order, weights):
+    """A shard's epoch for :func:`~sparsecca.distributed._mixing.mix_epoch`."""
     out = shard.epoch(order, *weights)
-    mu = float(out.n_wrong) if by_updates else float(out.n_visits > 0)
-    return ([mu * w for w in (out.emit, out.bigram, out.trigram)], mu,
+    return ([out.emit, out.bigram, out.trigram],
             [out.emit_sum, out.bigram_sum, out.trigram_sum], out.n_visits, out.n_wrong)
-
-
-def _add(a, b):
-    return ([x + y for x, y in zip(a[0], b[0])], a[1] + b[1],
-            [x + y for x, y in zip(a[2], b[2])], a[3] + b[3], a[4] + b[4])
 
 
 def fit_perceptron_mixing(parts: PartitionedCorpus, tagger, rng):
@@ -106,22 +100,7 @@ def fit_perceptron_mixing(parts: PartitionedCorpus, tagger, rng):
 
 
 def _epochs(shards, sizes, orders, shape, by_updates):
-    dask = import_dask()
-    epoch = dask.delayed(_epoch, pure=True)
-    bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     n_pairs, S, n_tri = shape
     w = [np.zeros(n_pairs), np.zeros(S * S), np.zeros(n_tri)]
-    total = [np.zeros_like(x) for x in w]
-    seen = 0
-    for perm in orders:
-        # each shard visits its sentences in the order of the whole corpus's permutation
-        local = [perm[(perm >= a) & (perm < b)] - a for a, b in zip(bounds[:-1], bounds[1:])]
-        weights = _shared(w)
-        (mixed, mu, sums, visits, wrong), = dask.compute(tree_reduce(
-            [epoch(s, o, weights, by_updates) for s, o in zip(shards, local)], _add))
-        if mu > 0:
-            w = [x / mu for x in mixed]
-        total = [t + x for t, x in zip(total, sums)]
-        seen += visits
-        avg = [t / seen for t in total] if seen else [x.copy() for x in w]
+    for _, avg, wrong in averaged_epochs(shards, sizes, orders, w, _epoch, by_updates):
         yield avg[0], avg[1].reshape(S, S), avg[2], int(wrong)

@@ -331,13 +331,12 @@ def _loss_grad_kernel(theta, node_feats, edge_feats, cand_offsets, sent_offsets,
 
 @numba.njit(**JIT_SERIAL)
 def _sgd_epoch_kernel(theta, accum, node_feats, edge_feats, cand_offsets, sent_offsets,
-                      scores, target, H, n_node, order, lr, l2):
+                      scores, target, H, n_node, order, lr, reg):
     sc, stamp, touched = _scratch(cand_offsets, sent_offsets, H, theta.size)
     e0 = 1 + n_node * H
     etab, emax = _edge_tables(theta, n_node, H, (theta.size - e0) // (H * H))
     grad = np.zeros(theta.size, dtype=np.float64)
     loss = 0.0
-    reg = l2 / max(sent_offsets.size - 1, 1)
     for s in range(order.size):
         i = order[s]
         li, nt = _sentence_grad(theta, node_feats, edge_feats, cand_offsets, sent_offsets,
@@ -523,7 +522,7 @@ def hidden_loss_grad(theta, node_feats, edge_feats, cand_offsets, sent_offsets, 
 
 
 def hidden_sgd_epoch(theta, accum, node_feats, edge_feats, cand_offsets, sent_offsets,
-                     scores, target, n_hidden, n_node, order, lr, l2=0.0):
+                     scores, target, n_hidden, n_node, order, lr, l2=0.0, n_sentences=None):
     """One AdaGrad pass over the sentences in ``order``, updating ``theta`` and ``accum`` in
     place; returns the sum of the sentences' losses before their updates.
 
@@ -531,6 +530,8 @@ def hidden_sgd_epoch(theta, accum, node_feats, edge_feats, cand_offsets, sent_of
     gradient touches (:func:`hidden_loss_grad` of that sentence alone), ``G_k`` (``accum``)
     the running sum of ``g_k^2``.  The L2 term is applied lazily: ``l2 / n_sentences *
     theta_k`` joins ``g_k`` of the touched weights (the decoder weight excepted).
+    ``n_sentences`` is those of ``sent_offsets`` unless given: a part of a list trained on
+    its own (parameter mixing) spreads the L2 term over the whole list's sentences.
 
     Parameters
     ----------
@@ -543,6 +544,8 @@ def hidden_sgd_epoch(theta, accum, node_feats, edge_feats, cand_offsets, sent_of
         Sentences to visit, in order.
     lr : float > 0
     l2 : float >= 0, default 0
+    n_sentences : int >= 1, optional
+        The sentences the L2 term is spread over (default: those of ``sent_offsets``).
 
     Returns
     -------
@@ -580,4 +583,6 @@ def hidden_sgd_epoch(theta, accum, node_feats, edge_feats, cand_offsets, sent_of
                          f"[{o.min()}, {o.max()}]")
     lr = check_float("lr", lr, 0.0, strict=True)
     l2 = check_float("l2", l2, 0.0, strict=False)
-    return _sgd_epoch_kernel(theta, accum, nf, ef, co, so, s, t, H, n_node, o, lr, l2)
+    n_total = max(n_sent, 1) if n_sentences is None else check_int("n_sentences", n_sentences, 1)
+    return _sgd_epoch_kernel(theta, accum, nf, ef, co, so, s, t, H, n_node, o, lr,
+                             l2 / n_total)

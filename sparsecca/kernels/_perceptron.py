@@ -12,7 +12,7 @@ from .._params import check_bool, check_float, check_weight_scale
 from ._boosting import _check_segments, _csr_arrays, _float_vector, _int_vector
 from ._checks import real_array
 
-__all__ = ["perceptron_train", "weight_path_losses"]
+__all__ = ["PerceptronRerankShard", "perceptron_train", "weight_path_losses"]
 
 
 @numba.njit(**JIT_SERIAL)
@@ -55,6 +55,39 @@ def _perceptron_epoch_kernel(indptr, indices, data, base, sent_offsets, oracle, 
                     w[k] -= data[e]
         t += 1
     return t, n_updates
+
+
+def _checked(H, base_scores, sent_offsets, oracle, losses):
+    """The validated arrays of :func:`perceptron_train` (``H`` as its CSR arrays) and the
+    number of features."""
+    indptr, indices, data, (n_cand, n_features) = _csr_arrays("H", H)
+    base = _float_vector("base_scores", base_scores, n_cand)
+    off = _check_segments(sent_offsets, n_cand)
+    loss = _int_vector("losses", losses, n_cand)
+    orc = _int_vector("oracle", oracle, off.size - 1)
+    nonempty = np.diff(off) > 0
+    if np.any((orc[nonempty] < off[:-1][nonempty]) | (orc[nonempty] >= off[1:][nonempty])):
+        raise ValueError("oracle[i] must be a candidate of sentence i (a global index)")
+    return (indptr, indices, data, base, off, orc, loss), n_features
+
+
+def _orders(orders, n_sent: int, ndim: int) -> np.ndarray:
+    orders = np.asarray(orders)
+    what = "a 2-d int array (n_epochs, n)" if ndim == 2 else "a 1-d int array"
+    if orders.ndim != ndim or (orders.size and not np.issubdtype(orders.dtype, np.integer)):
+        raise ValueError(f"{'orders' if ndim == 2 else 'order'} must be {what}, got "
+                         f"{orders.dtype} {orders.shape}")
+    orders = np.ascontiguousarray(orders, dtype=np.int64)
+    if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
+        raise ValueError(f"{'orders' if ndim == 2 else 'order'} must hold sentence indices "
+                         f"in [0, {n_sent})")
+    return orders
+
+
+def _decoder_weight(decoder_weight, base) -> float:
+    dw = check_float("decoder_weight", decoder_weight, -np.inf, strict=False)
+    check_weight_scale("decoder_weight", dw, base, "base_scores", signed=True)
+    return dw
 
 
 def perceptron_train(H, base_scores, sent_offsets, oracle, losses, orders, decoder_weight,
@@ -110,24 +143,10 @@ def perceptron_train(H, base_scores, sent_offsets, oracle, losses, orders, decod
     The weights were 0 after the first example and (-1, 1) after the three others, hence the
     averages.
     """
-    indptr, indices, data, (n_cand, n_features) = _csr_arrays("H", H)
-    base = _float_vector("base_scores", base_scores, n_cand)
-    off = _check_segments(sent_offsets, n_cand)
-    n_sent = off.size - 1
-    loss = _int_vector("losses", losses, n_cand)
-    orc = _int_vector("oracle", oracle, n_sent)
-    nonempty = np.diff(off) > 0
-    if np.any((orc[nonempty] < off[:-1][nonempty]) | (orc[nonempty] >= off[1:][nonempty])):
-        raise ValueError("oracle[i] must be a candidate of sentence i (a global index)")
-    orders = np.asarray(orders)
-    if orders.ndim != 2 or (orders.size and not np.issubdtype(orders.dtype, np.integer)):
-        raise ValueError(f"orders must be a 2-d int array (n_epochs, n), got "
-                         f"{orders.dtype} {orders.shape}")
-    orders = np.ascontiguousarray(orders, dtype=np.int64)
-    if orders.size and (orders.min() < 0 or orders.max() >= n_sent):
-        raise ValueError(f"orders must hold sentence indices in [0, {n_sent})")
-    dw = check_float("decoder_weight", decoder_weight, -np.inf, strict=False)
-    check_weight_scale("decoder_weight", dw, base, "base_scores", signed=True)
+    (indptr, indices, data, base, off, orc, loss), n_features = _checked(
+        H, base_scores, sent_offsets, oracle, losses)
+    orders = _orders(orders, off.size - 1, 2)
+    dw = _decoder_weight(decoder_weight, base)
     averaged = check_bool("averaged", averaged)
     w = np.zeros(n_features, dtype=np.float64)
     acc = np.zeros(n_features, dtype=np.float64)
@@ -143,6 +162,61 @@ def perceptron_train(H, base_scores, sent_offsets, oracle, losses, orders, decod
         elif t > 0:
             out[e] = (acc + w * (t - last)) / t
     return out, n_upd
+
+
+class PerceptronRerankShard:
+    """A part of an n-best list for the reranking perceptron trained by iterative parameter
+    mixing (McDonald, Hall and Mann 2010): the arguments of :func:`perceptron_train` but
+    the orders and the decoder weight, validated once; :meth:`epoch` runs one epoch of the
+    same kernel from given weights.
+
+    Examples
+    --------
+    The lists of :func:`perceptron_train`'s example, its first epoch from zero weights:
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sparsecca.kernels import PerceptronRerankShard
+    >>> H = sp.csr_matrix([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
+    >>> shard = PerceptronRerankShard(H, base_scores=[0.0, -1.0, 0.0, -1.0],
+    ...                               sent_offsets=[0, 2, 4], oracle=[1, 2],
+    ...                               losses=[2, 0, 0, 1])
+    >>> w, w_sum, n_visits, n_updates = shard.epoch([1, 0], np.zeros(2), 1.0)
+    >>> w.tolist(), w_sum.tolist(), n_visits, n_updates
+    ([-1.0, 1.0], [-1.0, 1.0], 2, 1)
+    """
+
+    def __init__(self, H, base_scores, sent_offsets, oracle, losses):
+        self._arrays, self.n_features = _checked(H, base_scores, sent_offsets, oracle, losses)
+
+    @property
+    def n_sentences(self) -> int:
+        return self._arrays[4].size - 1
+
+    def epoch(self, order, w, decoder_weight):
+        """One epoch over the sentences ``order`` (local indices) from the weights ``w``
+        (left unchanged).
+
+        Returns
+        -------
+        w : float64 array, shape (n_features,)
+            The final weights.
+        w_sum : float64 array, shape (n_features,)
+            The sum of the weights held after each visit.
+        n_visits : int
+            Sentences visited (an empty one too).
+        n_updates : int
+        """
+        indptr, indices, data, base, off, orc, loss = self._arrays
+        order = _orders(order, off.size - 1, 1)
+        dw = _decoder_weight(decoder_weight, base)
+        w = np.array(w, dtype=np.float64)  # a copy: the caller's weights may be shared
+        if w.shape != (self.n_features,):
+            raise ValueError(f"w must have shape ({self.n_features},), got {w.shape}")
+        acc = np.zeros(self.n_features, dtype=np.float64)
+        last = np.zeros(self.n_features, dtype=np.int64)
+        t, n_upd = _perceptron_epoch_kernel(indptr, indices, data, base, off, orc, loss, order,
+                                            dw, w, acc, last, 0)
+        return w, acc + w * (t - last), int(t), int(n_upd)
 
 
 # -- score-combination weight path (Eq. 13) ---------------------------------------------------

@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from .._params import check_bool, check_int, check_weight_scale
+from .._params import check_bool, check_int, check_partitioned_fit, check_weight_scale
 from .._tagset import check_tagset
 from ..exceptions import NotFittedError
 from ..kernels import weight_path_losses
@@ -116,6 +116,12 @@ def check_fit_lists(train, dev, model: str, grid_name: str, n_values: int, fixed
     """
     train = check_nbest(train, "train", need_gold=True)
     check_finite_scores(train, "train", model)
+    return train, check_dev_list(dev, train, model, grid_name, n_values, fixed)
+
+
+def check_dev_list(dev, train, model: str, grid_name: str, n_values: int, fixed: str):
+    """The dev half of :func:`check_fit_lists` (``train``: the training NBestList, or its
+    gold tag Vocabulary when the training lists are partitioned); returns ``dev``."""
     if dev is not None:
         dev = check_nbest(dev, "dev", need_gold=True)
         check_dev_tagset(train, dev)
@@ -124,7 +130,7 @@ def check_fit_lists(train, dev, model: str, grid_name: str, n_values: int, fixed
     elif n_values > 1:
         raise ValueError(f"{grid_name} has {n_values} values to choose from but no dev n-best "
                          f"list was given; pass dev or a single {grid_name}")
-    return train, dev
+    return dev
 
 
 def decoder_term(weight: float, scores: np.ndarray) -> np.ndarray:
@@ -540,17 +546,33 @@ def _mapping_partitions(fn, name):
     return method
 
 
+def is_partitioned(nbest) -> bool:
+    """Whether ``nbest`` is a ``sparsecca.distributed.PartitionedNBest`` (which this layer
+    cannot import; recognised by its ``_apply_reranker``)."""
+    return hasattr(nbest, "_apply_reranker")
+
+
 def _gathered(nbest):
     """``nbest``, gathered on the driver when it is partitioned (a PartitionedNBest)."""
-    return nbest.gather() if hasattr(nbest, "_apply_reranker") else nbest
+    return nbest.gather() if is_partitioned(nbest) else nbest
+
+
+def _mixing(reranker) -> bool:
+    """Whether ``reranker`` trains on partitioned lists by parameter mixing (its
+    ``partitioned_fit``, validated, is ``"mixing"``)."""
+    return hasattr(reranker, "partitioned_fit") and \
+        check_partitioned_fit(reranker)[0] == "mixing"
 
 
 def _gathering(fit):
     """``fit`` (of a reranker that trains on in-memory lists) taking partitioned lists too:
-    they are gathered on the driver first."""
+    they are gathered on the driver first, but partitioned training lists of a reranker
+    with ``partitioned_fit="mixing"``, which it trains on where they live."""
     @functools.wraps(fit)
     def method(self, train, dev=None, *args, **kwargs):
-        return fit(self, _gathered(train), _gathered(dev), *args, **kwargs)
+        if not (is_partitioned(train) and _mixing(self)):
+            train = _gathered(train)
+        return fit(self, train, _gathered(dev), *args, **kwargs)
 
     return method
 
@@ -573,7 +595,8 @@ class BaseReranker:
     partitions and returns the accuracy.  ``fit`` given partitioned lists gathers them on
     the driver (the baselines: boosting, perceptron, hidden-variable), unless the class fits
     on partitions itself (the CCA rerankers, whose views, engine and tuning run per
-    partition and by tree sums).
+    partition and by tree sums), or has ``partitioned_fit="mixing"`` (the perceptron and
+    hidden-variable rerankers: parameter mixing on the partitions; dev is gathered).
 
     Examples
     --------
@@ -621,6 +644,17 @@ class BaseReranker:
         fit = cls.__dict__.get("fit")
         if fit is not None and not cls._fits_partitions:
             cls.fit = _gathering(fit)
+
+    def _check_train_partition(self, part, scale=None) -> None:
+        """A partition of partitioned training lists checked as :func:`check_fit_lists`
+        checks a whole list (but its emptiness: the partitions' totals are checked
+        together); ``scale``: the largest decoder weight, whose products with the scores
+        must be finite."""
+        if not isinstance(part, NBestList) or (part.n_sentences and part.losses is None):
+            check_nbest(part, "train", need_gold=True)
+        check_finite_scores(part, "train", type(self).__name__)
+        if scale is not None and part.n_total:
+            check_weight_scale("decoder_weight", scale, part.scores, "train's decoder scores")
 
     def _check_fitted(self, attr: str):
         if not hasattr(self, attr):

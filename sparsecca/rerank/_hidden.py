@@ -11,7 +11,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from .._params import ParamsMixin, check_float, check_int, check_random_state
+from .._params import (
+    ParamsMixin,
+    check_float,
+    check_int,
+    check_partitioned_fit,
+    check_random_state,
+)
 from .._persist import ModelFormatError, PersistMixin, pack_strings, state_array, unpack_strings
 from ..data import Vocabulary
 from ..kernels import hidden_scores, hidden_sgd_epoch
@@ -19,8 +25,10 @@ from ..tagging import NBestList
 from ._base import (
     MAX_WIDEN,
     BaseReranker,
+    check_dev_list,
     check_fit_lists,
     check_nbest,
+    is_partitioned,
     losses_of_choice,
     path_edge,
     search_grid,
@@ -114,6 +122,22 @@ class HiddenVariableReranker(PersistMixin, ParamsMixin, BaseReranker):
         How far dev tuning may go past an edge of the lr grid or of the epochs.
     random_state : int, numpy Generator, RandomState or None, default None
         Seeds the initial weights and the visiting orders (the same for every lr).
+    partitioned_fit : {"gather", "mixing"}, default "gather"
+        How :meth:`fit` trains on a :class:`~sparsecca.distributed.PartitionedNBest` (an
+        in-memory list ignores it).  ``"gather"``: the lists are gathered on the driver and
+        trained on there.  ``"mixing"``: iterative parameter mixing (McDonald, Hall and Mann
+        2010): the vocabularies, word clusters and feature rows come from counts and codes
+        reduced over the partitions (equal to those of the lists gathered); each SGD epoch,
+        every partition runs the same kernel over its own sentences on its worker (its
+        arrays stay there), from the mixed weights and AdaGrad sums, visiting them in the
+        order of the epoch's permutation of the whole list, and the driver mixes both.
+        The decoder weight's start, the learning-rate probe and the dev selection run on
+        the driver as in memory.  With one partition the fit is the in-memory fit.
+    mixing_weights : {"uniform", "updates"}, default "uniform"
+        With ``partitioned_fit="mixing"``, each partition's share of the mixed weights:
+        equal for every partition with a sentence, or (``"updates"``) its training loss in
+        the epoch (the negative log-likelihood of its sentences' best candidates before
+        each update: every sentence updates the weights, by a step that grows with it).
 
     Attributes
     ----------
@@ -156,11 +180,22 @@ class HiddenVariableReranker(PersistMixin, ParamsMixin, BaseReranker):
     True
     >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
     True
+
+    Trained by parameter mixing over two partitions (on the active Dask scheduler):
+
+    >>> from sparsecca.distributed import PartitionedNBest
+    >>> parts = PartitionedNBest.from_nbest(train_nbest, 2)
+    >>> mixed = HiddenVariableReranker(n_hidden=2, lr=0.1, n_epochs=2, random_state=0,
+    ...                                partitioned_fit="mixing").fit(parts, dev_nbest)
+    >>> bool((mixed.node_keys_ == reranker.node_keys_).all())
+    True
+    >>> bool(0.5 < mixed.score(dev_nbest) <= 1.0)
+    True
     """
 
     def __init__(self, n_hidden=2, hidden_domain="tag-split", lr=(0.1, 0.2, 0.4), n_epochs=4,
                  l2=0.0, init_scale=0.1, lengths=(2, 3, 4), widen=MAX_WIDEN,
-                 random_state=None):
+                 random_state=None, partitioned_fit="gather", mixing_weights="uniform"):
         self.n_hidden = n_hidden
         self.hidden_domain = hidden_domain
         self.lr = lr
@@ -170,6 +205,8 @@ class HiddenVariableReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.lengths = lengths
         self.widen = widen
         self.random_state = random_state
+        self.partitioned_fit = partitioned_fit
+        self.mixing_weights = mixing_weights
 
     # -- validation --------------------------------------------------------------------------
     def _validate(self):
@@ -183,26 +220,32 @@ class HiddenVariableReranker(PersistMixin, ParamsMixin, BaseReranker):
         init_scale = check_float("init_scale", self.init_scale, 0.0, strict=False)
         lengths = check_lengths(self.lengths)
         widen = check_int("widen", self.widen, 0)
+        check_partitioned_fit(self)
         return H, lrs, n_epochs, l2, init_scale, lengths, widen
 
     # -- features ------------------------------------------------------------------------------
     def _fit_vocabularies(self, train: NBestList, lengths):
-        self.tags_ = list(train.tags.items)
-        self.words_ = list(train.corpus.words.items)
-        suffixes = sorted({w[-n:] for w in self.words_ for n in lengths if len(w) >= n},
-                          key=lambda s: (len(s), s))
-        self.suffixes_ = suffixes
-        T = len(self.tags_)
+        clusters = None
         if self.hidden_domain == "word-cluster":
             c = train.corpus
             gold = c.tags.mapping_to(train.tags)[c.tag_ids]
-            counts = np.zeros((len(self.words_), T), dtype=np.int64)
-            np.add.at(counts, (c.word_ids, gold), 1)
+            clusters = np.zeros((len(c.words), len(train.tags)), dtype=np.int64)
+            np.add.at(clusters, (c.word_ids, gold), 1)
+        self._set_vocabularies(list(train.tags.items), list(train.corpus.words.items),
+                               lengths, clusters)
+
+    def _set_vocabularies(self, tags, words, lengths, counts):
+        """Fit the tags, words, suffixes and word clusters (from the word x gold tag
+        ``counts``; None for ``"tag-split"``) and build the indexes."""
+        self.tags_, self.words_ = tags, words
+        self.suffixes_ = sorted({w[-n:] for w in words for n in lengths if len(w) >= n},
+                                key=lambda s: (len(s), s))
+        if counts is not None:
             clusters = np.argmax(counts, axis=1)
-            clusters[counts.sum(axis=1) == 0] = T
+            clusters[counts.sum(axis=1) == 0] = len(tags)
             self.word_clusters_ = clusters.astype(np.int64)
         else:
-            self.word_clusters_ = np.zeros(len(self.words_), dtype=np.int64)
+            self.word_clusters_ = np.zeros(len(words), dtype=np.int64)
         self._build_indexes()
 
     def _build_indexes(self):
@@ -259,9 +302,12 @@ class HiddenVariableReranker(PersistMixin, ParamsMixin, BaseReranker):
 
         Parameters
         ----------
-        train : NBestList with gold tags
+        train : NBestList with gold tags, or sparsecca.distributed.PartitionedNBest
+            Partitioned lists are gathered, or with ``partitioned_fit="mixing"`` trained on
+            where they live (see that parameter).
         dev : NBestList with gold tags, optional
-            Without it all ``n_epochs`` are kept and ``lr`` must be one value.
+            Without it all ``n_epochs`` are kept and ``lr`` must be one value.  Partitioned
+            dev lists are gathered.
 
         Returns
         -------
@@ -270,42 +316,40 @@ class HiddenVariableReranker(PersistMixin, ParamsMixin, BaseReranker):
         H, lrs, n_epochs, l2, init_scale, lengths, widen = self._validate()
         rng = check_random_state(self.random_state)
         name = type(self).__name__
-        train, dev = check_fit_lists(train, dev, name, "lr", len(lrs), "fit without dev and "
-                                     "with one lr (all n_epochs are kept)")
-        if train.n_candidates.max() < 2:
+        fixed = "fit without dev and with one lr (all n_epochs are kept)"
+        if is_partitioned(train):  # partitioned_fit="mixing": checked where they live
+            mixing = train._reranker_mixing(self)
+            dev = check_dev_list(dev, mixing.gold_tags, name, "lr", len(lrs), fixed)
+            most, n = mixing.max_candidates, mixing.n_sentences
+        else:
+            train, dev = check_fit_lists(train, dev, name, "lr", len(lrs), fixed)
+            most, n = train.n_candidates.max(), train.n_sentences
+        if most < 2:
             raise ValueError("train has one candidate per sentence: there is nothing to "
                              "rerank and nothing to learn; decode train with k >= 2")
-        self._fit_vocabularies(train, lengths)
-        codes, valid, ecodes, evalid = self._codes(train)
-        # the feature rows: every code seen in the training candidates (one sort each)
-        self.node_keys_, inv = np.unique(codes[valid], return_inverse=True)
-        nf = np.full(codes.shape, -1, dtype=np.int32)
-        nf[valid] = inv
-        self.edge_keys_, inv = np.unique(ecodes[evalid], return_inverse=True)
-        ef = np.full(ecodes.shape, -1, dtype=np.int32)
-        ef[evalid] = inv
+        if is_partitioned(train):
+            trainer, decoder = mixing.hidden(self, lengths, l2,
+                                             self.mixing_weights == "updates")
+            epoch = trainer.epoch
+        else:
+            epoch, decoder = self._in_memory(train, lengths, l2)
         n_node, n_edge = int(self.node_keys_.size), int(self.edge_keys_.size)
-        per_sent = np.full(train.n_sentences, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(per_sent, train.cand_sentence, train.losses)
-        target = train.losses == per_sent[train.cand_sentence]
-        b0 = _decoder_weight(train.scores, train.sent_offsets, target)
+        b0 = _decoder_weight(*decoder)
         theta0 = np.zeros(1 + n_node * H + n_edge * H * H)
         if H > 1:
             theta0[1:] = init_scale * rng.standard_normal(theta0.size - 1)
         theta0[0] = b0
-        n = train.n_sentences
         max_epochs = n_epochs * (1 + widen)  # the most a widened run reaches
         orders = [rng.permutation(n) for _ in range(max_epochs)]
         dev_feats = self._features(dev) if dev is not None else None
         edges: list = []
-        args = (nf, ef, train.cand_offsets, train.sent_offsets, train.scores, target, H, n_node)
 
         def train(run, upto):
             """Continue ``run`` (a dict: lr, weights, AdaGrad sums, curves, best) to ``upto``
             epochs."""
             for e in range(len(run["losses"]), upto):
-                run["losses"].append(float(hidden_sgd_epoch(
-                    run["theta"], run["accum"], *args, order=orders[e], lr=run["lr"], l2=l2)))
+                run["losses"].append(float(epoch(run["theta"], run["accum"], orders[e],
+                                                 run["lr"])))
                 if dev is None:
                     run["best"] = (None, run["theta"].copy(), e + 1)
                     continue
@@ -351,6 +395,30 @@ class HiddenVariableReranker(PersistMixin, ParamsMixin, BaseReranker):
             {repr(v): r[1]["accs"] for v, r in zip(values, results)}
         self.grid_edges_ = edges
         return self
+
+    def _in_memory(self, train, lengths, l2):
+        """Fit the vocabularies and feature rows on an in-memory list; its SGD epoch
+        (``epoch(theta, accum, order, lr)``, in place, returning the loss) and the decoder
+        weight's inputs."""
+        self._fit_vocabularies(train, lengths)
+        codes, valid, ecodes, evalid = self._codes(train)
+        # the feature rows: every code seen in the training candidates (one sort each)
+        self.node_keys_, inv = np.unique(codes[valid], return_inverse=True)
+        nf = np.full(codes.shape, -1, dtype=np.int32)
+        nf[valid] = inv
+        self.edge_keys_, inv = np.unique(ecodes[evalid], return_inverse=True)
+        ef = np.full(ecodes.shape, -1, dtype=np.int32)
+        ef[evalid] = inv
+        per_sent = np.full(train.n_sentences, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(per_sent, train.cand_sentence, train.losses)
+        target = train.losses == per_sent[train.cand_sentence]
+        args = (nf, ef, train.cand_offsets, train.sent_offsets, train.scores, target,
+                int(self.n_hidden), int(self.node_keys_.size))
+
+        def epoch(theta, accum, order, lr):
+            return hidden_sgd_epoch(theta, accum, *args, order=order, lr=lr, l2=l2)
+
+        return epoch, (train.scores, train.sent_offsets, target)
 
     def _accuracy(self, nbest, feats, theta, H, n_node):
         s = hidden_scores(theta, feats[0], feats[1], nbest.cand_offsets, nbest.scores, H,

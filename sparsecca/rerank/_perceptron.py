@@ -8,6 +8,7 @@ from .._params import (
     ParamsMixin,
     check_bool,
     check_int,
+    check_partitioned_fit,
     check_random_state,
     check_weight_scale,
 )
@@ -15,9 +16,11 @@ from ..kernels import perceptron_train
 from ..tagging import NBestList
 from ._base import (
     BaseReranker,
+    check_dev_list,
     check_fit_lists,
     check_nbest,
     decoder_term,
+    is_partitioned,
     losses_of_choice,
     path_edge,
     search_grid,
@@ -32,6 +35,20 @@ from ._joint_features import (
 )
 
 __all__ = ["PerceptronReranker"]
+
+
+class _InMemory:
+    """The perceptron's epochs on an in-memory list (``run`` as the mixing's trainer)."""
+
+    def __init__(self, train, H, averaged):
+        self.train, self.H, self.averaged = train, H, averaged
+        self.oracle = oracle_global(train)
+
+    def run(self, orders, cap, b):
+        """The weights after each of the epochs ``orders[:cap]`` of ``b``, and the updates."""
+        t = self.train
+        return perceptron_train(self.H, t.scores, t.sent_offsets, self.oracle, t.losses,
+                                orders[:cap], b, averaged=self.averaged)
 
 
 class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
@@ -71,6 +88,24 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         A best b on an edge of the grid adds up to this many values past it (one grid step
         each, geometric), and a best epoch at the last one reruns with twice the epochs up
         to this many times.  0 records the edges in ``grid_edges_``.
+    partitioned_fit : {"gather", "mixing"}, default "gather"
+        How :meth:`fit` trains on a :class:`~sparsecca.distributed.PartitionedNBest` (an
+        in-memory list ignores it).  ``"gather"``: the lists are gathered on the driver and
+        trained on there.  ``"mixing"``: iterative parameter mixing (McDonald, Hall and Mann
+        2010).  The joint features come from counts reduced over the partitions (equal to
+        those of the lists gathered, ``min_count`` over the whole list); each epoch, every
+        partition runs one epoch of the same kernel over its own sentences on its worker
+        (its feature arrays stay there), from the mixed weights, visiting them in the order
+        of the epoch's permutation of the whole list; the driver mixes the partitions'
+        final weights.  The averaged weights are the mean of every weight vector a
+        partition held after one of its sentences, over the partitions and epochs so far.
+        Each decoder weight trains this way; dev (gathered if partitioned) tunes them and
+        the epochs on the driver.  With one partition the fit is the in-memory fit.
+    mixing_weights : {"uniform", "updates"}, default "uniform"
+        With ``partitioned_fit="mixing"``, each partition's share of the mixed weights:
+        equal for every partition with a sentence, or its number of updates in the epoch
+        (``"updates"``, the paper's error-weighted mixing; an epoch without updates keeps
+        the weights).
 
     Attributes
     ----------
@@ -117,6 +152,17 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
     (True, (3,))
     >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
     True
+
+    Trained by parameter mixing over two partitions (on the active Dask scheduler):
+
+    >>> from sparsecca.distributed import PartitionedNBest
+    >>> parts = PartitionedNBest.from_nbest(train_nbest, 2)
+    >>> mixed = PerceptronReranker(n_epochs=3, decoder_weight=(1.0, 4.0), random_state=0,
+    ...                            partitioned_fit="mixing").fit(parts, dev_nbest)
+    >>> mixed.features_.feature_names_ == reranker.features_.feature_names_
+    True
+    >>> bool(0.5 < mixed.score(dev_nbest) <= 1.0)
+    True
     """
 
     _array_attrs = ("coef_", "n_updates_", "dev_accuracy_")
@@ -124,7 +170,8 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
 
     def __init__(self, features="suffix", n_epochs=10, averaged=True,
                  decoder_weight=(1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0), shuffle=True,
-                 min_count=1, lengths=(2, 3, 4), lowercase=False, random_state=None, widen=0):
+                 min_count=1, lengths=(2, 3, 4), lowercase=False, random_state=None, widen=0,
+                 partitioned_fit="gather", mixing_weights="uniform"):
         self.features = features
         self.n_epochs = n_epochs
         self.averaged = averaged
@@ -135,15 +182,20 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.lowercase = lowercase
         self.random_state = random_state
         self.widen = widen
+        self.partitioned_fit = partitioned_fit
+        self.mixing_weights = mixing_weights
 
     def fit(self, train: NBestList, dev: NBestList | None = None) -> "PerceptronReranker":
         """Train on a (jackknifed) training n-best list; tune b and the epochs on ``dev``.
 
         Parameters
         ----------
-        train : NBestList with gold tags
+        train : NBestList with gold tags, or sparsecca.distributed.PartitionedNBest
+            Partitioned lists are gathered, or with ``partitioned_fit="mixing"`` trained on
+            where they live (see that parameter).
         dev : NBestList with gold tags, optional
             Without it all ``n_epochs`` are used and ``decoder_weight`` must be one value.
+            Partitioned dev lists are gathered.
 
         Returns
         -------
@@ -159,25 +211,35 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         lowercase = check_bool("lowercase", self.lowercase)
         rng = check_random_state(self.random_state)
         widen = check_int("widen", self.widen, 0)
-        train, dev = check_fit_lists(train, dev, type(self).__name__, "decoder_weight",
-                                     len(grid), "fit without dev and with one decoder_weight "
-                                                "(all n_epochs are kept)")
+        mixing_weights = check_partitioned_fit(self)[1]
+        name = type(self).__name__
+        fixed = "fit without dev and with one decoder_weight (all n_epochs are kept)"
+        mixing = None
+        if is_partitioned(train):  # partitioned_fit="mixing": checked where they live
+            mixing = train._reranker_mixing(self, max(grid))
+            dev = check_dev_list(dev, mixing.gold_tags, name, "decoder_weight", len(grid),
+                                 fixed)
+        else:
+            train, dev = check_fit_lists(train, dev, name, "decoder_weight", len(grid), fixed)
         # b * score must stay finite, in training (the kernel's numba product gives inf
         # silently) and on dev, before any work is done
-        for nb, name in ((train, "train"), (dev, "dev")):
+        for nb, what in ((None if mixing else train, "train"), (dev, "dev")):
             if nb is not None:
                 check_weight_scale("decoder_weight", max(grid), nb.scores,
-                                   f"{name}'s decoder scores")
+                                   f"{what}'s decoder scores")
         feats = JointFeatures(kind=kind, lengths=lengths, min_count=min_count, binary=False,
                               lowercase=lowercase)
-        H = feats.fit_joint(train)
-        n = train.n_sentences
+        if mixing is not None:
+            trainer = mixing.perceptron(feats, averaged, mixing_weights == "updates")
+            n = mixing.n_sentences
+        else:
+            trainer = _InMemory(train, feats.fit_joint(train), averaged)
+            n = train.n_sentences
         # the visiting orders of every epoch a widened run may reach; the first n_epochs
         # are those of an unwidened fit
         max_epochs = n_epochs * 2 ** widen
         orders = (np.stack([rng.permutation(n) for _ in range(max_epochs)]) if shuffle
                   else np.tile(np.arange(n), (max_epochs, 1)))
-        oracle = oracle_global(train)
         Hd = feats.joint(dev) if dev is not None else None
         edges: list = []
 
@@ -186,8 +248,7 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
             # (at most widen times)
             cap, extra = n_epochs, 0
             while True:
-                W, n_upd = perceptron_train(H, train.scores, train.sent_offsets, oracle,
-                                            train.losses, orders[:cap], b, averaged=averaged)
+                W, n_upd = trainer.run(orders, cap, b)
                 if dev is None:
                     return None, (b, cap, W[-1], n_upd, None, cap, extra)
                 # dev scores of every epoch at once: (n_dev_candidates, n_epochs)
@@ -223,6 +284,10 @@ class PerceptronReranker(PersistMixin, ParamsMixin, BaseReranker):
         self.decoder_weights_tried_ = None if dev is None else [float(v) for v in values]
         self.grid_edges_ = edges
         return self
+
+    def _check_state(self):
+        super()._check_state()
+        check_partitioned_fit(self)
 
     def tuned_params(self) -> dict:
         """The values chosen on dev (decoder weight, epochs), for reports."""
