@@ -179,22 +179,30 @@ class JointFeatures(BasePersistMixin, ParamsMixin):
         -------
         H : scipy.sparse.csr_matrix, shape (n_candidates, n_features_ - 1), float64
         """
-        kind, lengths, min_count, binary, lowercase = self._validate()
+        min_count = self._validate()[2]
         nbest = check_nbest(nbest, "nbest")
-        cands = TaggedCorpus(candidate_word_ids(nbest), nbest.tag_ids, nbest.cand_offsets,
-                             nbest.corpus.words, nbest.tags)
         # the fitted attributes are set once everything is computed: a refit that fails
         # leaves the previous fit intact, not a new view_ with the old columns_
-        view = JointView(kind=kind, lengths=lengths, min_count=1, lowercase=lowercase).fit(cands)
+        view = self._new_view().fit(candidate_corpus(nbest))
         Z = self._raw(nbest, view)
-        counts = _discriminating_sentences(Z, nbest)
+        self._set_columns(view, discriminating_sentences(Z, nbest), min_count)
+        return self._select(Z)
+
+    def _new_view(self) -> JointView:
+        """The unfitted joint view of every feature (``min_count`` applies to sentences,
+        later)."""
+        kind, lengths, _, _, lowercase = self._validate()
+        return JointView(kind=kind, lengths=lengths, min_count=1, lowercase=lowercase)
+
+    def _set_columns(self, view: JointView, counts: np.ndarray, min_count: int) -> None:
+        """Fitted state from the fitted ``view`` and, per column of it, the number of
+        training sentences it discriminates in (:func:`discriminating_sentences`)."""
         columns = np.flatnonzero(counts >= min_count).astype(np.int64)
-        remap = np.full(Z.shape[1], -1, dtype=np.int64)
+        remap = np.full(view.n_features_, -1, dtype=np.int64)
         remap[columns] = np.arange(columns.size, dtype=np.int64)
         self.view_, self.columns_, self._remap = view, columns, remap
         self.n_features_ = int(columns.size) + 1
         self._names = None
-        return self._select(Z)
 
     def _check_fitted(self):
         if "n_features_" not in self.__dict__:
@@ -294,7 +302,14 @@ class PersistMixin(BasePersistMixin):
         self.coef_ = state_array(stored, "coef_", "float", shape=(self.features_.n_features_,))
 
 
-def _discriminating_sentences(Z: sp.csr_matrix, nbest: NBestList) -> np.ndarray:
+def candidate_corpus(nbest: NBestList) -> TaggedCorpus:
+    """The candidates of ``nbest`` as a tagged corpus (one sequence each, the sentence's
+    words with the candidate's tags): what the joint view is fitted on."""
+    return TaggedCorpus(candidate_word_ids(nbest), nbest.tag_ids, nbest.cand_offsets,
+                        nbest.corpus.words, nbest.tags)
+
+
+def discriminating_sentences(Z: sp.csr_matrix, nbest: NBestList) -> np.ndarray:
     """Per column, the number of sentences whose candidates do not all share its value.
 
     The value varies within sentence i iff its variance over the m_i candidates (absent = 0)

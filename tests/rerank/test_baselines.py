@@ -158,7 +158,7 @@ def test_joint_features_failed_refit_keeps_the_previous_fit(monkeypatch):
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("sparsecca.rerank._joint_features._discriminating_sentences",
+    monkeypatch.setattr("sparsecca.rerank._joint_features.discriminating_sentences",
                         interrupted)
     with pytest.raises(KeyboardInterrupt):
         jf.fit(synthetic_lists()[0])
