@@ -285,3 +285,10 @@ class PartitionedNBest(Partitioned):
         from ._cca_fit import fit_cca_reranker
 
         return fit_cca_reranker(reranker, self, dev, grids)
+
+    def _fit_boosting_reranker(self, reranker, dev):
+        """A boosting reranker's fit on these lists (the rerankers call it when handed a
+        PartitionedNBest; see ``distributed._boosting_fit``)."""
+        from ._boosting_fit import fit_boosting_reranker
+
+        return fit_boosting_reranker(reranker, self, dev)

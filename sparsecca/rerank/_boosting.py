@@ -14,13 +14,18 @@ import scipy.sparse as sp
 from scipy.optimize import brentq
 
 from .._params import ParamsMixin, check_bool, check_float, check_int, check_weight_scale
+from .._tagset import check_tagset
 from ..kernels import boosting_path, check_n_rounds, max_rounds, path_losses
 from ..tagging import NBestList
 from ._base import (
     BaseReranker,
     _gathered,
+    check_dev_list,
+    check_finite_scores,
     check_fit_lists,
     check_nbest,
+    check_no_dev_grid,
+    check_tuning_dev,
     decoder_term,
     path_edge,
     search_grid,
@@ -175,7 +180,8 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
             The number of rounds (and the regularisation strength) maximising dev accuracy
             along the boosting path is kept (ties: fewer rounds, earlier grid value).  Without
             dev every round is kept, and a regularisation grid must have one value.  A
-            partitioned dev list is evaluated along the paths partition by partition.
+            partitioned dev list is evaluated along the paths partition by partition when
+            train is partitioned too (with an in-memory train, it is gathered).
 
         Returns
         -------
@@ -194,6 +200,43 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         dev_path = None if dev is None else DevPath(dev, feats.joint(dev))
         return self._fit_pairs(feats, D, diff, (train.scores.min(), train.scores.max()),
                                dev_path)
+
+    # -- what a partitioned fit (sparsecca.distributed) runs of this one ---------------------
+    _ranking_pairs = staticmethod(ranking_pairs)
+    _dev_path = DevPath
+
+    def _list_summary(self, nbest, name: str) -> dict:
+        """The checks of ``check_fit_lists`` that one piece of a list (train or dev,
+        ``name``) can make alone, and the totals the fit needs of it."""
+        if not isinstance(nbest, NBestList):
+            raise TypeError(f"must be an NBestList, got {type(nbest).__name__}")
+        if nbest.losses is None:
+            raise ValueError("has no gold tags (losses is None); training and tuning need an "
+                             "n-best list decoded from a tagged corpus")
+        check_finite_scores(nbest, name, type(self).__name__)
+        corpus, s = nbest.corpus, nbest.scores
+        return dict(n_sentences=nbest.n_sentences, n_total=nbest.n_total,
+                    low=float(s.min(initial=np.inf)), high=float(s.max(initial=-np.inf)),
+                    largest=float(np.abs(s).max(initial=0.0)),
+                    most_candidates=int(nbest.n_candidates.max(initial=0)),
+                    tags=corpus.tags,
+                    tag_counts=np.bincount(corpus.tag_ids, minlength=len(corpus.tags)),
+                    missing=tokens_without_candidates(nbest), n_tokens=corpus.n_tokens)
+
+    def _check_dev_pieces(self, train_tags, dev=None, gold=None, most_candidates=None):
+        """The checks of dev of ``check_fit_lists`` against train's gold ``train_tags``: of
+        the list ``dev``, of the gold tags of its pieces (``gold``: the tag vocabulary and
+        the tag id of every gold token) and the most candidates of a sentence, or of no dev
+        (a grid needs one).  Returns ``dev``."""
+        if dev is not None:
+            return check_dev_list(train_tags, dev, type(self).__name__, FIXED_C)
+        if gold is None:
+            check_no_dev_grid("C", len(self._reg_grid()[0]))
+            return None
+        check_tagset(gold[1], gold[0], train_tags, what="dev gold tags",
+                     fitted_what="the gold tagset of train")
+        check_tuning_dev(most_candidates, FIXED_C)
+        return None
 
     def _new_features(self, p) -> JointFeatures:
         """The unfitted joint features (binary) of the validated parameters ``p``."""

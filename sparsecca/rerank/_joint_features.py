@@ -194,6 +194,16 @@ class JointFeatures(BasePersistMixin, ParamsMixin):
         kind, lengths, _, _, lowercase = self._validate()
         return JointView(kind=kind, lengths=lengths, min_count=1, lowercase=lowercase)
 
+    # for a fit on partitioned lists (sparsecca.distributed), which counts and selects the
+    # columns partition by partition
+    @staticmethod
+    def _candidate_corpus(nbest: NBestList) -> TaggedCorpus:
+        return candidate_corpus(nbest)
+
+    @staticmethod
+    def _discriminating_sentences(Z: sp.csr_matrix, nbest: NBestList) -> np.ndarray:
+        return discriminating_sentences(Z, nbest)
+
     def _set_columns(self, view: JointView, counts: np.ndarray, min_count: int) -> None:
         """Fitted state from the fitted ``view`` and, per column of it, the number of
         training sentences it discriminates in (:func:`discriminating_sentences`)."""
