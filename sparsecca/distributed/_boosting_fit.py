@@ -89,8 +89,19 @@ def _features(part, feats, view):
 
 
 def _pairs(part, reranker, feats, Z):
+    """The partition's training pairs, D packed for the way to the driver: its values are
+    -1 and +1 (binary features), sent as int8, and its indices as int32 when they fit."""
     D, diff, _ = reranker._ranking_pairs(part, feats._select(Z))
-    return D, diff
+    small = np.int32 if max(D.shape[1], D.nnz) < np.iinfo(np.int32).max else np.int64
+    return (D.shape, D.data.astype(np.int8), D.indices.astype(small),
+            D.indptr.astype(small)), diff
+
+
+def _unpacked(packed) -> sp.csr_matrix:
+    shape, data, indices, indptr = packed
+    D = sp.csr_matrix((data.astype(np.float64), indices, indptr), shape=shape)
+    D.has_sorted_indices = True  # ranking_pairs sorted them
+    return D
 
 
 def _merge(a, b):
@@ -123,7 +134,7 @@ def training_pairs(parts: PartitionedNBest, reranker, feats):
                            for i, (p, z) in enumerate(zip(parts.partitions, Z))])
     del Z  # the pairs are built: the partitions' raw features can go
     gathered = dask.compute(*pairs)
-    D = sp.vstack([d for d, _ in gathered], format="csr")
+    D = sp.vstack([_unpacked(d) for d, _ in gathered], format="csr")
     return D, np.concatenate([diff for _, diff in gathered])
 
 
