@@ -175,17 +175,15 @@ def main(argv=None):
         np.testing.assert_array_equal(dist.coef_, mem.coef_)
         assert dist.tuned_params() == mem.tuned_params()
         feats = mem.features_
-        D, diff, _ = mem._ranking_pairs(train, feats.joint(train))
+        D, diff, pair_sentence = mem._ranking_pairs(train, feats.joint(train))
         sizes = [len(p) for p in np.array_split(np.arange(train.n_sentences), args.partitions)]
-        sent_bounds = np.concatenate([[0], np.cumsum(sizes)])
-        pair_sentence = mem._ranking_pairs(train, feats.joint(train))[2]
-        bounds = np.searchsorted(pair_sentence, sent_bounds)
+        bounds = np.searchsorted(pair_sentence, np.concatenate([[0], np.cumsum(sizes)]))
         n = min(args.replay, mem.path_features_.size)
         per_round, ping = replay(client, D, mem.decoder_weight_ * diff, bounds,
                                  mem.path_features_[:n], mem.path_deltas_[:n])
     load_after = os.getloadavg()
     ratios = np.array(times["distributed"]) / np.array(times["in memory"])
-    rounds = sum(entry["rounds_run"] for entry in mem.tuning_)
+    rounds = {how: sum(e["rounds_run"] for e in m.tuning_) for how, m in models.items()}
     # as the partitions send them: int8 values, int32 indices and row pointers
     gathered = 5 * D.nnz + 4 * (D.shape[0] + args.partitions) + diff.nbytes
     print()
@@ -193,7 +191,7 @@ def main(argv=None):
     print("|---|---:|---:|---:|---:|")
     for how in ("in memory", "distributed"):
         m = models[how]
-        print(f"| {how} | {np.median(times[how]):.2f} | {rounds} | {m.n_rounds_} | "
+        print(f"| {how} | {np.median(times[how]):.2f} | {rounds[how]} | {m.n_rounds_} | "
               f"{m.tuning_[0]['dev_accuracy']:.4f} |")
     print(f"\ndistributed / in memory: median {np.median(ratios):.2f} "
           f"(pairs {ratios.min():.2f}-{ratios.max():.2f}); the two fits equal")
@@ -202,8 +200,9 @@ def main(argv=None):
           f"{len(pickle.dumps(train)) / 2**20:.2f} MiB")
     print(f"exact per-round distribution: {1e3 * per_round:.2f} ms a round (actors, "
           f"{n} rounds replayed; a bare client.submit round trip {1e3 * ping:.2f} ms); "
-          f"{rounds} rounds would take {rounds * per_round:.1f} s, "
-          f"{rounds * per_round / np.median(times['in memory']):.1f} x the in-memory fit")
+          f"{rounds['in memory']} rounds would take {rounds['in memory'] * per_round:.1f} s, "
+          f"{rounds['in memory'] * per_round / np.median(times['in memory']):.1f} x the "
+          f"in-memory fit")
     print("load average after: " + ", ".join(f"{x:.2f}" for x in load_after))
 
 
