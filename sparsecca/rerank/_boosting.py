@@ -438,6 +438,14 @@ class BoostingReranker(_ExpLossBoosting):
     (True, True)
     >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
     True
+
+    Fitted on partitioned lists (on the active Dask scheduler), the same model:
+
+    >>> from sparsecca.distributed import PartitionedNBest
+    >>> parts = PartitionedNBest.from_nbest(train_nbest, 3)
+    >>> on_parts = BoostingReranker(features="suffix", n_rounds=200).fit(parts, dev_nbest)
+    >>> bool((on_parts.coef_ == reranker.coef_).all())
+    True
     """
 
     def __init__(self, features="suffix", n_rounds=20000, eps=0.0025, min_count=2,

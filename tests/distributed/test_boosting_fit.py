@@ -103,6 +103,15 @@ def test_synthetic_uneven_partitions_fit_as_in_memory(client, synthetic, name, t
     assert loaded.score(dev_parts) == mem.score(dev_parts.gather())
 
 
+def test_threads_scheduler_fit_as_in_memory(synthetic):
+    # no cluster: Dask's default scheduler, the tasks sharing the driver's objects
+    train, dev = synthetic
+    train_parts = _uneven(train, [40, 0, 40], empty=1)
+    dev_parts = _uneven(dev, [25, 25], retag=1)
+    mem = _make("regularized-ngram", 100).fit(train_parts.gather(), dev_parts.gather())
+    assert_same_fit(_make("regularized-ngram", 100).fit(train_parts, dev_parts), mem)
+
+
 def test_dev_in_memory_or_none_and_nothing_gathered(client, synthetic, monkeypatch):
     train, dev = synthetic
     train_parts = PartitionedNBest.from_nbest(train, [40, 40])
