@@ -1,7 +1,7 @@
 """Smoke tests of the measurement scripts: compare_peers.py, scale_run.py, memory/profile_fit.py,
 bench_linalg.py, plot_solver_scaling.py, wsj_solver_accuracy.py, truncated_rayleigh_ritz.py,
 profile_dense_gram.py, bench_data.py, bench_tagger.py, tagger_accuracy.py, dask_solve.py,
-perceptron_mixing.py, reranker_mixing.py, memm_scale_out.py.
+perceptron_mixing.py, reranker_mixing.py, memm_scale_out.py, boosting_scale_out.py.
 
 Each script runs in a subprocess at its smallest settings (a few hundred sentences; ~30 s for
 the file) and must exit 0 and print its table header.  They read ../shared/data: skipped with
@@ -267,6 +267,20 @@ def test_memm_scale_out_prints_both_fits_and_their_agreement(shared_data):
 
 @pytest.mark.shared_data
 @pytest.mark.slow
+def test_boosting_scale_out_prints_both_fits_and_the_round_trip(shared_data):
+    text = _run("boosting_scale_out.py", "--sentences", 200, "--dev", 60, "--n-rounds", 100,
+                "--repeat", 1, "--replay", 20, "--partitions", 3)
+    assert "en-wsj: 200 training sentences" in text and "3 partitions" in text
+    assert "| fit | median time (s) | rounds run | rounds kept | dev accuracy |" in text
+    rows = [line.split("|") for line in text.splitlines()
+            if line.startswith(("| in memory |", "| distributed |"))]
+    assert len(rows) == 2 and rows[0][3:] == rows[1][3:]  # the same path and dev accuracy
+    assert "the two fits equal" in text and "load average after: " in text
+    assert re.search(r"exact per-round distribution: [\d.]+ ms a round \(actors, 20 rounds", text)
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
 def test_truncated_rayleigh_ritz_is_exact_on_the_whole_space(shared_data):
     # 2,000 en-brown sentences, 1,000 input features: the error falls with r, and r past
     # min(d1, d2) spans both spaces, where the step must reproduce the dense solver
@@ -527,7 +541,7 @@ _SCRIPTS = ["bench_linalg.py", "plot_solver_scaling.py", "profile_tau_grid.py",
             "tagger_accuracy.py", "compare_peers.py", "bench_data.py", "scale_run.py",
             "bench_rerankers.py", "baseline_rerankers.py", "wsj_solver_accuracy.py",
             "truncated_rayleigh_ritz.py", "large_tagset.py", "perceptron_mixing.py",
-            "memm_scale_out.py"]
+            "memm_scale_out.py", "boosting_scale_out.py"]
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._partitioned import PartitionedCorpus, import_dask, tree_reduce
-from ._tagging import _shared, count_partitions
+from ._partitioned import shared as _shared
+from ._tagging import count_partitions
 from ._views import in_partition
 
 __all__ = ["memm_objective"]

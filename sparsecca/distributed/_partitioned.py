@@ -50,6 +50,18 @@ def tree_reduce(parts: Sequence[Any], add: Callable[[Any, Any], Any]):
     return level[0]
 
 
+def shared(obj):
+    """``obj`` as one input of many tasks: under a ``distributed`` client, scattered to the
+    workers once (a future, not data inside the task graph); else one graph node."""
+    try:
+        from distributed import get_client
+
+        client = get_client()
+    except (ImportError, ValueError):  # no distributed, or no client: a local scheduler
+        return import_dask().delayed(obj, traverse=False)
+    return client.scatter(obj, broadcast=True, hash=False)
+
+
 def _check_live(delayeds, what):
     """Raise a RuntimeError when ``delayeds`` depend on results persisted through a
     ``distributed`` client that has closed (computing them would fail with a bare KeyError of
@@ -294,3 +306,10 @@ class PartitionedNBest(Partitioned):
         from ._cca_fit import fit_cca_reranker
 
         return fit_cca_reranker(reranker, self, dev, grids)
+
+    def _fit_boosting_reranker(self, reranker, dev):
+        """A boosting reranker's fit on these lists (the rerankers call it when handed a
+        PartitionedNBest; see ``distributed._boosting_fit``)."""
+        from ._boosting_fit import fit_boosting_reranker
+
+        return fit_boosting_reranker(reranker, self, dev)

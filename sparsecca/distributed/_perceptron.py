@@ -36,7 +36,8 @@ import numpy as np
 from ..kernels import PerceptronShard
 from ._mixing import averaged_epochs
 from ._partitioned import PartitionedCorpus, import_dask, tree_reduce
-from ._tagging import _shared, count_partitions
+from ._partitioned import shared as _shared
+from ._tagging import count_partitions
 from ._views import in_partition
 
 __all__ = ["fit_perceptron_mixing"]

@@ -40,8 +40,8 @@ import scipy.sparse as sp
 from ..data import Vocabulary, union_vocabulary
 from ._mixing import averaged_epochs, mix_epoch
 from ._partitioned import PartitionedNBest, import_dask, tree_reduce
-from ._tagging import _shared
-from ._views import _summary, check_same_tagset, in_partition
+from ._partitioned import shared as _shared
+from ._views import _summary, check_same_tagset, fit_joint_features, in_partition
 
 __all__ = ["MixingTrain"]
 
@@ -92,12 +92,7 @@ class MixingTrain:
 
     def perceptron(self, feats, averaged: bool, by_updates: bool) -> "PerceptronMixing":
         """Fit ``feats`` (a JointFeatures) on the partitions and compile the shards."""
-        blank = _shared(feats._new_view())
-        counts = self._map(_view_counts, blank, _shared(feats))
-        view = feats._new_view().fit_counts(self._reduce(counts, _merge_counts))
-        Z = self._map(_raw, _shared(view), _shared(feats), persist=True)
-        feats._set_columns(view, self._reduce(self._map(_discriminating, Z, _shared(feats)),
-                                              np.add))
+        Z = fit_joint_features(self.parts.partitions, feats, "train")
         shards = self._map(_perceptron_shard, Z, _shared(feats), persist=True)
         return PerceptronMixing(shards, self.sizes, feats.n_features_ - 1, averaged,
                                 by_updates)
@@ -131,26 +126,6 @@ class MixingTrain:
 
 
 # ---------------------------------------------------------------- the reranking perceptron
-def _view_counts(part, view, feats):
-    return feats._count_candidates(part, view)
-
-
-def _merge_counts(a, b):
-    from ..features import merge_counts
-
-    return merge_counts(a, b)
-
-
-def _raw(part, view, feats):
-    return feats._raw(part, view)
-
-
-def _discriminating(part, Z, feats):
-    if part.n_total == 0:
-        return np.zeros(Z.shape[1], dtype=np.int64)
-    return feats._discriminating(Z, part)
-
-
 def _perceptron_shard(part, Z, feats):
     from ..kernels import PerceptronRerankShard
 

@@ -14,6 +14,7 @@ from ..data import TaggedCorpus, Vocabulary, concat_corpora, kfold_indices, unio
 from ..exceptions import in_context
 from ..tagging import NBestList, clone, concatenate
 from ._partitioned import PartitionedCorpus, PartitionedNBest, import_dask, tree_reduce
+from ._partitioned import shared as _shared
 from ._views import _summary, check_same_tagset, in_partition
 
 __all__ = ["nbest_partitions", "tag_partitions", "jackknife_partitions"]
@@ -25,18 +26,6 @@ def _nbest(corpus, tagger, k):
 
 def _tag(corpus, tagger):
     return tagger.tag(corpus)
-
-
-def _shared(obj):
-    """``obj`` as one input of many tasks: under a ``distributed`` client, scattered to the
-    workers once (a future, not data inside the task graph); else one graph node."""
-    try:
-        from distributed import get_client
-
-        client = get_client()
-    except (ImportError, ValueError):  # no distributed, or no client: a local scheduler
-        return import_dask().delayed(obj, traverse=False)
-    return client.scatter(obj, broadcast=True, hash=False)
 
 
 def _count(part, tagger):

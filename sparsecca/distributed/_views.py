@@ -17,6 +17,7 @@ import numpy as np
 from .._tagset import MAX_UNKNOWN_TAG_FRACTION
 from ..exceptions import TagsetMismatchError, in_context
 from ._partitioned import PartitionedCorpus, PartitionedNBest, import_dask, tree_reduce
+from ._partitioned import shared as _shared
 
 __all__ = ["CCAArrays", "cca_arrays", "fit_views", "partition_summaries", "transform_partitions",
            "in_partition"]
@@ -28,6 +29,15 @@ def in_partition(i: int, fn, part, *args, **kwargs):
         return fn(part, *args, **kwargs)
     except (ValueError, TypeError) as exc:
         raise in_context(exc, f"partition {i}") from exc
+
+
+def in_named_partition(name: str, i: int, fn, part, *args):
+    """``fn(part, *args)``, an error in it re-raised naming ``name`` partition ``i`` (the
+    lists of a fit: ``"train partition 1: ..."``)."""
+    try:
+        return fn(part, *args)
+    except (ValueError, TypeError) as exc:
+        raise in_context(exc, f"{name} partition {i}") from exc
 
 
 def _check_parts(parts, name: str = "parts"):
@@ -110,6 +120,12 @@ def check_same_tagset(summaries) -> None:
 def _count_all(part, views):
     corpus = _corpus(part)
     return tuple(v.count(corpus) for v in views)
+
+
+def _merge_one(a, b):
+    from ..features import merge_counts
+
+    return merge_counts(a, b)
 
 
 def _merge_all(a, b):
@@ -278,3 +294,57 @@ def cca_arrays(parts, input_view=None, output_view=None, **compute_kwargs) -> CC
     return CCAArrays(iv, ov, transform_partitions(parts, iv, n_sent),
                      transform_partitions(parts, ov, n_sent),
                      transform_partitions(parts, ov, n_cand, candidates=True), n_sent, n_cand)
+
+
+def _joint_counts(part, view, feats):
+    return feats._count_candidates(part, view)
+
+
+def _joint_raw(part, view, feats):
+    return feats._raw(part, view)
+
+
+def _discriminating(part, Z, feats):
+    if part.n_total == 0:
+        return np.zeros(Z.shape[1], dtype=np.int64)
+    return feats._discriminating(Z, part)
+
+
+def fit_joint_features(partitions, feats, name: str = "train") -> list:
+    """Fit ``feats`` (an unfitted :class:`~sparsecca.rerank.JointFeatures`) on the
+    partitions of an n-best list as on the list gathered.
+
+    The joint view from its counts on every partition's candidates, tree-merged; then each
+    partition's joint features of every column of the view (kept on its worker) and, per
+    column, the number of its sentences the column discriminates in, tree-summed: the
+    columns of ``min_count`` over the whole list.
+
+    Parameters
+    ----------
+    partitions : list of delayed NBestList
+    feats : JointFeatures, fitted in place
+    name : str
+        What errors call the list ("train partition 1: ...").
+
+    Returns
+    -------
+    list of persisted scipy.sparse.csr_matrix, one per partition
+        Its joint features of every column of the fitted view (``feats._select`` keeps the
+        fitted columns).
+    """
+    dask = import_dask()
+    f = dask.delayed(in_named_partition, pure=True)
+    shared_feats = _shared(feats)
+    blank = _shared(feats._new_view())
+    counts = [f(name, i, _joint_counts, p, blank, shared_feats)
+              for i, p in enumerate(partitions)]
+    (total,) = dask.compute(tree_reduce(counts, _merge_one))
+    view = feats._new_view().fit_counts(total)
+    shared_view = _shared(view)
+    Z = list(dask.persist(*[f(name, i, _joint_raw, p, shared_view, shared_feats)
+                            for i, p in enumerate(partitions)]))
+    disc = [f(name, i, _discriminating, p, z, shared_feats)
+            for i, (p, z) in enumerate(zip(partitions, Z))]
+    (total,) = dask.compute(tree_reduce(disc, np.add))
+    feats._set_columns(view, total)
+    return Z

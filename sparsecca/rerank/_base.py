@@ -15,7 +15,7 @@ from ..tagging import NBestList
 __all__ = ["BaseReranker", "check_nbest", "check_dev_tagset", "check_tuning_dev",
            "check_finite_scores", "decoder_term", "tune_weight", "plateau_score",
            "losses_of_choice", "search_grid", "grid_edge", "note_edge", "path_edge",
-           "check_fit_lists"]
+           "check_fit_lists", "check_dev_list", "check_no_dev_grid"]
 
 
 def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBestList:
@@ -77,13 +77,15 @@ def check_dev_tagset(train, dev: NBestList) -> None:
                  what="dev gold tags", fitted_what="the gold tagset of train")
 
 
-def check_tuning_dev(dev: NBestList, fixed: str) -> None:
+def check_tuning_dev(dev, fixed: str) -> None:
     """Refuse tuning on a dev list with one candidate per sentence.
 
     Every setting then chooses the same sequences and the grid would be decided by ties
     (single sentences with one candidate are fine).  ``fixed`` says how to do without tuning.
+    ``dev``: the NBestList, or the most candidates of one of its sentences (an int).
     """
-    if dev.n_candidates.max() < 2:
+    most = dev if isinstance(dev, (int, np.integer)) else dev.n_candidates.max()
+    if most < 2:
         raise ValueError(f"dev has one candidate per sentence; tuning needs k >= 2 (decode dev "
                          f"with k >= 2 candidates, or {fixed})")
 
@@ -123,11 +125,25 @@ def check_dev_list(dev, train, model: str, grid_name: str, n_values: int, fixed:
     """The dev half of :func:`check_fit_lists` (``train``: the training NBestList, or its
     gold tag Vocabulary when the training lists are partitioned); returns ``dev``."""
     if dev is not None:
-        dev = check_nbest(dev, "dev", need_gold=True)
-        check_dev_tagset(train, dev)
-        check_finite_scores(dev, "dev", model)
-        check_tuning_dev(dev, fixed)
-    elif n_values > 1:
+        dev = check_dev_list(train, dev, model, fixed)
+    else:
+        check_no_dev_grid(grid_name, n_values)
+    return train, dev
+
+
+def check_dev_list(train, dev, model: str, fixed: str) -> NBestList:
+    """The checks of dev of :func:`check_fit_lists` (``train``: the training NBestList, or
+    its gold tag Vocabulary); returns ``dev``."""
+    dev = check_nbest(dev, "dev", need_gold=True)
+    check_dev_tagset(train, dev)
+    check_finite_scores(dev, "dev", model)
+    check_tuning_dev(dev, fixed)
+    return dev
+
+
+def check_no_dev_grid(grid_name: str, n_values: int) -> None:
+    """Refuse a grid of several values to choose from without a dev list."""
+    if n_values > 1:
         raise ValueError(f"{grid_name} has {n_values} values to choose from but no dev n-best "
                          f"list was given; pass dev or a single {grid_name}")
     return dev
@@ -593,9 +609,10 @@ class BaseReranker:
     ``decision_function`` run partition by partition: lazily, returning partitioned results
     (``reranked`` a PartitionedNBest), except ``score``, which sums the wrong tokens of the
     partitions and returns the accuracy.  ``fit`` given partitioned lists gathers them on
-    the driver (the baselines: boosting, perceptron, hidden-variable), unless the class fits
-    on partitions itself (the CCA rerankers, whose views, engine and tuning run per
-    partition and by tree sums), or has ``partitioned_fit="mixing"`` (the perceptron and
+    the driver (the perceptron and hidden-variable baselines by default), unless the class
+    fits on partitions itself (the CCA rerankers, whose views, engine and tuning run per
+    partition and by tree sums; the boosting rerankers, whose features and training pairs
+    are built per partition), or has ``partitioned_fit="mixing"`` (the perceptron and
     hidden-variable rerankers: parameter mixing on the partitions; dev is gathered).
 
     Examples
@@ -631,8 +648,8 @@ class BaseReranker:
     (['the', 'dog'], ['DET', 'NOUN'])
     """
 
-    #: whether ``fit`` takes partitioned lists itself (the CCA rerankers); otherwise they
-    #: are gathered on the driver first
+    #: whether ``fit`` takes partitioned lists itself (the CCA and boosting rerankers);
+    #: otherwise they are gathered on the driver first
     _fits_partitions = False
 
     def __init_subclass__(cls, **kwargs):

@@ -14,12 +14,18 @@ import scipy.sparse as sp
 from scipy.optimize import brentq
 
 from .._params import ParamsMixin, check_bool, check_float, check_int, check_weight_scale
+from .._tagset import check_tagset
 from ..kernels import boosting_path, check_n_rounds, max_rounds, path_losses
 from ..tagging import NBestList
 from ._base import (
     BaseReranker,
+    _gathered,
+    check_dev_list,
+    check_finite_scores,
     check_fit_lists,
     check_nbest,
+    check_no_dev_grid,
+    check_tuning_dev,
     decoder_term,
     path_edge,
     search_grid,
@@ -110,12 +116,42 @@ def decoder_line_search(score_diff, upper=None) -> float:
     return float(brentq(slope, 0.0, upper, xtol=1e-10 * upper, rtol=1e-12))
 
 
+#: how to fit without dev, for the message refusing a grid of C without it
+FIXED_C = "fit without dev and with a single C (every round is kept)"
+
+
+class DevPath:
+    """The dev accuracy along a boosting path, for the tuning of the boosting rerankers.
+
+    Parameters
+    ----------
+    dev : NBestList with gold tags (validated)
+    H : scipy.sparse matrix, shape (dev.n_total, n_features)
+        Its joint features (the fitted :class:`JointFeatures`' ``joint``).
+    """
+
+    def __init__(self, dev: NBestList, H):
+        self.dev, self.H = dev, H
+        #: the largest |finite decoder score|, for the overflow check of the decoder weight
+        finite = dev.scores[np.isfinite(dev.scores)]
+        self.largest_score = np.abs(finite).max(initial=0.0, keepdims=True)
+
+    def accuracy(self, alpha0: float, features, deltas) -> np.ndarray:
+        """Token accuracy after every prefix of the path (``alpha0`` the decoder weight)."""
+        dev = self.dev
+        loss = path_losses(self.H, alpha0 * dev.scores, dev.sent_offsets, dev.losses,
+                           features, deltas)
+        return 1.0 - (loss + tokens_without_candidates(dev)) / dev.corpus.n_tokens
+
+
 class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
     """Fitting machinery shared by the two boosting rerankers."""
 
     _array_attrs = ("coef_", "path_features_", "path_deltas_", "path_objective_",
                     "dev_accuracy_path_")
     _extra_attrs = ("decoder_weight_", "n_rounds_", "n_pairs_", "tuning_")
+    #: partitioned lists are fitted where they lie (``fit``), not gathered first
+    _fits_partitions = True
 
     def _reg_grid(self) -> tuple[float, ...]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -133,30 +169,91 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
 
         Parameters
         ----------
-        train : NBestList with gold tags
-        dev : NBestList with gold tags, optional
+        train : NBestList with gold tags, or PartitionedNBest
+            Partitioned lists (:class:`sparsecca.distributed.PartitionedNBest`) are fitted
+            where they lie: the features' vocabulary from counts tree-summed over the
+            partitions, each partition's features and training pairs built on its worker;
+            only the pairs' feature differences and decoder score differences come to the
+            driver, which runs the boosting path.  The fit equals the in-memory fit on the
+            gathered lists.
+        dev : NBestList with gold tags, or PartitionedNBest, optional
             The number of rounds (and the regularisation strength) maximising dev accuracy
             along the boosting path is kept (ties: fewer rounds, earlier grid value).  Without
-            dev every round is kept, and a regularisation grid must have one value.
+            dev every round is kept, and a regularisation grid must have one value.  A
+            partitioned dev list is evaluated along the paths partition by partition when
+            train is partitioned too (with an in-memory train, it is gathered).
 
         Returns
         -------
         self
         """
+        fit_partitioned = getattr(train, "_fit_boosting_reranker", None)
+        if fit_partitioned is not None:  # a sparsecca.distributed.PartitionedNBest
+            return fit_partitioned(self, dev)
         p = self._common_params()
-        grid, eps = self._reg_grid()
-        train, dev = check_fit_lists(train, dev, type(self).__name__, "C", len(grid),
-                                     "fit without dev and with a single C (every round is "
-                                     "kept)")
-        feats = JointFeatures(kind=p["kind"], lengths=p["lengths"], min_count=p["min_count"],
-                              binary=True, lowercase=p["lowercase"])
+        grid = self._reg_grid()[0]
+        train, dev = check_fit_lists(train, _gathered(dev), type(self).__name__, "C",
+                                     len(grid), FIXED_C)
+        feats = self._new_features(p)
         H = feats.fit_joint(train)
         D, diff, _ = ranking_pairs(train, H)
+        dev_path = None if dev is None else DevPath(dev, feats.joint(dev))
+        return self._fit_pairs(feats, D, diff, (train.scores.min(), train.scores.max()),
+                               dev_path)
+
+    # -- what a partitioned fit (sparsecca.distributed) runs of this one ---------------------
+    _ranking_pairs = staticmethod(ranking_pairs)
+    _dev_path = DevPath
+
+    def _list_summary(self, nbest, name: str) -> dict:
+        """The checks of ``check_fit_lists`` that one piece of a list (train or dev,
+        ``name``) can make alone, and the totals the fit needs of it."""
+        if not isinstance(nbest, NBestList):
+            raise TypeError(f"must be an NBestList, got {type(nbest).__name__}")
+        if nbest.losses is None:
+            raise ValueError("has no gold tags (losses is None); training and tuning need an "
+                             "n-best list decoded from a tagged corpus")
+        check_finite_scores(nbest, name, type(self).__name__)
+        corpus, s = nbest.corpus, nbest.scores
+        return dict(n_sentences=nbest.n_sentences, n_total=nbest.n_total,
+                    low=float(s.min(initial=np.inf)), high=float(s.max(initial=-np.inf)),
+                    largest=float(np.abs(s).max(initial=0.0)),
+                    most_candidates=int(nbest.n_candidates.max(initial=0)),
+                    tags=corpus.tags,
+                    tag_counts=np.bincount(corpus.tag_ids, minlength=len(corpus.tags)),
+                    missing=tokens_without_candidates(nbest), n_tokens=corpus.n_tokens)
+
+    def _check_dev_pieces(self, train_tags, dev=None, gold=None, most_candidates=None):
+        """The checks of dev of ``check_fit_lists`` against train's gold ``train_tags``: of
+        the list ``dev``, of the gold tags of its pieces (``gold``: the tag vocabulary and
+        the tag id of every gold token) and the most candidates of a sentence, or of no dev
+        (a grid needs one).  Returns ``dev``."""
+        if dev is not None:
+            return check_dev_list(train_tags, dev, type(self).__name__, FIXED_C)
+        if gold is None:
+            check_no_dev_grid("C", len(self._reg_grid()[0]))
+            return None
+        check_tagset(gold[1], gold[0], train_tags, what="dev gold tags",
+                     fitted_what="the gold tagset of train")
+        check_tuning_dev(most_candidates, FIXED_C)
+        return None
+
+    def _new_features(self, p) -> JointFeatures:
+        """The unfitted joint features (binary) of the validated parameters ``p``."""
+        return JointFeatures(kind=p["kind"], lengths=p["lengths"], min_count=p["min_count"],
+                             binary=True, lowercase=p["lowercase"])
+
+    def _fit_pairs(self, feats, D, diff, score_range, dev):
+        """The fit from the fitted features, the training pairs (``D``, the decoder score
+        differences ``diff``, the range of train's scores for a message) and ``dev`` (a
+        :class:`DevPath`, or its partitioned counterpart, or None)."""
+        p = self._common_params()
+        grid, eps = self._reg_grid()
         if not np.all(np.isfinite(diff)):
             # finite scores whose differences overflow (|s| near 1.8e308)
             raise ValueError(f"train's decoder scores are too large: a difference between "
                              f"two candidates' scores overflows (scores in "
-                             f"[{train.scores.min():.3g}, {train.scores.max():.3g}]); "
+                             f"[{score_range[0]:.3g}, {score_range[1]:.3g}]); "
                              f"{type(self).__name__} needs log-probability-like scores")
         alpha0 = decoder_line_search(diff)
         # the line search can pick a weight whose product with a score overflows (tiny
@@ -167,11 +264,9 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         check_weight_scale("decoder_weight_", alpha0, diff,
                            "train's decoder score differences", hint=hint)
         if dev is not None:
-            check_weight_scale("decoder_weight_", alpha0, dev.scores, "dev's decoder scores",
-                               hint=hint)
+            check_weight_scale("decoder_weight_", alpha0, dev.largest_score,
+                               "dev's decoder scores", hint=hint)
         margins = alpha0 * diff
-        Hd = feats.joint(dev) if dev is not None else None
-        missing = 0 if dev is None else tokens_without_candidates(dev)
         widen = p["widen"]
         tuning = []
         edges: list = []
@@ -185,8 +280,7 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
                 if dev is None:
                     acc, t = None, f.size
                     break
-                loss = path_losses(Hd, alpha0 * dev.scores, dev.sent_offsets, dev.losses, f, d)
-                acc = 1.0 - (loss + missing) / dev.corpus.n_tokens
+                acc = dev.accuracy(alpha0, f, d)
                 t = int(np.argmax(acc))
                 bigger = min(2 * cap, max_rounds())
                 if extra >= widen or bigger == cap \
@@ -343,6 +437,14 @@ class BoostingReranker(_ExpLossBoosting):
     >>> isinstance(name, str), bool(weight != 0)
     (True, True)
     >>> bool(0.5 < reranker.score(dev_nbest) <= 1.0)
+    True
+
+    Fitted on partitioned lists (on the active Dask scheduler), the same model:
+
+    >>> from sparsecca.distributed import PartitionedNBest
+    >>> parts = PartitionedNBest.from_nbest(train_nbest, 3)
+    >>> on_parts = BoostingReranker(features="suffix", n_rounds=200).fit(parts, dev_nbest)
+    >>> bool((on_parts.coef_ == reranker.coef_).all())
     True
     """
 

@@ -18,7 +18,7 @@ from sparsecca.data import synthetic_corpus, train_test_split, write_conllu  # n
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from cli_helpers import run_cli  # noqa: E402
 
-MODELS = ["softened", "perceptron-sufx"]
+MODELS = ["softened", "perceptron-sufx", "collins-sufx"]
 
 
 def _splits():
@@ -33,6 +33,8 @@ def _models():
     for m in models.values():
         if "n_components" in m.get_params():
             m.set_params(n_components=10, tau=(0.9, 0.99), lam=(0.5, 0.9))
+        if "n_rounds" in m.get_params():  # boosting, fitted on the partitions
+            m.set_params(n_rounds=300)
     return models
 
 
