@@ -15,7 +15,7 @@ from ..tagging import NBestList
 __all__ = ["BaseReranker", "check_nbest", "check_dev_tagset", "check_tuning_dev",
            "check_finite_scores", "decoder_term", "tune_weight", "plateau_score",
            "losses_of_choice", "search_grid", "grid_edge", "note_edge", "path_edge",
-           "check_fit_lists", "check_dev_list", "check_no_dev_grid"]
+           "check_fit_lists", "check_dev_list"]
 
 
 def check_nbest(nbest, name: str = "nbest", *, need_gold: bool = False) -> NBestList:
@@ -125,25 +125,11 @@ def check_dev_list(dev, train, model: str, grid_name: str, n_values: int, fixed:
     """The dev half of :func:`check_fit_lists` (``train``: the training NBestList, or its
     gold tag Vocabulary when the training lists are partitioned); returns ``dev``."""
     if dev is not None:
-        dev = check_dev_list(train, dev, model, fixed)
-    else:
-        check_no_dev_grid(grid_name, n_values)
-    return train, dev
-
-
-def check_dev_list(train, dev, model: str, fixed: str) -> NBestList:
-    """The checks of dev of :func:`check_fit_lists` (``train``: the training NBestList, or
-    its gold tag Vocabulary); returns ``dev``."""
-    dev = check_nbest(dev, "dev", need_gold=True)
-    check_dev_tagset(train, dev)
-    check_finite_scores(dev, "dev", model)
-    check_tuning_dev(dev, fixed)
-    return dev
-
-
-def check_no_dev_grid(grid_name: str, n_values: int) -> None:
-    """Refuse a grid of several values to choose from without a dev list."""
-    if n_values > 1:
+        dev = check_nbest(dev, "dev", need_gold=True)
+        check_dev_tagset(train, dev)
+        check_finite_scores(dev, "dev", model)
+        check_tuning_dev(dev, fixed)
+    elif n_values > 1:
         raise ValueError(f"{grid_name} has {n_values} values to choose from but no dev n-best "
                          f"list was given; pass dev or a single {grid_name}")
     return dev

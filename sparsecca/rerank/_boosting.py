@@ -24,7 +24,6 @@ from ._base import (
     check_finite_scores,
     check_fit_lists,
     check_nbest,
-    check_no_dev_grid,
     check_tuning_dev,
     decoder_term,
     path_edge,
@@ -228,11 +227,9 @@ class _ExpLossBoosting(PersistMixin, ParamsMixin, BaseReranker):
         the list ``dev``, of the gold tags of its pieces (``gold``: the tag vocabulary and
         the tag id of every gold token) and the most candidates of a sentence, or of no dev
         (a grid needs one).  Returns ``dev``."""
-        if dev is not None:
-            return check_dev_list(train_tags, dev, type(self).__name__, FIXED_C)
-        if gold is None:
-            check_no_dev_grid("C", len(self._reg_grid()[0]))
-            return None
+        if dev is not None or gold is None:
+            return check_dev_list(dev, train_tags, type(self).__name__, "C",
+                                  len(self._reg_grid()[0]), FIXED_C)
         check_tagset(gold[1], gold[0], train_tags, what="dev gold tags",
                      fitted_what="the gold tagset of train")
         check_tuning_dev(most_candidates, FIXED_C)
