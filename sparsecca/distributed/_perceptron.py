@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import PerceptronShard
+from ._mixing import add_partials, local_orders, owners
 from ._partitioned import PartitionedCorpus, import_dask, tree_reduce
 from ._tagging import _shared, count_partitions
 from ._views import in_partition
@@ -67,11 +68,6 @@ def _epoch(shard, order, weights, by_updates):
     mu = float(out.n_wrong) if by_updates else float(out.n_visits > 0)
     return ([mu * w for w in (out.emit, out.bigram, out.trigram)], mu,
             [out.emit_sum, out.bigram_sum, out.trigram_sum], out.n_visits, out.n_wrong)
-
-
-def _add(a, b):
-    return ([x + y for x, y in zip(a[0], b[0])], a[1] + b[1],
-            [x + y for x, y in zip(a[2], b[2])], a[3] + b[3], a[4] + b[4])
 
 
 def fit_perceptron_mixing(parts: PartitionedCorpus, tagger, rng):
@@ -108,17 +104,17 @@ def fit_perceptron_mixing(parts: PartitionedCorpus, tagger, rng):
 def _epochs(shards, sizes, orders, shape, by_updates):
     dask = import_dask()
     epoch = dask.delayed(_epoch, pure=True)
-    bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    owner, local = owners(np.reshape(sizes, (-1, 1)))
     n_pairs, S, n_tri = shape
     w = [np.zeros(n_pairs), np.zeros(S * S), np.zeros(n_tri)]
     total = [np.zeros_like(x) for x in w]
     seen = 0
     for perm in orders:
         # each shard visits its sentences in the order of the whole corpus's permutation
-        local = [perm[(perm >= a) & (perm < b)] - a for a, b in zip(bounds[:-1], bounds[1:])]
+        by_part = local_orders(perm, owner, local, len(shards))
         weights = _shared(w)
         (mixed, mu, sums, visits, wrong), = dask.compute(tree_reduce(
-            [epoch(s, o, weights, by_updates) for s, o in zip(shards, local)], _add))
+            [epoch(s, o, weights, by_updates) for s, o in zip(shards, by_part)], add_partials))
         if mu > 0:
             w = [x / mu for x in mixed]
         total = [t + x for t, x in zip(total, sums)]

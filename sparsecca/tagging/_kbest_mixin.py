@@ -40,6 +40,22 @@ def is_partitioned(corpus) -> bool:
         getattr(corpus, "_tagger_nbest", None))
 
 
+#: the ``partitioned_fit`` and ``mixing_weights`` values of the taggers trainable by
+#: parameter mixing (:class:`~sparsecca.tagging.PerceptronTagger`,
+#: :class:`~sparsecca.tagging.MMSTagger`)
+PARTITIONED_FITS = ("gather", "mixing")
+MIXING_WEIGHTS = ("uniform", "updates")
+
+
+def check_partitioned_fit(estimator) -> None:
+    """Validate an estimator's ``partitioned_fit`` and ``mixing_weights``."""
+    for name, allowed in (("partitioned_fit", PARTITIONED_FITS),
+                          ("mixing_weights", MIXING_WEIGHTS)):
+        value = getattr(estimator, name)
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
+
 def gathered(corpus):
     """A partitioned corpus gathered in memory (on the driver); any other object as it is."""
     return corpus.gather() if is_partitioned(corpus) else corpus

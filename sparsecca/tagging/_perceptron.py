@@ -51,7 +51,7 @@ from ..data import TaggedCorpus
 from ..features import ContextFeatures
 from ..kernels import best_sequences, dense_trigrams, structured_perceptron
 from ._hmm import _check_corpus
-from ._kbest_mixin import is_partitioned
+from ._kbest_mixin import check_partitioned_fit, is_partitioned
 from ._lattice import (
     _BLOCK_CELLS,
     BaseLatticeTagger,
@@ -61,9 +61,6 @@ from ._lattice import (
 )
 
 __all__ = ["PerceptronTagger"]
-
-_PARTITIONED_FITS = ("gather", "mixing")
-_MIXING_WEIGHTS = ("uniform", "updates")
 
 
 class PerceptronTagger(BaseLatticeTagger):
@@ -195,11 +192,7 @@ class PerceptronTagger(BaseLatticeTagger):
             check_int("patience", self.patience, 1)
         check_bool("progress", self.progress)
         check_bool("parallel", self.parallel)
-        for name, allowed in (("partitioned_fit", _PARTITIONED_FITS),
-                              ("mixing_weights", _MIXING_WEIGHTS)):
-            value = getattr(self, name)
-            if not isinstance(value, str) or value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        check_partitioned_fit(self)
 
     # ------------------------------------------------------------------ training
     def fit(self, corpus, y=None, dev: TaggedCorpus | None = None):
