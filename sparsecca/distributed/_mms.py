@@ -20,9 +20,12 @@ Stages (every partition stays where it lives; only counts, keys and weights move
 6. each epoch: every partition runs one :func:`~sparsecca.kernels.psl_epoch` over its
    samples from the mixed weights ``w``, visiting them in the order the epoch's permutation
    of all samples (the in-memory fit's draws) gives; the driver mixes the partitions' final
-   weights, ``w = sum_i (mu_i / sum_j mu_j) w_i`` with ``mu_i`` 1 for every partition with a
-   sample (``mixing_weights="uniform"``) or its number of updates in the epoch
-   (``"updates"``; an epoch without any update leaves ``w`` as it was).
+   weights cluster by cluster (the clusters share no weights: each is a perceptron of its
+   own), ``w_c = sum_i (mu_ic / sum_j mu_jc) w_ic`` with ``mu_ic`` 1 for every partition
+   with a sample of cluster ``c`` (``mixing_weights="uniform"``) or its number of updates
+   in the cluster in the epoch (``"updates"``; a cluster without any update keeps its
+   ``w_c``).  A partition without samples of a cluster thus takes no part in its mixing
+   (its block there is the previous mixed one, which would only dilute the others').
 
 Averaging: the averaged block of cluster ``c`` after epoch ``n`` is the mean of every weight
 block the cluster held after one of its samples, over the partitions and epochs ``1..n``
@@ -145,7 +148,7 @@ def fit_mms_mixing(parts: PartitionedCorpus, tagger):
 # ---------------------------------------------------------------------- the epochs
 def _epoch(shard, previous, order, w0, eta):
     """A partition's epoch from the mixed weights ``w0`` after its ``previous`` one (None
-    before the first): its state ``(w, u, counts)`` and ``(visits, updates)``."""
+    before the first): its state ``(w, u, counts)`` and its updates in each cluster."""
     if previous is None:
         u, counts = np.zeros_like(w0), np.zeros(shard.per_cluster.size, dtype=np.int64)
     else:
@@ -153,16 +156,17 @@ def _epoch(shard, previous, order, w0, eta):
         u = u + np.repeat(counts, shard.block_sizes) * (w0 - w_prev)  # the jump to w0
         counts = counts.copy()
     w = w0.copy()
-    n_updates = psl_epoch(order, *shard.args, eta, w, u, counts, check=previous is None)
-    return (w, u, counts), (int(order.size), n_updates)
+    updates = np.zeros_like(counts)
+    psl_epoch(order, *shard.args, eta, w, u, counts, check=previous is None, updates=updates)
+    return (w, u, counts), updates
 
 
 def _terms(shard, result, share, n_seen):
-    """A partition's terms of the mixed weights and of the averages (``n_seen``: every
-    cluster's visits over all partitions)."""
+    """A partition's terms of the mixed weights (``share``: its share in each cluster) and
+    of the averages (``n_seen``: every cluster's visits over all partitions)."""
     w, u, counts = result[0]
     avg_share = np.repeat(counts / np.maximum(n_seen, 1), shard.block_sizes)
-    return share * w, avg_share * w, u
+    return np.repeat(share, shard.block_sizes) * w, avg_share * w, u
 
 
 class _Mixing:
@@ -172,10 +176,22 @@ class _Mixing:
     def __init__(self, shards, sizes, tagger):
         self.shards = shards
         self.owner, self.local = owners([blocks for blocks, _ in sizes])
+        self.has_samples = np.stack([per > 0 for _, per in sizes]).astype(np.float64)
         self.per_cluster = sum(per for _, per in sizes)
         self.block_sizes = np.diff(tagger.woff_)
         self.average = bool(tagger.average)
         self.by_updates = tagger.mixing_weights == "updates"
+
+    def _shares(self, states):
+        """Each partition's share of every cluster's mixed block, and the clusters mixed."""
+        dask = import_dask()
+        if self.by_updates:
+            mu = np.stack(dask.compute(*[dask.delayed(_item, pure=True)(st, 1)
+                                         for st in states])).astype(np.float64)
+        else:
+            mu = self.has_samples
+        total = mu.sum(axis=0)
+        return mu / np.where(total > 0, total, 1.0), total > 0
 
     def __call__(self, eta, n_iter, rng, on_epoch=None):
         dask = import_dask()
@@ -190,15 +206,12 @@ class _Mixing:
             w_shared = _shared(w)
             states = dask.persist(*[delayed(_epoch, pure=True)(s, st, o, w_shared, eta)
                                     for s, st, o in zip(self.shards, states, by_part)])
-            stats = dask.compute(*[delayed(_item, pure=True)(st, 1) for st in states])
-            mu = np.array([k if self.by_updates else float(v > 0) for v, k in stats], float)
-            share = mu / mu.sum() if mu.sum() > 0 else np.zeros_like(mu)
+            share, mixed_clusters = self._shares(states)
             n_seen = e * self.per_cluster
             (mixed, avg_w, u), = dask.compute(tree_reduce(
                 [delayed(_terms, pure=True)(s, st, m, n_seen)
                  for s, st, m in zip(self.shards, states, share)], add_partials))
-            if mu.sum() > 0:
-                w = mixed
+            w = np.where(np.repeat(mixed_clusters, self.block_sizes), mixed, w)
             if on_epoch is not None or e == n_iter:
                 n_rep = np.repeat(np.maximum(n_seen, 1).astype(np.float64), self.block_sizes)
                 weights = avg_w - u / n_rep if self.average else w.copy()

@@ -46,7 +46,7 @@ def _group_by_cluster(order, s_cluster, n_clusters):
 
 @numba.njit(**JIT_SERIAL)
 def _psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl_tags, woff,
-               distance, eta, w, u, counts, scratch):
+               distance, eta, w, u, counts, updates, scratch):
     # clusters share no weights: visiting the samples cluster by cluster, each cluster's in
     # the order given, makes the very same steps with one weight block in cache at a time
     grouped = _group_by_cluster(order, s_cluster, cl_indptr.size - 1)
@@ -79,6 +79,8 @@ def _psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, c
         n = counts[c]
         if scratch[g] < best:
             n_updates += 1
+            if updates.size:
+                updates[c] += 1
             for q in range(x_indptr[s], x_indptr[s + 1]):
                 row = base + x_local[q] * C
                 d = eta * x_data[q]
@@ -189,7 +191,7 @@ def _check_clusters(cl_indptr, cl_tags, woff, w, n_labels=None):
 
 
 def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl_tags, woff,
-              distance, eta, w, u, counts, *, check=True):
+              distance, eta, w, u, counts, *, check=True, updates=None):
     """One pass of perceptron-based structured learning over the samples in ``order``.
 
     Updates ``w``, ``u`` and ``counts`` in place.
@@ -223,6 +225,8 @@ def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl
     check : bool, default True
         Validate and convert the arguments.  False trusts them: for the later epochs of a
         training loop whose first call was checked (the same arrays, a new ``order``).
+    updates : int64 array, shape (n_clusters,), optional
+        Incremented, in place, by the updates made in each cluster.
 
     Returns
     -------
@@ -299,12 +303,17 @@ def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl
         counts = np.asarray(counts)
         if counts.dtype != np.int64 or counts.shape != (n_clusters,):
             raise TypeError(f"counts must be an int64 array of shape ({n_clusters},)")
+        if updates is not None and (not isinstance(updates, np.ndarray)
+                                    or updates.dtype != np.int64
+                                    or updates.shape != (n_clusters,)):
+            raise TypeError(f"updates must be an int64 array of shape ({n_clusters},)")
     else:
         eta = float(eta)
         C = np.diff(cl_indptr)
     scratch = np.zeros(max(1, int(C.max()) if C.size else 1))
     return int(_psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr,
-                          cl_tags, woff, distance, eta, w, u, counts, scratch))
+                          cl_tags, woff, distance, eta, w, u, counts,
+                          np.zeros(0, np.int64) if updates is None else updates, scratch))
 
 
 def psl_average(w, u, woff, counts):
