@@ -1,17 +1,19 @@
-"""PerceptronTagger on a partitioned corpus: iterative parameter mixing against gathering the
-corpus on the driver, side by side on a LocalCluster (#35).
+"""A tagger on a partitioned corpus: iterative parameter mixing against gathering the corpus
+on the driver, side by side on a LocalCluster (#35); ``--tagger perceptron``
+(:class:`PerceptronTagger`, the default) or ``mms`` (:class:`MMSTagger`).
 
 en-brown train (UPOS) split into ``--partitions`` sentence-contiguous partitions, persisted on
 a LocalCluster of two single-threaded worker processes.  Fits alternate between
 ``partitioned_fit="gather"`` (the corpus gathered, the in-memory training on the driver) and
 ``partitioned_fit="mixing"`` (one epoch per partition on the workers, mixed on the driver),
 ``--repeat`` pairs.  Prints the median fit time of each, the median and range of the
-pairwise ratios mixing / gather, and the test accuracy of each model (en-brown test).
+pairwise ratios mixing / gather, and the test accuracy of each model (en-brown test; for the
+MMS tagger also on the test tokens of words unseen in training).
 
 Usage::
 
-    python benchmarks/perceptron_mixing.py [--sentences N] [--n-iter 10] [--partitions 4]
-        [--mixing-weights uniform] [--repeat 1]
+    python benchmarks/perceptron_mixing.py [--tagger perceptron] [--sentences N]
+        [--n-iter 10] [--partitions 4] [--mixing-weights uniform] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -26,14 +28,17 @@ from _data_check import require  # noqa: E402  (benchmarks/ is the script's dir)
 
 from sparsecca.data import read_conllu
 from sparsecca.distributed import PartitionedCorpus
-from sparsecca.tagging import PerceptronTagger
+from sparsecca.tagging import MMSTagger, PerceptronTagger
 
 BROWN = Path(__file__).resolve().parents[2] / "shared" / "data" / "en-brown"
 
 
+TAGGERS = {"perceptron": PerceptronTagger, "mms": MMSTagger}
+
+
 def _fit(parts, how, args):
-    model = PerceptronTagger(n_iter=args.n_iter, partitioned_fit=how,
-                             mixing_weights=args.mixing_weights)
+    model = TAGGERS[args.tagger](n_iter=args.n_iter, partitioned_fit=how,
+                                 mixing_weights=args.mixing_weights)
     t = time.perf_counter()
     model.fit(parts)
     return time.perf_counter() - t, model
@@ -41,6 +46,7 @@ def _fit(parts, how, args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tagger", default="perceptron", choices=sorted(TAGGERS))
     ap.add_argument("--sentences", type=int, default=None,
                     help="keep the first N training sentences (default: all)")
     ap.add_argument("--n-iter", type=int, default=10)
@@ -58,7 +64,8 @@ def main(argv=None):
     if args.sentences is not None:
         train = train[:args.sentences]
     test = read_conllu(BROWN / "test.conllu.gz", tags="upos")
-    print(f"en-brown train: {train.n_sentences} sentences, {train.n_tokens} tokens; "
+    print(f"{TAGGERS[args.tagger].__name__}; "
+          f"en-brown train: {train.n_sentences} sentences, {train.n_tokens} tokens; "
           f"{args.partitions} partitions; {args.n_iter} epochs; test {test.n_tokens} tokens")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0", silence_logs=logging.ERROR) as cl, \
@@ -73,12 +80,15 @@ def main(argv=None):
                 print(f"  pair {r + 1}: {how} {t:.2f} s", flush=True)
         ratios = np.array(times["mixing"]) / np.array(times["gather"])
         print()
-        print("| fit | median time (s) | test accuracy | train errors, last epoch |")
+        last = ("train errors, last epoch" if args.tagger == "perceptron"
+                else "test accuracy, unknown words")
+        print(f"| fit | median time (s) | test accuracy | {last} |")
         print("|---|---:|---:|---:|")
         for how in ("gather", "mixing"):
             m = models[how]
-            print(f"| {how} | {np.median(times[how]):.2f} | {m.score(test):.4f} | "
-                  f"{m.train_errors_[-1]} |")
+            extra = (m.train_errors_[-1] if args.tagger == "perceptron"
+                     else f"{m.score(test, tokens='unknown'):.4f}")
+            print(f"| {how} | {np.median(times[how]):.2f} | {m.score(test):.4f} | {extra} |")
         print(f"\nmixing / gather: median {np.median(ratios):.2f} "
               f"(pairs {ratios.min():.2f}-{ratios.max():.2f})")
 
