@@ -13,7 +13,7 @@ MMS tagger also on the test tokens of words unseen in training).
 Usage::
 
     python benchmarks/perceptron_mixing.py [--tagger perceptron] [--sentences N]
-        [--n-iter 10] [--partitions 4] [--mixing-weights uniform] [--repeat 1]
+        [--n-iter 10] [--partitions 4] [--mixing-weights uniform] [--repeat 1] [--dev]
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ BROWN = Path(__file__).resolve().parents[2] / "shared" / "data" / "en-brown"
 TAGGERS = {"perceptron": PerceptronTagger, "mms": MMSTagger}
 
 
-def _fit(parts, how, args):
+def _fit(parts, how, args, dev):
     model = TAGGERS[args.tagger](n_iter=args.n_iter, partitioned_fit=how,
                                  mixing_weights=args.mixing_weights)
     t = time.perf_counter()
-    model.fit(parts)
+    model.fit(parts, dev=dev)
     return time.perf_counter() - t, model
 
 
@@ -53,20 +53,26 @@ def main(argv=None):
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--mixing-weights", default="uniform", choices=["uniform", "updates"])
     ap.add_argument("--repeat", type=int, default=1, help="alternating pairs")
+    ap.add_argument("--dev", action="store_true",
+                    help="fit with en-brown dev (the best epoch; for the MMS tagger also the "
+                         "k-best temperature)")
     args = ap.parse_args(argv)
     if min(args.repeat, args.partitions, args.n_iter, args.sentences or 1) < 1:
         ap.error(f"--repeat, --partitions, --n-iter and --sentences must be >= 1, got "
                  f"{args.repeat}, {args.partitions}, {args.n_iter} and {args.sentences}")
-    require(BROWN / "train.conllu.gz", BROWN / "test.conllu.gz")
+    require(BROWN / "train.conllu.gz", BROWN / "test.conllu.gz",
+            *([BROWN / "dev.conllu.gz"] if args.dev else []))
     import distributed
 
     train = read_conllu(BROWN / "train.conllu.gz", tags="upos")
     if args.sentences is not None:
         train = train[:args.sentences]
     test = read_conllu(BROWN / "test.conllu.gz", tags="upos")
+    dev = read_conllu(BROWN / "dev.conllu.gz", tags="upos") if args.dev else None
     print(f"{TAGGERS[args.tagger].__name__}; "
           f"en-brown train: {train.n_sentences} sentences, {train.n_tokens} tokens; "
-          f"{args.partitions} partitions; {args.n_iter} epochs; test {test.n_tokens} tokens")
+          f"{args.partitions} partitions; {args.n_iter} epochs; "
+          f"dev {dev.n_tokens if args.dev else 'none'}; test {test.n_tokens} tokens")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0", silence_logs=logging.ERROR) as cl, \
             distributed.Client(cl):
@@ -75,7 +81,7 @@ def main(argv=None):
         models = {}
         for r in range(args.repeat):
             for how in (("gather", "mixing") if r % 2 == 0 else ("mixing", "gather")):
-                t, models[how] = _fit(parts, how, args)
+                t, models[how] = _fit(parts, how, args, dev)
                 times[how].append(t)
                 print(f"  pair {r + 1}: {how} {t:.2f} s", flush=True)
         ratios = np.array(times["mixing"]) / np.array(times["gather"])

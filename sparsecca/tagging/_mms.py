@@ -17,6 +17,9 @@ model keeps each cluster's weights averaged over its own steps (``average=True``
 paper's final weights with ``average=False``).  With a ``dev`` corpus the learning rate (from
 a grid) and the number of epochs are chosen by dev accuracy, as the paper's early stopping
 does by cross-validation.
+On a partitioned corpus, ``partitioned_fit="mixing"`` trains by iterative parameter mixing
+(McDonald, Hall and Mann 2010), cluster by cluster, where the partitions live (see
+``sparsecca.distributed._mms``).
 
 Features (the paper's Table 2): position-specific word n-grams in a window of ``window``
 words on each side: the lowercased words at offsets ``-window..-1`` and ``1..window``, the

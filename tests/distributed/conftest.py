@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from sparsecca.data import read_conllu
@@ -22,3 +23,18 @@ def sequoia(shared_data, tmp_path_factory):
                                    partition_size=path.stat().st_size // 5 + 1)
     return (parts, read_conllu(path, tags="upos"),
             read_conllu(shared_data / "fr-sequoia" / "test.conllu", tags="upos"))
+
+
+@pytest.fixture
+def assert_same_state():
+    """A check that two saved states (``_get_state()``'s ``extra`` and ``arrays``) are equal,
+    array by array (dtype and values)."""
+
+    def check(extra_a, arrays_a, extra_b, arrays_b):
+        assert extra_a == extra_b
+        assert arrays_a.keys() == arrays_b.keys()
+        for name, value in arrays_a.items():
+            assert value.dtype == arrays_b[name].dtype, name
+            np.testing.assert_array_equal(value, arrays_b[name], name)
+
+    return check

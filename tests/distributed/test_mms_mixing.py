@@ -122,7 +122,7 @@ def test_two_stage_jackknife_on_the_workers_is_the_in_memory_one(client):
     dict(n_iter=3, average=False, mixing_weights="updates"),
     dict(n_iter=2, two_stage=True, min_environment=2),
 ])
-def test_one_partition_is_the_in_memory_fit(client, params):
+def test_one_partition_is_the_in_memory_fit(client, assert_same_state, params):
     corpus = synthetic_corpus(160, random_state=1)
     train, dev = corpus[:120], corpus[120:]
     fit_params = {k: v for k, v in params.items() if k != "mixing_weights"}
@@ -135,11 +135,8 @@ def test_one_partition_is_the_in_memory_fit(client, params):
             "mixing_weights": params.get("mixing_weights", "uniform")} == pb
     if "first" in extra_a:  # the first pass's parameters differ the same way
         extra_a["first"]["params"]["partitioned_fit"] = "mixing"
-    assert extra_a == extra_b  # eta, best epoch, beta, dev scores
-    assert arrays_a.keys() == arrays_b.keys()
-    for name, value in arrays_a.items():
-        assert value.dtype == arrays_b[name].dtype, name
-        np.testing.assert_array_equal(value, arrays_b[name], name)
+    # extra: eta, best epoch, beta, dev scores
+    assert_same_state(extra_a, arrays_a, extra_b, arrays_b)
 
 
 @pytest.mark.slow

@@ -154,7 +154,7 @@ def test_mixing_equals_a_pure_python_reference(client, beam, mixing):
 
 
 @pytest.mark.parametrize("beam, mixing", [(5, "uniform"), (0, "updates")])
-def test_one_partition_is_the_in_memory_fit(client, beam, mixing):
+def test_one_partition_is_the_in_memory_fit(client, assert_same_state, beam, mixing):
     corpus = synthetic_corpus(200, random_state=1)
     train, dev = corpus[:150], corpus[150:]
     params = dict(n_iter=6, beam=beam, patience=2, random_state=3)
@@ -164,11 +164,8 @@ def test_one_partition_is_the_in_memory_fit(client, beam, mixing):
     (pa, arrays_a, extra_a), (pb, arrays_b, extra_b) = memory._get_state(), mixed._get_state()
     assert (pa["partitioned_fit"], pb["partitioned_fit"]) == ("gather", "mixing")
     assert ({**pa, "partitioned_fit": "mixing", "mixing_weights": mixing} == pb)
-    assert extra_a == extra_b  # epochs run, best epoch, train errors, dev scores
-    assert arrays_a.keys() == arrays_b.keys()
-    for name, value in arrays_a.items():
-        assert value.dtype == arrays_b[name].dtype, name
-        np.testing.assert_array_equal(value, arrays_b[name], name)
+    # extra: epochs run, best epoch, train errors, dev scores
+    assert_same_state(extra_a, arrays_a, extra_b, arrays_b)
 
 
 @pytest.mark.slow
