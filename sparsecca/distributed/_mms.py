@@ -162,11 +162,15 @@ def _epoch(shard, previous, order, w0, eta):
 
 
 def _terms(shard, result, share, n_seen):
-    """A partition's terms of the mixed weights (``share``: its share in each cluster) and
-    of the averages (``n_seen``: every cluster's visits over all partitions)."""
+    """A partition's terms of the mixed weights (``share``: its share in each cluster) and,
+    unless ``n_seen`` is None, of the averages (``n_seen``: every cluster's visits over all
+    partitions)."""
     w, u, counts = result[0]
+    mixed = np.repeat(share, shard.block_sizes) * w
+    if n_seen is None:
+        return (mixed,)
     avg_share = np.repeat(counts / np.maximum(n_seen, 1), shard.block_sizes)
-    return np.repeat(share, shard.block_sizes) * w, avg_share * w, u
+    return mixed, avg_share * w, u
 
 
 class _Mixing:
@@ -208,13 +212,16 @@ class _Mixing:
                                     for s, st, o in zip(self.shards, states, by_part)])
             share, mixed_clusters = self._shares(states)
             n_seen = e * self.per_cluster
-            (mixed, avg_w, u), = dask.compute(tree_reduce(
-                [delayed(_terms, pure=True)(s, st, m, n_seen)
+            averaged = self.average and (on_epoch is not None or e == n_iter)
+            (mixed, *avg), = dask.compute(tree_reduce(
+                [delayed(_terms, pure=True)(s, st, m, n_seen if averaged else None)
                  for s, st, m in zip(self.shards, states, share)], add_partials))
             w = np.where(np.repeat(mixed_clusters, self.block_sizes), mixed, w)
-            if on_epoch is not None or e == n_iter:
+            if averaged:  # the sum of the partitions' avg_share * w, and of their u
                 n_rep = np.repeat(np.maximum(n_seen, 1).astype(np.float64), self.block_sizes)
-                weights = avg_w - u / n_rep if self.average else w.copy()
+                weights = avg[0] - avg[1] / n_rep
+            elif on_epoch is not None or e == n_iter:
+                weights = w.copy()
             if on_epoch is not None:
                 on_epoch(e, weights)
         return weights

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sparsecca._params import check_random_state
-from sparsecca.data import synthetic_corpus
+from sparsecca.data import read_conllu, synthetic_corpus
 from sparsecca.distributed import PartitionedCorpus
 from sparsecca.tagging import MMSTagger
 
@@ -140,22 +140,23 @@ def test_one_partition_is_the_in_memory_fit(client, assert_same_state, params):
 
 
 @pytest.mark.slow
-def test_sequoia_accuracy_near_the_in_memory_fit(client, sequoia):
+def test_sequoia_accuracy_near_the_in_memory_fit(client, sequoia, shared_data):
     parts, train, test = sequoia
     parts = parts.persist()
-    memory = MMSTagger().fit(train)
+    dev = read_conllu(shared_data / "fr-sequoia" / "dev.conllu", tags="upos")
+    memory = MMSTagger().fit(train, dev=dev)
     acc = {"memory": memory.score(test)}
     for mixing in ("uniform", "updates"):
-        model = MMSTagger(partitioned_fit="mixing", mixing_weights=mixing).fit(parts)
+        model = MMSTagger(partitioned_fit="mixing", mixing_weights=mixing).fit(parts, dev=dev)
         np.testing.assert_array_equal(model.feature_keys_, memory.feature_keys_)
         acc[mixing] = model.score(test)
-    # measured (10 epochs, 5 partitions): in memory 0.9654, mixing uniform 0.9566, updates
-    # 0.9568; with 20 epochs 0.9665, 0.9592 and 0.9602.  The loss is on unknown words
-    # (0.851 in memory, 0.831 with 2 partitions, 0.801 with 5; known words 0.986, 0.985,
-    # 0.983): the rare-word and environment clusters have samples in every partition, and
-    # mixing averages their partitions' steps.  The margin: 1.2 points at 10 epochs.
+    # measured (10 epochs, 5 partitions, the temperature chosen on dev): in memory 0.9678,
+    # mixing uniform 0.9655, updates 0.9634.  Without dev (temperature 1/2) 0.9654, 0.9566
+    # and 0.9568: the mixed weights, means of the partitions' blocks, are smaller (about half
+    # the norm on en-brown), and the fixed temperature then gives the transitions too much
+    # weight, most of all on unknown words.  The margin: 0.6 points with dev.
     for mixing in ("uniform", "updates"):
-        assert acc[mixing] > acc["memory"] - 0.012, acc
+        assert acc[mixing] > acc["memory"] - 0.006, acc
 
 
 def test_mixing_on_an_in_memory_corpus_is_the_in_memory_fit():
