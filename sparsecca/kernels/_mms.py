@@ -190,6 +190,22 @@ def _check_clusters(cl_indptr, cl_tags, woff, w, n_labels=None):
     return cl_indptr, cl_tags, woff, w
 
 
+def _check_state(eta, w, u, counts, updates, n_clusters):
+    """The learning rate and the in-place arrays of :func:`psl_epoch`, validated."""
+    eta = check_float("eta", eta, 0.0, strict=True)
+    u = np.asarray(u)
+    if u.dtype != np.float64 or u.shape != w.shape or not u.flags.c_contiguous:
+        raise TypeError(f"u must be a contiguous float64 array of shape {w.shape}")
+    counts = np.asarray(counts)
+    if counts.dtype != np.int64 or counts.shape != (n_clusters,):
+        raise TypeError(f"counts must be an int64 array of shape ({n_clusters},)")
+    if updates is not None and (not isinstance(updates, np.ndarray)
+                                or updates.dtype != np.int64
+                                or updates.shape != (n_clusters,)):
+        raise TypeError(f"updates must be an int64 array of shape ({n_clusters},)")
+    return eta, u, counts
+
+
 def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl_tags, woff,
               distance, eta, w, u, counts, *, check=True, updates=None):
     """One pass of perceptron-based structured learning over the samples in ``order``.
@@ -296,17 +312,7 @@ def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl
             rows = np.repeat(np.arange(n), np.diff(x_indptr))
             if np.any(x_local < 0) or np.any(x_local >= nf[s_cluster[rows]]):
                 raise ValueError("x_local must index a feature row of the sample's cluster")
-        eta = check_float("eta", eta, 0.0, strict=True)
-        u = np.asarray(u)
-        if u.dtype != np.float64 or u.shape != w.shape or not u.flags.c_contiguous:
-            raise TypeError(f"u must be a contiguous float64 array of shape {w.shape}")
-        counts = np.asarray(counts)
-        if counts.dtype != np.int64 or counts.shape != (n_clusters,):
-            raise TypeError(f"counts must be an int64 array of shape ({n_clusters},)")
-        if updates is not None and (not isinstance(updates, np.ndarray)
-                                    or updates.dtype != np.int64
-                                    or updates.shape != (n_clusters,)):
-            raise TypeError(f"updates must be an int64 array of shape ({n_clusters},)")
+        eta, u, counts = _check_state(eta, w, u, counts, updates, n_clusters)
     else:
         eta = float(eta)
         C = np.diff(cl_indptr)
