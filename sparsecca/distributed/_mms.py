@@ -44,8 +44,6 @@ import numpy as np
 from ..data import Vocabulary
 from ..kernels import psl_epoch
 from ..tagging import clone
-from ..tagging._hmm_counts import _sum_by_key
-from ..tagging._mms import _POS_FOLDS
 from ._mixing import add_partials, local_orders, owners
 from ._partitioned import PartitionedCorpus, import_dask, tree_reduce
 from ._tagging import _fit_selection, _shared, count_partitions
@@ -78,10 +76,6 @@ def _keys(part, tagger, pred):
     lower_ids, keys = tagger._token_keys(part, pred)
     return (lower_ids, keys, tagger._rare_environments(part, lower_ids),
             tagger._feature_key_set(keys))
-
-
-def _merge_environments(a, b):
-    return _sum_by_key(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
 
 
 def _samples(part, keyed, tagger):
@@ -123,7 +117,7 @@ def fit_mms_mixing(parts: PartitionedCorpus, tagger):
     keyed = dask.persist(*[task(i, _keys, p, shared, t)
                            for i, (p, t) in enumerate(zip(parts.partitions, pred))])
     env, fkeys = dask.compute(
-        tree_reduce([item(k, 2) for k in keyed], _merge_environments),
+        tree_reduce([item(k, 2) for k in keyed], tagger._merge_environments),
         tree_reduce([item(k, 3) for k in keyed], np.union1d))
     tagger._set_environments(*env)
     tagger.feature_keys_ = fkeys
@@ -248,9 +242,8 @@ def _jackknife(parts, tagger, sizes):
     """Stage 2: each partition's jackknifed first-pass tags (persisted), in ``tags_``."""
     dask = import_dask()
     delayed = dask.delayed
-    n = int(sum(sizes))
-    n_folds = min(_POS_FOLDS, max(n, 1))
-    fold = np.arange(n) % n_folds
+    fold = tagger._pos_folds(int(sum(sizes)))
+    n_folds = int(fold.max()) + 1 if fold.size else 0
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     local = [fold[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     final = tagger.tags_

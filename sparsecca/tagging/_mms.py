@@ -434,10 +434,14 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
                 on_epoch(e, weights)
         return weights
 
+    @staticmethod
+    def _pos_folds(n):
+        """The first-pass fold of each of ``n`` training sentences."""
+        return np.arange(n) % min(_POS_FOLDS, max(n, 1))
+
     def _jackknife_tags(self, corpus, rng):
         """First-pass tags of the training tokens, each fold tagged by a model without it."""
-        n = corpus.n_sentences
-        fold = np.arange(n) % min(_POS_FOLDS, max(n, 1))
+        fold = self._pos_folds(corpus.n_sentences)
         out = np.zeros(corpus.n_tokens, dtype=np.int64)
         tags = Vocabulary(sorted(set(corpus.tags[i] for i in np.unique(corpus.tag_ids))))
         for f in np.unique(fold):

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from ..data import TaggedCorpus, Vocabulary
 from ._hmm import TrigramHMM
-from ._hmm_counts import HMMCounts, merge_counts
+from ._hmm_counts import HMMCounts, _sum_by_key, merge_counts
 from ._mms_distance import _check_distance_param, _is_ptb, ptb_distance
 
 _DIGITS = re.compile(r"[0-9]")
@@ -265,6 +265,11 @@ class _MMSSamplesMixin:
         keys, counts = np.unique(self._env_keys(lower_ids, corpus.offsets)[rare],
                                  return_counts=True)
         return keys, counts.astype(np.int64)
+
+    @staticmethod
+    def _merge_environments(a, b):
+        """The sum of two ``(keys, counts)`` of :meth:`_rare_environments`."""
+        return _sum_by_key(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
 
     def _set_environments(self, keys, counts):
         self.env_keys_ = keys[counts >= int(self.min_environment)].astype(np.int64)
