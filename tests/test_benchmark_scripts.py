@@ -228,10 +228,16 @@ def test_dask_solve_prints_the_ratio_and_both_fits(shared_data):
 
 @pytest.mark.shared_data
 @pytest.mark.slow
-def test_perceptron_mixing_prints_both_fits_and_the_ratio(shared_data):
-    text = _run("perceptron_mixing.py", "--sentences", 300, "--n-iter", 2, "--partitions", 2)
-    assert "en-brown train: 300 sentences" in text
-    assert "| fit | median time (s) | test accuracy | train errors, last epoch |" in text
+@pytest.mark.parametrize("tagger, name, last, dev", [
+    ("perceptron", "PerceptronTagger", "train errors, last epoch", ()),
+    ("mms", "MMSTagger", "test accuracy, unknown words", ("--dev",)),
+])
+def test_perceptron_mixing_prints_both_fits_and_the_ratio(shared_data, tagger, name, last, dev):
+    text = _run("perceptron_mixing.py", "--tagger", tagger, "--sentences", 300, "--n-iter", 2,
+                "--partitions", 2, *dev)
+    assert f"{name}; en-brown train: 300 sentences" in text
+    assert ("; dev none;" in text) != bool(dev)
+    assert f"| fit | median time (s) | test accuracy | {last} |" in text
     for how in ("gather", "mixing"):
         row = next(line for line in text.splitlines() if line.startswith(f"| {how} |"))
         assert 0.5 < float(row.split("|")[3]) <= 1.0

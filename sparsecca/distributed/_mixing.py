@@ -20,6 +20,12 @@ running weighted mean, so a single contributing shard's weights are kept as they
 Averaging (:func:`averaged_epochs`): after epoch ``n`` the mean of every weight vector a
 shard held after one of its visits, over the shards and epochs ``1..n`` (Collins' average
 along the shards' epochs one after the other).
+
+The MMS tagger (``distributed._mms``) mixes cluster by cluster and keeps each partition's
+state between epochs, so it runs its own loop on the same pieces: :func:`owners` and
+:func:`local_orders` (each partition's visiting order in an epoch's permutation of the whole
+corpus, for items laid out in blocks) and :func:`add_partials` (the tree sum of partial
+results).
 """
 
 from __future__ import annotations
@@ -27,16 +33,42 @@ from __future__ import annotations
 import numpy as np
 
 from ._partitioned import import_dask, tree_reduce
-from ._partitioned import shared as _shared
+from ._tagging import _shared
 
-__all__ = ["mix_epoch", "averaged_epochs", "local_orders"]
+__all__ = ["add_partials", "averaged_epochs", "local_orders", "mix_epoch", "owners"]
 
 
-def local_orders(perm, bounds):
-    """Each partition's sentences in the order of ``perm`` (a permutation of the whole
-    list), as local indices; ``bounds`` the partitions' first sentences and the total."""
-    perm = np.asarray(perm)
-    return [perm[(perm >= a) & (perm < b)] - a for a, b in zip(bounds[:-1], bounds[1:])]
+def owners(counts) -> tuple[np.ndarray, np.ndarray]:
+    """``(owner, local)`` of the items of a corpus laid out in blocks: ``counts[i][b]``
+    items of partition ``i`` in block ``b``, the corpus holding block 0 of every partition
+    (in partition order), then block 1, ...; item ``g`` is item ``local[g]`` of partition
+    ``owner[g]``, whose items run block by block.  One block: contiguous partitions."""
+    counts = np.asarray(counts, dtype=np.int64).reshape(len(counts), -1)
+    starts = np.cumsum(counts, axis=1) - counts  # a block's first local index
+    owner, local = [], []
+    for b in range(counts.shape[1]):
+        for i, n in enumerate(counts[:, b]):
+            owner.append(np.full(n, i, dtype=np.int64))
+            local.append(starts[i, b] + np.arange(n, dtype=np.int64))
+    empty = np.zeros(0, dtype=np.int64)
+    return (np.concatenate(owner) if owner else empty,
+            np.concatenate(local) if local else empty)
+
+
+def local_orders(perm, owner, local, n_parts) -> list:
+    """Each partition's local item indices in the order ``perm`` visits them (``owner``,
+    ``local``: :func:`owners`)."""
+    o = owner[perm]
+    by_part = perm[np.argsort(o, kind="stable")]
+    return np.split(local[by_part], np.cumsum(np.bincount(o, minlength=n_parts))[:-1])
+
+
+def add_partials(a, b):
+    """The sum of two partial results: numbers and arrays added, tuples and lists added
+    item by item."""
+    if isinstance(a, (tuple, list)):
+        return type(a)(add_partials(x, y) for x, y in zip(a, b))
+    return a + b
 
 
 def _step(shard, order, weights, run, by_updates, args):
@@ -90,8 +122,9 @@ def mix_epoch(shards, bounds, perm, weights, run, by_updates: bool, args=()):
     dask = import_dask()
     step = dask.delayed(_step, pure=True)
     shared = _shared(list(weights))
+    owner, local = owners(np.diff(np.asarray(bounds)).reshape(-1, 1))
     parts = [step(s, o, shared, run, by_updates, tuple(args))
-             for s, o in zip(shards, local_orders(perm, bounds))]
+             for s, o in zip(shards, local_orders(perm, owner, local, len(shards)))]
     (mixed, mu, sums, visits, count), = dask.compute(tree_reduce(parts, _add))
     return (mixed if mu > 0 else list(weights)), sums, visits, count
 

@@ -238,6 +238,14 @@ class PartitionedCorpus(Partitioned):
 
         return fit_perceptron_mixing(self, tagger, rng)
 
+    def _mms_mixing(self, tagger):
+        """An :class:`~sparsecca.tagging.MMSTagger`'s tables fitted on these partitions and
+        its training by iterative parameter mixing (its ``partitioned_fit="mixing"``; see
+        ``distributed._mms``)."""
+        from ._mms import fit_mms_mixing
+
+        return fit_mms_mixing(self, tagger)
+
     def _memm_objective(self, tagger):
         """An MEMM's training objective on these partitions (its ``fit`` calls it; see
         ``distributed._memm_fit``)."""

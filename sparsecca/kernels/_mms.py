@@ -46,7 +46,7 @@ def _group_by_cluster(order, s_cluster, n_clusters):
 
 @numba.njit(**JIT_SERIAL)
 def _psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl_tags, woff,
-               distance, eta, w, u, counts, scratch):
+               distance, eta, w, u, counts, updates, scratch):
     # clusters share no weights: visiting the samples cluster by cluster, each cluster's in
     # the order given, makes the very same steps with one weight block in cache at a time
     grouped = _group_by_cluster(order, s_cluster, cl_indptr.size - 1)
@@ -79,6 +79,8 @@ def _psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, c
         n = counts[c]
         if scratch[g] < best:
             n_updates += 1
+            if updates.size:
+                updates[c] += 1
             for q in range(x_indptr[s], x_indptr[s + 1]):
                 row = base + x_local[q] * C
                 d = eta * x_data[q]
@@ -188,8 +190,24 @@ def _check_clusters(cl_indptr, cl_tags, woff, w, n_labels=None):
     return cl_indptr, cl_tags, woff, w
 
 
+def _check_state(eta, w, u, counts, updates, n_clusters):
+    """The learning rate and the in-place arrays of :func:`psl_epoch`, validated."""
+    eta = check_float("eta", eta, 0.0, strict=True)
+    u = np.asarray(u)
+    if u.dtype != np.float64 or u.shape != w.shape or not u.flags.c_contiguous:
+        raise TypeError(f"u must be a contiguous float64 array of shape {w.shape}")
+    counts = np.asarray(counts)
+    if counts.dtype != np.int64 or counts.shape != (n_clusters,):
+        raise TypeError(f"counts must be an int64 array of shape ({n_clusters},)")
+    if updates is not None and (not isinstance(updates, np.ndarray)
+                                or updates.dtype != np.int64
+                                or updates.shape != (n_clusters,)):
+        raise TypeError(f"updates must be an int64 array of shape ({n_clusters},)")
+    return eta, u, counts
+
+
 def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl_tags, woff,
-              distance, eta, w, u, counts, *, check=True):
+              distance, eta, w, u, counts, *, check=True, updates=None):
     """One pass of perceptron-based structured learning over the samples in ``order``.
 
     Updates ``w``, ``u`` and ``counts`` in place.
@@ -223,6 +241,8 @@ def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl
     check : bool, default True
         Validate and convert the arguments.  False trusts them: for the later epochs of a
         training loop whose first call was checked (the same arrays, a new ``order``).
+    updates : int64 array, shape (n_clusters,), optional
+        Incremented, in place, by the updates made in each cluster.
 
     Returns
     -------
@@ -292,19 +312,14 @@ def psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr, cl
             rows = np.repeat(np.arange(n), np.diff(x_indptr))
             if np.any(x_local < 0) or np.any(x_local >= nf[s_cluster[rows]]):
                 raise ValueError("x_local must index a feature row of the sample's cluster")
-        eta = check_float("eta", eta, 0.0, strict=True)
-        u = np.asarray(u)
-        if u.dtype != np.float64 or u.shape != w.shape or not u.flags.c_contiguous:
-            raise TypeError(f"u must be a contiguous float64 array of shape {w.shape}")
-        counts = np.asarray(counts)
-        if counts.dtype != np.int64 or counts.shape != (n_clusters,):
-            raise TypeError(f"counts must be an int64 array of shape ({n_clusters},)")
+        eta, u, counts = _check_state(eta, w, u, counts, updates, n_clusters)
     else:
         eta = float(eta)
         C = np.diff(cl_indptr)
     scratch = np.zeros(max(1, int(C.max()) if C.size else 1))
     return int(_psl_epoch(order, s_cluster, s_gold, x_indptr, x_local, x_data, cl_indptr,
-                          cl_tags, woff, distance, eta, w, u, counts, scratch))
+                          cl_tags, woff, distance, eta, w, u, counts,
+                          np.zeros(0, np.int64) if updates is None else updates, scratch))
 
 
 def psl_average(w, u, woff, counts):

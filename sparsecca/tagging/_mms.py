@@ -17,6 +17,9 @@ model keeps each cluster's weights averaged over its own steps (``average=True``
 paper's final weights with ``average=False``).  With a ``dev`` corpus the learning rate (from
 a grid) and the number of epochs are chosen by dev accuracy, as the paper's early stopping
 does by cross-validation.
+On a partitioned corpus, ``partitioned_fit="mixing"`` trains by iterative parameter mixing
+(McDonald, Hall and Mann 2010), cluster by cluster, where the partitions live (see
+``sparsecca.distributed._mms``).
 
 Features (the paper's Table 2): position-specific word n-grams in a window of ``window``
 words on each side: the lowercased words at offsets ``-window..-1`` and ``1..window``, the
@@ -90,11 +93,18 @@ candidates exactly.
 from __future__ import annotations
 
 import copy
+import functools
 
 import numpy as np
-import scipy.sparse as sp
 
-from .._params import ParamsMixin, check_bool, check_float, check_int, check_random_state
+from .._params import (
+    ParamsMixin,
+    check_bool,
+    check_float,
+    check_int,
+    check_partitioned_fit,
+    check_random_state,
+)
 from .._persist import (
     ModelFormatError,
     PersistMixin,
@@ -112,11 +122,17 @@ from .._tagset import check_tagset
 from ..data import TaggedCorpus, Vocabulary
 from ..exceptions import NotFittedError
 from ..kernels import cluster_scores, kbest_viterbi, psl_average, psl_epoch, segment_first_max
-from ._hmm import TrigramHMM, _csr_rows
+from ._hmm import _csr_rows
 from ._hmm_counts import HMMCounts
-from ._kbest_mixin import KBestTaggerMixin, _check_corpus, gathered, saved_vocabularies
+from ._kbest_mixin import (
+    KBestTaggerMixin,
+    _check_corpus,
+    gathered,
+    is_partitioned,
+    saved_vocabularies,
+)
 from ._mms_distance import _check_distance_param, ptb_distance
-from ._mms_features import _SUFFIXES, _fold, _MMSSamplesMixin
+from ._mms_features import _MMSSamplesMixin
 
 __all__ = ["MMSTagger", "ptb_distance"]
 
@@ -169,6 +185,25 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
         every token's best candidate on its own ('token', the paper's classifier).
     random_state : int, numpy Generator, RandomState or None, default 0
         Seeds the sample order of every epoch.
+    partitioned_fit : {"gather", "mixing"}, default "gather"
+        How :meth:`fit` trains on a :class:`~sparsecca.distributed.PartitionedCorpus`
+        (an in-memory corpus ignores it).  ``"gather"``: the corpus is gathered on the driver
+        and trained on there.  ``"mixing"``: iterative parameter mixing (McDonald, Hall and
+        Mann 2010).  The tables (vocabularies, clusters, transitions, feature ids) come from
+        per-partition counts and keys merged by tree reduces (they equal those of the corpus
+        gathered); each partition's PSL samples are built and kept on its worker.  Each
+        epoch, every partition runs one PSL epoch over its own samples from the mixed
+        weights, visiting them in the order of the epoch's permutation of all samples (as
+        drawn in memory), and the driver mixes the partitions' final weights.  The averaged
+        weights of a cluster are the mean of every weight block it held after one of its
+        samples, over the partitions and the epochs so far; with one partition the fit is
+        the in-memory fit, weight for weight.  With ``two_stage``, the first pass's jackknife
+        folds are fitted on the workers (each fold's training sentences on one worker).
+    mixing_weights : {"uniform", "updates"}, default "uniform"
+        With ``partitioned_fit="mixing"``, each partition's share of the mixed weights:
+        equal for every partition that has a sample (``"uniform"``), or its number of
+        updates in the epoch (``"updates"``, the paper's error-weighted mixing; an epoch
+        without updates keeps the weights).
 
     Attributes
     ----------
@@ -230,11 +265,20 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
     >>> nb = model.nbest(test, k=5)
     >>> nb.oracle_accuracy() >= nb.top1_accuracy()
     True
+
+    Trained by parameter mixing over two partitions (on the active Dask scheduler):
+
+    >>> from sparsecca.distributed import PartitionedCorpus
+    >>> parts = PartitionedCorpus.from_corpus(train, 2)
+    >>> mixed = MMSTagger(n_iter=5, partitioned_fit="mixing").fit(parts)
+    >>> mixed.score(test) > 0.8
+    True
     """
 
     def __init__(self, distance="auto", eta=0.5, n_iter: int = 10, window: int = 2,
                  two_stage: bool = False, average: bool = True, rare_threshold: int = 5,
-                 min_environment: int = 30, decoder: str = "viterbi", random_state=0):
+                 min_environment: int = 30, decoder: str = "viterbi", random_state=0,
+                 partitioned_fit: str = "gather", mixing_weights: str = "uniform"):
         self.distance = distance
         self.eta = eta
         self.n_iter = n_iter
@@ -245,6 +289,8 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
         self.min_environment = min_environment
         self.decoder = decoder
         self.random_state = random_state
+        self.partitioned_fit = partitioned_fit
+        self.mixing_weights = mixing_weights
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
@@ -258,6 +304,7 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
         check_int("min_environment", self.min_environment, 1)
         if self.decoder not in ("viterbi", "token"):
             raise ValueError(f"decoder must be 'viterbi' or 'token', got {self.decoder!r}")
+        check_partitioned_fit(self)
 
     def _persist_params(self):
         params = self.get_params()
@@ -278,23 +325,25 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
         ----------
         corpus : TaggedCorpus or sparsecca.distributed.PartitionedCorpus
             Training sentences with tags; at least one token.  A partitioned corpus is
-            gathered on the driver and trained on there (the training is not a sum over
-            partitions; on a cluster, the folds of
-            :func:`~sparsecca.tagging.jackknife_nbest` are what runs in parallel).
+            gathered on the driver and trained on there, or with
+            ``partitioned_fit="mixing"`` trained partition by partition where the
+            partitions live (see that parameter).
         y : None
             Ignored (scikit-learn convention).
         dev : TaggedCorpus, optional
             Tagged sentences that choose the learning rate (from the ``eta`` grid), the
-            epoch and the k-best temperature by token accuracy.
+            epoch and the k-best temperature by token accuracy.  In memory on the driver,
+            also with ``partitioned_fit="mixing"``.
 
         Returns
         -------
         self
         """
         self._validate_params()
-        corpus = _check_corpus("corpus", gathered(corpus), need_tags=True)
-        if corpus.n_tokens == 0:
-            raise ValueError("corpus must contain at least one token, got an empty corpus")
+        if not (is_partitioned(corpus) and self.partitioned_fit == "mixing"):
+            corpus = _check_corpus("corpus", gathered(corpus), need_tags=True)
+            if corpus.n_tokens == 0:
+                raise ValueError("corpus must contain at least one token, got an empty corpus")
         if dev is not None:
             dev = _check_corpus("dev", dev, need_tags=True)
         rng = check_random_state(self.random_state)
@@ -309,14 +358,18 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
         return type(self)(**params)
 
     def _fit(self, corpus, dev, rng):
-        pred_train = pred_dev = None
+        pred_dev = None
         self.first_ = None
+        if is_partitioned(corpus):  # partitioned_fit="mixing": tables fitted, epochs to run
+            train = corpus._mms_mixing(self)
+        else:
+            pred_train = self._jackknife_tags(corpus, rng) if self.two_stage else None
+            train = functools.partial(self._psl_train,
+                                      self._training_samples(corpus, pred_train))
         if self.two_stage:
-            pred_train = self._jackknife_tags(corpus, rng)
             self.first_ = self._stage_one().fit(corpus, dev=dev)
             if dev is not None:
                 pred_dev = self.first_._predict(dev)
-        samples = self._training_samples(corpus, pred_train)
         dev_data = None
         if dev is not None:
             dev_data = self._prepare(dev, pred_dev)
@@ -327,8 +380,7 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
         best = None
         for eta in etas:
             if dev is None:
-                best = (0.0, eta, int(self.n_iter), self._psl_train(samples, eta,
-                                                                    int(self.n_iter), rng), [])
+                best = (0.0, eta, int(self.n_iter), train(eta, int(self.n_iter), rng), [])
                 continue
             scores = []
 
@@ -341,7 +393,7 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
                 if best is None or acc > best[0]:
                     best = (acc, eta, e, weights, scores)
 
-            self._psl_train(samples, eta, int(self.n_iter), rng, on_epoch)
+            train(eta, int(self.n_iter), rng, on_epoch)
         _, self.eta_, self.best_epoch_, self.weights_, self.dev_scores_ = best
         self.dev_scores_ = list(self.dev_scores_)
         self.beta_ = 2.0
@@ -352,22 +404,20 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
         """Fit the tables (vocabularies, clusters, transitions, feature ids, distances) and
         return the PSL samples ``(XS, s_cl, gold_pos, x_local)`` of the clusters with two
         candidates or more: feature rows (CSR), cluster, gold candidate position, local
-        feature row of every stored value."""
-        keys, (s_tok, s_cl) = self._fit_tables(corpus, pred_train)
-        self.distance_ = self._distance_for(corpus)
-        # samples: the rows of the training tokens in their clusters
-        tag_ids = corpus.tags.mapping_to(self.tags_)[corpus.tag_ids].astype(np.int64)
-        X_word, X_unk = self._features(corpus, pred_train, keys)
+        feature row of every stored value.  The steps are those of a partitioned corpus
+        (``sparsecca.distributed._mms``) with one partition."""
+        self._fit_vocabularies(HMMCounts.of_corpus(corpus))
+        self.distance_ = self._distance_for(corpus.tags)
+        lower_ids, keys = self._token_keys(corpus, pred_train)
+        self._set_environments(*self._rare_environments(corpus, lower_ids))
+        self.feature_keys_ = self._feature_key_set(keys)
+        s_tok, s_cl = self._samples(corpus, lower_ids)
+        self._set_clusters(self._cluster_pairs(corpus, s_tok, s_cl))
+        rows = self._sample_rows(corpus, keys, s_tok, s_cl)
         del keys
-        X = sp.vstack([X_word, X_unk]).tocsr()
-        rowsel = np.where(s_cl < len(self.words_), s_tok, s_tok + corpus.n_tokens)
-        XS = X[rowsel]
-        self._build_blocks(XS, s_cl)
-        gold_pos = self._gold_positions(s_cl, tag_ids[s_tok])
-        multi = np.diff(self.cl_indptr_)[s_cl] >= 2
-        XS, s_cl, gold_pos = XS[multi], s_cl[multi], gold_pos[multi]
-        x_local = self._local_rows(XS, s_cl)
-        return XS, s_cl, gold_pos, x_local
+        pairs = self._block_pairs(rows[0], rows[1])
+        self._set_blocks(pairs)
+        return self._psl_samples(rows, pairs)
 
     def _psl_train(self, samples, eta, n_iter, rng, on_epoch=None):
         """``n_iter`` PSL epochs from zero weights, each over the samples in a fresh random
@@ -390,10 +440,14 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
                 on_epoch(e, weights)
         return weights
 
+    @staticmethod
+    def _pos_folds(n):
+        """The first-pass fold of each of ``n`` training sentences."""
+        return np.arange(n) % min(_POS_FOLDS, max(n, 1))
+
     def _jackknife_tags(self, corpus, rng):
         """First-pass tags of the training tokens, each fold tagged by a model without it."""
-        n = corpus.n_sentences
-        fold = np.arange(n) % min(_POS_FOLDS, max(n, 1))
+        fold = self._pos_folds(corpus.n_sentences)
         out = np.zeros(corpus.n_tokens, dtype=np.int64)
         tags = Vocabulary(sorted(set(corpus.tags[i] for i in np.unique(corpus.tag_ids))))
         for f in np.unique(fold):
@@ -411,47 +465,6 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
         used = np.unique(corpus.tag_ids)
         final = Vocabulary([corpus.tags[i] for i in used])
         return tags.mapping_to(final)[out]
-
-    def _fit_tables(self, corpus, pred_tags):
-        tag_used, tag_ids = np.unique(corpus.tag_ids, return_inverse=True)
-        word_used, word_ids = np.unique(corpus.word_ids, return_inverse=True)
-        tag_items, word_items = corpus.tags.items, corpus.words.items  # (copies: once)
-        self.tags_ = Vocabulary([tag_items[i] for i in tag_used])
-        self.words_ = Vocabulary([word_items[i] for i in word_used])
-        T, V = len(self.tags_), len(self.words_)
-        self.word_counts_ = np.bincount(word_ids, minlength=V).astype(np.int64)
-        forms = self.words_.items
-        self.lower_ = Vocabulary(sorted({w.lower() for w in forms}))
-        self.suffixes_ = Vocabulary(sorted({f[-m:] for f in map(_fold, forms)
-                                            for m in _SUFFIXES}))
-        self.tag_prior_ = np.bincount(tag_ids, minlength=T) / tag_ids.size
-        hmm = TrigramHMM()
-        hmm._fit_transitions(HMMCounts.of_corpus(corpus).compact())
-        self.bigram_logp_, self.context_adj_ = hmm.bigram_logp_, hmm.context_adj_
-        self.tri_indptr_, self.tri_tags_, self.tri_logp_ = (hmm.tri_indptr_, hmm.tri_tags_,
-                                                            hmm.tri_logp_)
-        fx = self._extractor()
-        lower_ids = fx.word_ids(corpus)
-        tag_ids = tag_ids.astype(np.int64)
-        # cluster candidates: words, then environments, then the rare-word cluster
-        rare = self.word_counts_[word_ids] <= int(self.rare_threshold)
-        env = self._env_keys(lower_ids, corpus.offsets)
-        keys, counts = np.unique(env[rare], return_counts=True)
-        self.env_keys_ = keys[counts >= int(self.min_environment)].astype(np.int64)
-        n_env = self.env_keys_.size
-        s_tok, s_cl = self._samples(corpus, lower_ids)
-        pairs = np.unique(s_cl * T + tag_ids[s_tok])
-        n_clusters = V + n_env + 1
-        self.n_clusters_ = n_clusters
-        self.cl_indptr_ = np.zeros(n_clusters + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pairs // T, minlength=n_clusters), out=self.cl_indptr_[1:])
-        self.cl_tags_ = (pairs % T).astype(np.int64)
-        # feature vocabulary: every key extracted on the training data
-        keys = (*fx.context_keys(lower_ids, corpus.offsets, pred_tags),
-                *fx.lexical_keys(corpus, lower_ids))
-        self.feature_keys_ = np.unique(np.concatenate([keys[1], keys[3]]))
-        return keys, (s_tok, s_cl)
-
 
     def candidate_scores(self, corpus: TaggedCorpus):
         """Every candidate tag of every token with its cluster's score.

@@ -10,6 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..data import TaggedCorpus, Vocabulary
+from ._hmm import TrigramHMM
+from ._hmm_counts import HMMCounts, _sum_by_key, merge_counts
 from ._mms_distance import _check_distance_param, _is_ptb, ptb_distance
 
 _DIGITS = re.compile(r"[0-9]")
@@ -125,7 +127,9 @@ class _MMSSamplesMixin:
         nb = fx._neighbours(lower_ids, offsets, fx.V - 3, fx.V - 2)
         return nb[-1] * fx.V + nb[1]
 
-    def _distance_for(self, corpus):
+    def _distance_for(self, corpus_tags):
+        """The distances of ``tags_``; a ``distance`` array follows ``corpus_tags``, the tag
+        vocabulary of the training corpus."""
         names = self.tags_.items
         d = self.distance
         if isinstance(d, str):
@@ -137,11 +141,11 @@ class _MMSSamplesMixin:
             np.fill_diagonal(D, 0.0)
             return D
         D = _check_distance_param(d)
-        n = len(corpus.tags)
+        n = len(corpus_tags)
         if D.shape != (n, n):
             raise ValueError(f"distance must have shape ({n}, {n}), following the training "
                              f"corpus' tag vocabulary corpus.tags ({n} tags), got {D.shape}")
-        idx = self.tags_.mapping_to(corpus.tags)
+        idx = self.tags_.mapping_to(corpus_tags)
         return np.ascontiguousarray(D[np.ix_(idx, idx)])
 
     def _features(self, corpus, pred_tags=None, keys=None):
@@ -150,10 +154,7 @@ class _MMSSamplesMixin:
         ``keys`` are the corpus' extracted (rows, keys) pairs when already at hand."""
         n, F = corpus.n_tokens, self.feature_keys_.size
         if keys is None:
-            fx = self._extractor()
-            lower_ids = fx.word_ids(corpus)
-            keys = (*fx.context_keys(lower_ids, corpus.offsets, pred_tags),
-                    *fx.lexical_keys(corpus, lower_ids))
+            keys = self._token_keys(corpus, pred_tags)[1]
         r1, k1, r2, k2 = keys
 
         def ids(keys):
@@ -180,11 +181,7 @@ class _MMSSamplesMixin:
             Token and cluster of each sample; a cluster ``>= n_words`` reads the token's
             unknown-word features.
         """
-        items = corpus.words.items
-        used, inv = np.unique(corpus.word_ids, return_inverse=True)
-        wid = self.words_.ids([items[i] for i in used])[inv].astype(np.int64)
-        if np.any(wid < 0):
-            raise ValueError("training samples need words seen in training")
+        wid = self._word_ids(corpus)
         V, n_env = len(self.words_), self.env_keys_.size
         rare = self.word_counts_[wid] <= int(self.rare_threshold)
         if lower_ids is None:
@@ -210,30 +207,134 @@ class _MMSSamplesMixin:
         assert np.all((out >= 0) & (p < hi))
         return out
 
-    def _build_blocks(self, XS, s_cl):
-        """Every cluster's feature rows: the features its samples use (single-candidate
-        clusters get none)."""
+    # ------------------------------------------------------------------ the tables
+    # The fit runs these steps over the training corpus, or over each partition of a
+    # partitioned one (``sparsecca.distributed._mms``), whose per-partition results (keys,
+    # counts, codes) the driver merges before setting the tables from them.
+    def _count_partition(self, corpus):
+        """The :class:`~sparsecca.tagging._hmm_counts.HMMCounts` of a tagged corpus (the
+        counts :meth:`_fit_vocabularies` reads; merged over partitions by
+        ``_merge_counts``)."""
+        if not isinstance(corpus, TaggedCorpus):
+            raise TypeError(f"corpus must be a TaggedCorpus, got {type(corpus).__name__}")
+        if not corpus.has_tags:
+            raise ValueError("corpus must be tagged (tag_ids is None)")
+        return HMMCounts.of_corpus(corpus)
+
+    _merge_counts = staticmethod(merge_counts)
+
+    def _fit_vocabularies(self, counts):
+        """Tags, words and their counts, the lowercase and suffix vocabularies and the
+        transitions from the :class:`~sparsecca.tagging._hmm_counts.HMMCounts` of the
+        training corpus."""
+        c = counts.compact()
+        self.tags_, self.words_ = Vocabulary(c.tags), Vocabulary(c.words)
+        self.word_counts_ = c.totals(1)
+        tag_counts = c.totals(2)
+        self.tag_prior_ = tag_counts / tag_counts.sum()
+        forms = self.words_.items
+        self.lower_ = Vocabulary(sorted({w.lower() for w in forms}))
+        self.suffixes_ = Vocabulary(sorted({f[-m:] for f in map(_fold, forms)
+                                            for m in _SUFFIXES}))
+        hmm = TrigramHMM()
+        hmm._fit_transitions(c)
+        self.bigram_logp_, self.context_adj_ = hmm.bigram_logp_, hmm.context_adj_
+        self.tri_indptr_, self.tri_tags_, self.tri_logp_ = (hmm.tri_indptr_, hmm.tri_tags_,
+                                                            hmm.tri_logp_)
+
+    def _word_ids(self, corpus):
+        """Every token's word id in ``words_`` (training words only)."""
+        items = corpus.words.items
+        used, inv = np.unique(corpus.word_ids, return_inverse=True)
+        wid = self.words_.ids([items[i] for i in used])[inv].astype(np.int64)
+        if np.any(wid < 0):
+            raise ValueError("training samples need words seen in training")
+        return wid
+
+    def _token_keys(self, corpus, pred_tags=None):
+        """Every token's lowercase id and its extracted (rows, keys) pairs: context, then
+        word form."""
+        fx = self._extractor()
+        lower_ids = fx.word_ids(corpus)
+        return lower_ids, (*fx.context_keys(lower_ids, corpus.offsets, pred_tags),
+                           *fx.lexical_keys(corpus, lower_ids))
+
+    def _rare_environments(self, corpus, lower_ids):
+        """The distinct environments of the rare-word tokens (sorted) and their counts."""
+        rare = self.word_counts_[self._word_ids(corpus)] <= int(self.rare_threshold)
+        keys, counts = np.unique(self._env_keys(lower_ids, corpus.offsets)[rare],
+                                 return_counts=True)
+        return keys, counts.astype(np.int64)
+
+    @staticmethod
+    def _merge_environments(a, b):
+        """The sum of two ``(keys, counts)`` of :meth:`_rare_environments`."""
+        return _sum_by_key(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+
+    def _set_environments(self, keys, counts):
+        self.env_keys_ = keys[counts >= int(self.min_environment)].astype(np.int64)
+
+    @staticmethod
+    def _feature_key_set(keys):
+        """The sorted distinct feature keys of a corpus's extracted pairs."""
+        return np.unique(np.concatenate([keys[1], keys[3]]))
+
+    def _cluster_pairs(self, corpus, s_tok, s_cl):
+        """The distinct codes ``cluster * n_tags + tag`` of the samples' gold tags."""
+        tag_ids = corpus.tags.mapping_to(self.tags_)[corpus.tag_ids].astype(np.int64)
+        return np.unique(s_cl * len(self.tags_) + tag_ids[s_tok])
+
+    def _set_clusters(self, pairs):
+        """Cluster candidates (words, environments, the rare-word cluster) from the codes
+        of :meth:`_cluster_pairs`."""
+        T = len(self.tags_)
+        n_clusters = len(self.words_) + self.env_keys_.size + 1
+        self.n_clusters_ = n_clusters
+        self.cl_indptr_ = np.zeros(n_clusters + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs // T, minlength=n_clusters), out=self.cl_indptr_[1:])
+        self.cl_tags_ = (pairs % T).astype(np.int64)
+
+    def _sample_rows(self, corpus, keys, s_tok, s_cl):
+        """``(XS, s_cl, gold_pos)``: every sample's feature row and gold candidate."""
+        tag_ids = corpus.tags.mapping_to(self.tags_)[corpus.tag_ids].astype(np.int64)
+        X_word, X_unk = self._features(corpus, None, keys)
+        X = sp.vstack([X_word, X_unk]).tocsr()
+        rowsel = np.where(s_cl < len(self.words_), s_tok, s_tok + corpus.n_tokens)
+        return X[rowsel], s_cl, self._gold_positions(s_cl, tag_ids[s_tok])
+
+    def _block_pairs(self, XS, s_cl):
+        """The distinct codes ``cluster * n_features + feature`` the samples of the
+        clusters with two candidates or more use."""
         C = np.diff(self.cl_indptr_)
         F = self.feature_keys_.size
         rows = np.repeat(np.arange(XS.shape[0]), np.diff(XS.indptr))
         cl = s_cl[rows]
         keep = C[cl] >= 2
-        pair = np.unique(cl[keep] * F + XS.indices[keep].astype(np.int64))
+        return np.unique(cl[keep] * F + XS.indices[keep].astype(np.int64))
+
+    def _set_blocks(self, pairs):
+        """Every cluster's feature rows from the codes of :meth:`_block_pairs`
+        (single-candidate clusters get none)."""
+        C = np.diff(self.cl_indptr_)
+        F = self.feature_keys_.size
         n_cl = C.size
         self.feat_indptr_ = np.zeros(n_cl + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pair // F, minlength=n_cl), out=self.feat_indptr_[1:])
-        self.feat_ids_ = (pair % F).astype(np.int64)
+        np.cumsum(np.bincount(pairs // F, minlength=n_cl), out=self.feat_indptr_[1:])
+        self.feat_ids_ = (pairs % F).astype(np.int64)
         self.woff_ = np.zeros(n_cl + 1, dtype=np.int64)
         np.cumsum(np.diff(self.feat_indptr_) * C, out=self.woff_[1:])
-        self._pairs = pair
 
-    def _local_rows(self, XS, s_cl):
+    def _psl_samples(self, rows, pairs):
+        """The samples of :meth:`_sample_rows` in clusters with two candidates or more, and
+        the local feature row (in :meth:`_set_blocks`'s ``pairs``) of every stored value."""
+        XS, s_cl, gold_pos = rows
+        multi = np.diff(self.cl_indptr_)[s_cl] >= 2
+        XS, s_cl, gold_pos = XS[multi], s_cl[multi], gold_pos[multi]
         F = self.feature_keys_.size
-        rows = np.repeat(np.arange(XS.shape[0]), np.diff(XS.indptr))
-        key = s_cl[rows] * F + XS.indices.astype(np.int64)
-        p = np.searchsorted(self._pairs, key)
-        del self._pairs
-        return p - self.feat_indptr_[s_cl[rows]]
+        r = np.repeat(np.arange(XS.shape[0]), np.diff(XS.indptr))
+        key = s_cl[r] * F + XS.indices.astype(np.int64)
+        x_local = np.searchsorted(pairs, key) - self.feat_indptr_[s_cl[r]]
+        return XS, s_cl, gold_pos, x_local
 
     # ------------------------------------------------------------------ prediction
     def _route(self, corpus):

@@ -1,7 +1,8 @@
 """PerceptronTagger(partitioned_fit="mixing") on a two-process LocalCluster: iterative
 parameter mixing equals a slow pure-Python reference of the algorithm over the same
 partitions, equals the in-memory fit with one partition, keeps in-memory accuracy on
-fr-sequoia within a stated margin, and refuses bad input naming what is wrong."""
+fr-sequoia within a stated margin, and refuses bad input naming what is wrong (the input
+tests also for MMSTagger's parameter mixing, tests/distributed/test_mms_mixing.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import numpy as np
 import pytest
 
 from sparsecca._params import check_random_state
-from sparsecca.data import TaggedCorpus, read_conllu, synthetic_corpus
-from sparsecca.distributed import PartitionedCorpus, read_conllu_partitions
+from sparsecca.data import TaggedCorpus, synthetic_corpus
+from sparsecca.distributed import PartitionedCorpus
 from sparsecca.exceptions import TagsetMismatchError
 from sparsecca.kernels import kbest_viterbi
-from sparsecca.tagging import PerceptronTagger
+from sparsecca.tagging import MMSTagger, PerceptronTagger
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 from structured_reference import update_transitions  # noqa: E402
@@ -153,7 +154,7 @@ def test_mixing_equals_a_pure_python_reference(client, beam, mixing):
 
 
 @pytest.mark.parametrize("beam, mixing", [(5, "uniform"), (0, "updates")])
-def test_one_partition_is_the_in_memory_fit(client, beam, mixing):
+def test_one_partition_is_the_in_memory_fit(client, assert_same_state, beam, mixing):
     corpus = synthetic_corpus(200, random_state=1)
     train, dev = corpus[:150], corpus[150:]
     params = dict(n_iter=6, beam=beam, patience=2, random_state=3)
@@ -163,27 +164,8 @@ def test_one_partition_is_the_in_memory_fit(client, beam, mixing):
     (pa, arrays_a, extra_a), (pb, arrays_b, extra_b) = memory._get_state(), mixed._get_state()
     assert (pa["partitioned_fit"], pb["partitioned_fit"]) == ("gather", "mixing")
     assert ({**pa, "partitioned_fit": "mixing", "mixing_weights": mixing} == pb)
-    assert extra_a == extra_b  # epochs run, best epoch, train errors, dev scores
-    assert arrays_a.keys() == arrays_b.keys()
-    for name, value in arrays_a.items():
-        assert value.dtype == arrays_b[name].dtype, name
-        np.testing.assert_array_equal(value, arrays_b[name], name)
-
-
-@pytest.fixture(scope="module")
-def sequoia(shared_data, tmp_path_factory):
-    """The first 1500 training sentences of fr-sequoia as 5 partitions read from the file,
-    and the test set."""
-    text = (shared_data / "fr-sequoia" / "train.conllu").read_text(encoding="utf-8")
-    cut = 0
-    for _ in range(1500):
-        cut = text.index("\n\n", cut) + 2
-    path = tmp_path_factory.mktemp("sequoia") / "train.conllu"
-    path.write_text(text[:cut], encoding="utf-8")
-    parts = read_conllu_partitions(path, tags="upos",
-                                   partition_size=path.stat().st_size // 5 + 1)
-    return (parts, read_conllu(path, tags="upos"),
-            read_conllu(shared_data / "fr-sequoia" / "test.conllu", tags="upos"))
+    # extra: epochs run, best epoch, train errors, dev scores
+    assert_same_state(extra_a, arrays_a, extra_b, arrays_b)
 
 
 @pytest.mark.slow
@@ -226,21 +208,27 @@ def _retagged(corpus, prefix):
     (lambda c: PartitionedCorpus.from_corpus(c, 2), "untagged", ValueError,
      r"^dev must be tagged"),
 ])
-def test_bad_input(client, parts, dev, exc, match):
+@pytest.mark.parametrize("tagger", [PerceptronTagger, MMSTagger])
+def test_bad_input(client, tagger, parts, dev, exc, match):
     corpus = synthetic_corpus(10, random_state=0)
     dev = _untagged(corpus) if dev == "untagged" else dev
     with pytest.raises(exc, match=match):
-        PerceptronTagger(n_iter=1, partitioned_fit="mixing").fit(parts(corpus), dev=dev)
+        tagger(n_iter=1, partitioned_fit="mixing").fit(parts(corpus), dev=dev)
 
 
 @pytest.mark.parametrize("params, match", [
     (dict(partitioned_fit="Mixing"),
      r"^partitioned_fit must be one of \('gather', 'mixing'\), got 'Mixing'$"),
+    (dict(partitioned_fit=None),
+     r"^partitioned_fit must be one of \('gather', 'mixing'\), got None$"),
     (dict(partitioned_fit="mixing", mixing_weights=1),
      r"^mixing_weights must be one of \('uniform', 'updates'\), got 1$"),
+    (dict(partitioned_fit="mixing", mixing_weights="errors"),
+     r"^mixing_weights must be one of \('uniform', 'updates'\), got 'errors'$"),
 ])
-def test_bad_params_refused_before_any_task(params, match):
+@pytest.mark.parametrize("tagger", [PerceptronTagger, MMSTagger])
+def test_bad_params_refused_before_any_task(tagger, params, match):
     # no client: refused before the partitions are touched
     parts = PartitionedCorpus.from_corpus(synthetic_corpus(6, random_state=0), 2)
     with pytest.raises(ValueError, match=match):
-        PerceptronTagger(n_iter=1, **params).fit(parts)
+        tagger(n_iter=1, **params).fit(parts)

@@ -92,6 +92,27 @@ def test_psl_equals_table1_reference(seed):
     assert updates > 0
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_psl_counts_the_updates_of_each_cluster(seed):
+    p = tiny_problem(seed, n_clusters=4)
+    args = _psl_args(order=np.random.default_rng(seed).permutation(p["s_cluster"].size))
+    args.update({k: p[k] for k in ("s_cluster", "s_gold", "x_indptr", "x_local", "x_data",
+                                   "cl_indptr", "cl_tags", "woff", "distance")})
+    n_cl = p["cl_indptr"].size - 1
+    w, u = np.zeros(int(p["woff"][-1])), np.zeros(int(p["woff"][-1]))
+    args.update(w=w, u=u, counts=np.zeros(n_cl, dtype=np.int64))
+    updates = np.full(n_cl, 2, dtype=np.int64)  # incremented, not reset
+    total = psl_epoch(**args, updates=updates)
+    assert total > 0 and updates.sum() - 2 * n_cl == total
+    # a cluster's updates are its steps: one cluster's samples alone give its count
+    for c in range(n_cl):
+        mine = np.flatnonzero(p["s_cluster"] == c)
+        args_c = dict(args, order=args["order"][np.isin(args["order"], mine)],
+                      w=np.zeros_like(w), u=np.zeros_like(u),
+                      counts=np.zeros(n_cl, dtype=np.int64))
+        assert psl_epoch(**args_c) == updates[c] - 2
+
+
 def multiclass_perceptron(p, orders):
     """Collins' mistake-driven multi-class perceptron per cluster: update when the gold
     score does not beat every other candidate's (first best on ties)."""
@@ -199,6 +220,9 @@ def _psl_args(**change):
     (dict(s_gold=np.full(40, 3)), ValueError, r"s_gold must be a candidate position"),
     (dict(u=np.zeros(3)), TypeError, r"u must be a contiguous float64 array"),
     (dict(counts=np.ones(3)), TypeError, r"counts must be an int64 array"),
+    (dict(updates=np.zeros(3)), TypeError,
+     r"^updates must be an int64 array of shape \(3,\)$"),
+    (dict(updates=[0, 0, 0]), TypeError, r"^updates must be an int64 array of shape \(3,\)$"),
 ])
 def test_psl_bad_input(change, exc, match):
     with pytest.raises(exc, match=match):
