@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._partitioned import import_dask, tree_reduce
-from ._tagging import _shared
+from ._partitioned import shared as _shared
 
 __all__ = ["add_partials", "averaged_epochs", "local_orders", "mix_epoch", "owners"]
 
