@@ -547,7 +547,7 @@ _SCRIPTS = ["bench_linalg.py", "plot_solver_scaling.py", "profile_tau_grid.py",
             "tagger_accuracy.py", "compare_peers.py", "bench_data.py", "scale_run.py",
             "bench_rerankers.py", "baseline_rerankers.py", "wsj_solver_accuracy.py",
             "truncated_rayleigh_ritz.py", "large_tagset.py", "perceptron_mixing.py",
-            "memm_scale_out.py", "boosting_scale_out.py"]
+            "memm_scale_out.py", "boosting_scale_out.py", "mms_beta.py"]
 
 
 @pytest.fixture(scope="module")

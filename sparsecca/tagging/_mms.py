@@ -85,7 +85,11 @@ per-token scores with the transitions of a second-order HMM estimated on the sam
 tags (:class:`~sparsecca.tagging.TrigramHMM`'s deleted interpolation), the emission of
 candidate ``t`` of token ``j`` being ``log softmax(beta * s_j)[t] - log P(t)`` (the local
 class posterior divided by the tag prior, as TnT does for unknown words); ``beta`` is
-``temperature``'s inverse, chosen on dev when a dev corpus is given.  The second-order
+``temperature``'s inverse, chosen on dev when a dev corpus is given and 4 otherwise.  The
+posterior must be sharp: the division by the prior raises a tag ``t`` against a more frequent
+tag ``t'`` by ``log(P(t') / P(t))``, so with a flat posterior a rare tag that a frequent word
+was seen with (a foreign-word tag on "the", say) wins its tokens, and a larger training
+corpus gives more words such candidates.  The second-order
 k-best kernel :func:`~sparsecca.kernels.kbest_viterbi` decodes the lattice of the clusters'
 candidates exactly.
 """
@@ -140,6 +144,9 @@ __all__ = ["MMSTagger", "ptb_distance"]
 _POS_FOLDS = 4
 #: inverse temperatures tried on dev for the k-best emissions
 _BETA_GRID = (0.5, 1.0, 2.0, 4.0, 8.0)
+#: the inverse temperature without dev (a flatter posterior lets the division by the tag prior
+#: favour a rare tag that a frequent word was seen with; see the module documentation)
+_BETA_NO_DEV = 4.0
 
 
 def _check_eta(eta):
@@ -228,7 +235,7 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
     best_epoch_ : int
         Epochs behind the weights.
     beta_ : float
-        Inverse temperature of the k-best emissions.
+        Inverse temperature of the k-best emissions (chosen on dev; 4.0 without dev).
     dev_scores_ : list of float
         Dev token accuracy after every epoch of the kept learning rate (empty without dev).
     first_ : MMSTagger or None
@@ -396,7 +403,7 @@ class MMSTagger(KBestTaggerMixin, _MMSSamplesMixin, PersistMixin, ParamsMixin):
             train(eta, int(self.n_iter), rng, on_epoch)
         _, self.eta_, self.best_epoch_, self.weights_, self.dev_scores_ = best
         self.dev_scores_ = list(self.dev_scores_)
-        self.beta_ = 2.0
+        self.beta_ = _BETA_NO_DEV
         if dev is not None and dev.n_tokens:
             self.beta_ = self._choose_beta(dev, dev_data, dev_gold)
 

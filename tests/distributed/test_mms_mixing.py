@@ -151,10 +151,11 @@ def test_sequoia_accuracy_near_the_in_memory_fit(client, sequoia, shared_data):
         np.testing.assert_array_equal(model.feature_keys_, memory.feature_keys_)
         acc[mixing] = model.score(test)
     # measured (10 epochs, 5 partitions, the temperature chosen on dev): in memory 0.9678,
-    # mixing uniform 0.9655, updates 0.9634.  Without dev (temperature 1/2) 0.9654, 0.9566
-    # and 0.9568: the mixed weights, means of the partitions' blocks, are smaller (about half
-    # the norm on en-brown), and the fixed temperature then gives the transitions too much
-    # weight, most of all on unknown words.  The margin: 0.6 points with dev.
+    # mixing uniform 0.9655, updates 0.9634.  Without dev at the former fixed temperature 1/2
+    # 0.9654, 0.9566 and 0.9568: the mixed weights, means of the partitions' blocks, are
+    # smaller (about half the norm on en-brown), and the fixed temperature then gives the
+    # transitions too much weight, most of all on unknown words.  The margin: 0.6 points with
+    # dev.
     for mixing in ("uniform", "updates"):
         assert acc[mixing] > acc["memory"] - 0.006, acc
 
