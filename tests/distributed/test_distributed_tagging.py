@@ -34,6 +34,13 @@ def assert_same_model(a, b):
 
 
 def assert_same_nbest(a, b):
+    # field by field first, so that a failure says what differs (NBestList.__eq__ only
+    # says that something does)
+    np.testing.assert_array_equal(a.sent_offsets, b.sent_offsets)
+    np.testing.assert_array_equal(a.cand_offsets, b.cand_offsets)
+    np.testing.assert_array_equal(np.array(a.tags.items, dtype=object)[a.tag_ids],
+                                  np.array(b.tags.items, dtype=object)[b.tag_ids])
+    np.testing.assert_array_equal(a.scores, b.scores)
     assert a == b  # sentences, candidate tag strings, scores, unknown masks
     assert a.tags == b.tags
     assert np.array_equal(a.tag_ids, b.tag_ids) and np.array_equal(a.losses, b.losses)
