@@ -93,14 +93,14 @@ def _add(a, b):
     return mixed, ma + mb, sums, va + vb, ca + cb
 
 
-def mix_epoch(shards, bounds, perm, weights, run, by_updates: bool, args=()):
+def mix_epoch(shards, layout, perm, weights, run, by_updates: bool, args=()):
     """One epoch of parameter mixing.
 
     Parameters
     ----------
     shards : list of delayed (or persisted) shards, one per partition
-    bounds : int array, shape (n_partitions + 1,)
-        The first sentence of each partition in the whole list, then the total.
+    layout : (owner, local)
+        :func:`owners` of the shards' sentence counts (once for all epochs).
     perm : int array
         The epoch's visiting order of the whole list.
     weights : list of float arrays
@@ -122,9 +122,8 @@ def mix_epoch(shards, bounds, perm, weights, run, by_updates: bool, args=()):
     dask = import_dask()
     step = dask.delayed(_step, pure=True)
     shared = _shared(list(weights))
-    owner, local = owners(np.diff(np.asarray(bounds)).reshape(-1, 1))
     parts = [step(s, o, shared, run, by_updates, tuple(args))
-             for s, o in zip(shards, local_orders(perm, owner, local, len(shards)))]
+             for s, o in zip(shards, local_orders(perm, *layout, len(shards)))]
     (mixed, mu, sums, visits, count), = dask.compute(tree_reduce(parts, _add))
     return (mixed if mu > 0 else list(weights)), sums, visits, count
 
@@ -139,10 +138,10 @@ def averaged_epochs(shards, sizes, orders, weights, run, by_updates: bool, args=
         after one of its visits so far (the mixed weights while nothing was visited), and
         the epoch's counts added over the shards.
     """
-    bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    layout = owners(np.reshape(sizes, (-1, 1)))
     total, seen = None, 0
     for perm in orders:
-        weights, sums, visits, count = mix_epoch(shards, bounds, perm, weights, run,
+        weights, sums, visits, count = mix_epoch(shards, layout, perm, weights, run,
                                                  by_updates, args)
         total = sums if total is None else [t + s for t, s in zip(total, sums)]
         seen += visits

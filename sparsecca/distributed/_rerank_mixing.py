@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..data import Vocabulary, union_vocabulary
-from ._mixing import averaged_epochs, mix_epoch
+from ._mixing import averaged_epochs, mix_epoch, owners
 from ._partitioned import PartitionedNBest, import_dask, tree_reduce
 from ._partitioned import shared as _shared
 from ._views import _summary, check_same_tagset, fit_joint_features, in_partition
@@ -224,12 +224,12 @@ class HiddenMixing:
 
     def __init__(self, shards, sizes, model, by_updates):
         self.shards, self.by_updates = shards, by_updates
-        self.bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.layout = owners(np.reshape(sizes, (-1, 1)))
         self.n_hidden, self.n_node, self.l2, self.n_total = model
 
     def epoch(self, theta, accum, order, lr):
         (t, a), _, _, loss = mix_epoch(
-            self.shards, self.bounds, order, [theta, accum], _hidden_epoch, self.by_updates,
+            self.shards, self.layout, order, [theta, accum], _hidden_epoch, self.by_updates,
             (lr, self.l2, self.n_hidden, self.n_node, self.n_total))
         theta[:], accum[:] = t, a
         return float(loss)

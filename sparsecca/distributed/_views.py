@@ -23,21 +23,23 @@ __all__ = ["CCAArrays", "cca_arrays", "fit_views", "partition_summaries", "trans
            "in_partition"]
 
 
-def in_partition(i: int, fn, part, *args, **kwargs):
-    """``fn(part, *args, **kwargs)``, an error in it re-raised naming partition ``i``."""
+def _labelled(label: str, fn, part, *args, **kwargs):
+    """``fn(part, *args, **kwargs)``, an error in it re-raised prefixed with ``label``."""
     try:
         return fn(part, *args, **kwargs)
     except (ValueError, TypeError) as exc:
-        raise in_context(exc, f"partition {i}") from exc
+        raise in_context(exc, label) from exc
+
+
+def in_partition(i: int, fn, part, *args, **kwargs):
+    """``fn(part, *args, **kwargs)``, an error in it re-raised naming partition ``i``."""
+    return _labelled(f"partition {i}", fn, part, *args, **kwargs)
 
 
 def in_named_partition(name: str, i: int, fn, part, *args):
     """``fn(part, *args)``, an error in it re-raised naming ``name`` partition ``i`` (the
     lists of a fit: ``"train partition 1: ..."``)."""
-    try:
-        return fn(part, *args)
-    except (ValueError, TypeError) as exc:
-        raise in_context(exc, f"{name} partition {i}") from exc
+    return _labelled(f"{name} partition {i}", fn, part, *args)
 
 
 def _check_parts(parts, name: str = "parts"):
